@@ -17,6 +17,13 @@ include: "workflow/rules/ingest.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/validate.smk"
 include: "workflow/rules/preprocess.smk"
+include: "workflow/rules/convert.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/predict.smk"
+include: "workflow/rules/expand.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/bias.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:

@@ -131,13 +131,18 @@ def data_stages(params: Mapping[str, Any]) -> list[Stage]:
     return out
 
 
-# Phase builders, in DAG order. Later phases (models, evaluation, expansion,
-# audits, report) append their builder here.
-PHASES: list[Callable[[Mapping[str, Any]], list[Stage]]] = [data_stages]
+# Later phases, in DAG order: hatecheck_pipeline.phases.<name>.stages(params).
+LATER_PHASES = ["models", "expand", "evaluate", "bias", "report"]
+
+
+def phase_builders() -> list[Callable[[Mapping[str, Any]], list[Stage]]]:
+    import importlib
+
+    return [data_stages] + [importlib.import_module(f"hatecheck_pipeline.phases.{p}").stages for p in LATER_PHASES]
 
 
 def build_stages(params: Mapping[str, Any]) -> list[Stage]:
-    stages = [s for builder in PHASES for s in builder(params)]
+    stages = [s for builder in phase_builders() for s in builder(params)]
     names = [s.name for s in stages]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:

