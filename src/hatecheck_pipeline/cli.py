@@ -148,3 +148,7 @@ def dag_write(
 
 def run() -> None:  # pragma: no cover
     sys.exit(app())
+
+
+# Subcommands of the later phases live in their own modules.
+from . import cli_bias, cli_evaluate, cli_expand, cli_models  # noqa: E402,F401

@@ -1,0 +1,5 @@
+"""CLI subcommands of the bias phase (registered on the main app)."""
+
+from __future__ import annotations
+
+from .cli import app, load  # noqa: F401
