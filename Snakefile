@@ -27,6 +27,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_targets(),
-    default_target: True

@@ -70,3 +70,93 @@ def metrics(model: str, suite: str) -> str:
 
 def report() -> str:
     return f"{REPORTS}/mhc_xtc.html"
+
+
+TABLES = f"{RESULTS}/tables"
+
+
+def table(name: str) -> str:
+    """An aggregate table in long form (one row per cell, with its source)."""
+    return f"{TABLES}/{name}.csv"
+
+
+def table_summary(name: str) -> str:
+    """Headline figures of a table group (a DVC metrics file)."""
+    return f"{TABLES}/{name}.json"
+
+
+def plot_data(name: str) -> str:
+    """A small CSV that ``dvc plots`` renders (last column = y)."""
+    return f"{TABLES}/plots/{name}.csv"
+
+
+def training_languages() -> str:
+    """Languages of each model's training data (zero- vs many-shot tagging)."""
+    return f"{TABLES}/training_languages.json"
+
+
+BIAS = f"{RESULTS}/bias"
+
+
+def crows_pairs(name: str) -> str:
+    """Per-pair CrowS-Pairs scores of one configured scorer (variant, model recorded)."""
+    return f"{BIAS}/crows_pairs/{name}/pairs.parquet"
+
+
+def crows_metrics(name: str) -> str:
+    return f"{BIAS}/crows_pairs/{name}/metrics.json"
+
+
+def hatexplain_predictions(clf: str) -> str:
+    """3-class HateXplain test predictions: id, p_hatespeech, p_offensive, p_normal, p_toxic, pred3."""
+    return f"{BIAS}/hatexplain/{clf}/predictions.parquet"
+
+
+def hatexplain_attributions(clf: str) -> str:
+    """Per test post: attributions over post_tokens, p_full, p_without_top, p_only_top, method."""
+    return f"{BIAS}/hatexplain/{clf}/attributions.parquet"
+
+
+def hatexplain_card(clf: str) -> str:
+    return f"{BIAS}/hatexplain/{clf}/model_card.json"
+
+
+def hatexplain_metrics(clf: str) -> str:
+    return f"{BIAS}/hatexplain/{clf}/metrics.json"
+
+
+def hatexplain_communities(clf: str) -> str:
+    """Per-community Subgroup/BPSN/BNSP AUCs (plot data)."""
+    return f"{BIAS}/hatexplain/{clf}/communities.csv"
+
+
+def target_bias(model: str) -> str:
+    """Target-group bias AUCs of one model on HateCheck / MHC suites."""
+    return f"{BIAS}/targets/{model}/metrics.json"
+
+
+def target_bias_csv(model: str) -> str:
+    return f"{BIAS}/targets/{model}/communities.csv"
+
+
+def bias_summary() -> str:
+    return f"{BIAS}/summary.json"
+
+
+# Suite expansion (issue 5)
+EXPANDED = "data/expanded"
+
+
+def expanded_table(name: str) -> str:
+    """An expanded suite's cases before any text scheme (suite columns)."""
+    return f"{EXPANDED}/{name}/table.parquet"
+
+
+def expanded_processed(name: str, scheme: str) -> str:
+    """An expanded suite through one preprocessing scheme (what models read)."""
+    return f"{EXPANDED}/{name}/{scheme}.parquet"
+
+
+def expansion_file(name: str, file: str) -> str:
+    """A side artifact of an expansion stage (reports, coverage, rejects)."""
+    return f"{EXPANDED}/{name}/{file}"

@@ -84,3 +84,19 @@ def by_name(params: Mapping[str, Any], name: str) -> Suite:
             if suite.name == name:
                 return suite
     raise KeyError(f"unknown suite {name!r}")
+
+
+# Expanded suites (issue 5): perturbed_hatecheck, perturbed_mhc (->
+# perturbed_mhc_<language>), extended (-> extended_<language>), gpt_hatecheck
+# (-> gpt_hatecheck_<language>); they read data/expanded/<table>/<scheme>.parquet.
+def _expanded(name: str) -> Callable[[Mapping[str, Any]], list[Suite]]:
+    def build(params: Mapping[str, Any]) -> list[Suite]:
+        from .expansion.registry import tables  # lazy: registry subclasses Suite
+
+        return tables(params)[name] if "expansion" in params else []
+
+    return build
+
+
+for _name in ("perturbed_hatecheck", "perturbed_mhc", "extended", "gpt_hatecheck"):
+    EXTRA_SUITES[_name] = _expanded(_name)

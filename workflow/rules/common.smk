@@ -24,9 +24,12 @@ def phase_stages(phase):
 
 def command(stage):
     sets = " ".join(
-        "--set " + shlex.quote(f"{k}={hc_config.dumps(v)}") for k, v in OVERRIDES.items()
+        f"--set {shlex.quote(f'{k}={hc_config.dumps(v)}')}"
+        for k, v in OVERRIDES.items()
     )
-    return stage.cmd.replace("hatecheck-pipeline", f"hatecheck-pipeline {sets}".strip(), 1)
+    return stage.cmd.replace(
+        "hatecheck-pipeline", f"hatecheck-pipeline {sets}".strip(), 1
+    )
 
 
 def final_targets():

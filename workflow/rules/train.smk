@@ -8,12 +8,14 @@ for stage in phase_stages("train"):
             stage.deps,
         output:
             stage.all_outs,
+        log:
+            stage.log,
+        conda:
+            "../envs/hatecheck.yaml"
+        resources:
+            **dict(stage.resources),
         params:
             values=stage.param_values(PARAMS),
             cmd=command(stage),
-        log:
-            stage.log,
-        resources:
-            **dict(stage.resources),
         shell:
             "{params.cmd} > {log} 2>&1"

@@ -1,11 +1,99 @@
-"""Stages of the models phase (built from params; see hatecheck_pipeline.dag)."""
+"""Stages of the models phase: convert (pipeline-built base models), train
+(one per model) and predict (one per model and evaluation suite).
+
+The active profile (``params.profile``) picks each role's base model and
+the budget; a model whose base is ``pipeline:<name>`` depends on that
+base model's convert stage.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..dag import Stage
+from .. import paths
+from ..basemodels import base_ref, pipeline_base
+from ..dag import Stage, code, stage
+from ..suites import suites_for_model
+
+TRAIN_CODE = ("training", "predict", "basemodels", "cli_models")
+PREDICT_CODE = ("predict", "basemodels", "suites", "cli_models")
+CONVERT_CODE = ("convert_e5", "basemodels", "cli_models")
+PREDICT_MEM_MB = 3000
+CONVERT_MEM_MB = 3000
+
+
+def profile_key(params: Mapping[str, Any], key: str) -> str:
+    return f"profiles.{params['profile']}.{key}"
+
+
+def convert_stages(params: Mapping[str, Any]) -> list[Stage]:
+    needed = sorted({b for m in params["models"] if (b := pipeline_base(base_ref(params, m)))})
+    return [
+        stage(
+            f"convert_{name}",
+            "convert",
+            f"hatecheck-pipeline convert {name}",
+            deps=code(*CONVERT_CODE),
+            outs=[paths.base_model_dir(name)],
+            resources=[("mem_mb", CONVERT_MEM_MB)],
+        )
+        for name in needed
+    ]
+
+
+def train_stage(params: Mapping[str, Any], model: str) -> Stage:
+    spec = params["models"][model]
+    prof = params["profiles"][params["profile"]]
+    ref = base_ref(params, model)
+    deps = [paths.processed(d, spec["scheme"]) for d in spec["train"]]
+    if (base := pipeline_base(ref)) is not None:
+        deps.append(paths.base_model_dir(base))
+    keys = [
+        "profile",
+        profile_key(params, f"base_models.{spec['role']}"),
+        *(profile_key(params, k) for k in ("max_train_per_dataset", "max_epochs", "max_length")),
+        f"models.{model}",
+        f"training.recipes.{spec['recipe']}",
+        "training.amp",
+    ]
+    return stage(
+        f"train_{model}",
+        "train",
+        f"hatecheck-pipeline train {model}",
+        deps=[*deps, *code(*TRAIN_CODE)],
+        outs=[paths.model_dir(model), paths.model_card(model), paths.checkpoints(model)],
+        metrics=[paths.training_log(model)],
+        params=keys,
+        resources=[("mem_mb", prof.get("mem_mb", 6000)), ("gpu", prof.get("gpu", 0))],
+        persist=[paths.checkpoints(model)],
+    )
+
+
+def predict_stage(params: Mapping[str, Any], model: str, suite) -> Stage:
+    spec = params["models"][model]
+    prof = params["profiles"][params["profile"]]
+    return stage(
+        f"predict_{model}_{suite.name}",
+        "predict",
+        f"hatecheck-pipeline predict {model} {suite.name}",
+        deps=[paths.model_dir(model), suite.table(spec["scheme"]), *code(*PREDICT_CODE)],
+        outs=[paths.predictions(model, suite.name)],
+        params=[
+            profile_key(params, "max_length"),
+            profile_key(params, "max_cases_per_suite"),
+            f"models.{model}.seed",
+            f"models.{model}.scheme",
+            "prediction",
+        ],
+        resources=[("mem_mb", PREDICT_MEM_MB), ("gpu", prof.get("gpu", 0))],
+    )
 
 
 def stages(params: Mapping[str, Any]) -> list[Stage]:
-    return []
+    out = convert_stages(params)
+    for model in params["models"]:
+        out.append(train_stage(params, model))
+    for model in params["models"]:
+        for suite in suites_for_model(params, model):
+            out.append(predict_stage(params, model, suite))
+    return out

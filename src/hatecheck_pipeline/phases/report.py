@@ -1,11 +1,49 @@
-"""Stages of the report phase (built from params; see hatecheck_pipeline.dag)."""
+"""Stages of the report phase (built from params; see hatecheck_pipeline.dag).
+
+``report``: the self-contained ``reports/mhc_xtc.html`` from the evaluate
+phase's tables, the model cards and the data-validation results.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..dag import Stage
+from .. import paths
+from ..dag import Stage, code, stage
+from ..datasets import RAW_SOURCE
+from ..tables import GROUPS
+from . import evaluate
+
+
+def table_files(params: Mapping[str, Any]) -> dict[str, str]:
+    """Long tables of the table groups that have sources."""
+    return {t: paths.table(t) for g, o in GROUPS.items() if evaluate.group_sources(params, g) for t in o["tables"]}
+
+
+def model_cards(params: Mapping[str, Any]) -> dict[str, str]:
+    """Model cards the DAG produces (a card no stage writes is read if present, never required)."""
+    from . import models
+
+    produced = {o for s in models.stages(params) for o in s.all_outs}
+    return {m: paths.model_card(m) for m in params["models"] if paths.model_card(m) in produced}
 
 
 def stages(params: Mapping[str, Any]) -> list[Stage]:
-    return []
+    shots = bool(evaluate.group_sources(params, "shots"))
+    return [
+        stage(
+            "report",
+            "report",
+            "hatecheck-pipeline report",
+            deps=[
+                *table_files(params).values(),
+                *([paths.training_languages()] if shots else []),
+                *model_cards(params).values(),
+                *(paths.validation_json(d) for d in RAW_SOURCE),
+                *code("report", "tables"),
+                "src/hatecheck_pipeline/resources/published.yaml",
+            ],
+            outs=[paths.report()],
+            params=["report.title", "report.heatmap_models", "evaluation.below_mark", "profile", "models"],
+        )
+    ]

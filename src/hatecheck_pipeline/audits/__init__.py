@@ -1,0 +1,1 @@
+"""Bias and explainability audits (CrowS-Pairs, HateXplain, target-group AUCs)."""

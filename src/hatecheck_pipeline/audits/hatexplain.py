@@ -1,0 +1,202 @@
+"""HateXplain audit (Mathew et al. 2021): 3-class performance, bias AUCs per
+target community and explainability against the human rationales.
+
+The metrics stage consumes two files any classifier can produce:
+
+- predictions (one row per test post): ``id``, ``p_hatespeech``,
+  ``p_offensive``, ``p_normal``, ``p_toxic`` (= P(hate) + P(offensive)),
+  ``pred3``;
+- attributions (one row per test post): ``id``, ``attributions`` (one
+  score per HateXplain ``post_tokens`` token, for the predicted class),
+  ``p_full`` (probability of the predicted class), ``p_without_top``
+  (same class, top-k tokens removed), ``p_only_top`` (same class, only the
+  top-k tokens kept), ``method``.
+
+The pipeline's own producer here is a stand-in: TF-IDF + logistic
+regression (scikit-learn) trained on the official train split, with
+leave-one-token-out occlusion attributions. It is labelled as such in
+every output and is not the paper's BERT.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import polars as pl
+
+from . import bias_auc, rationales
+
+CLASSES = ["hatespeech", "offensive", "normal"]
+
+# Table 6 of the paper, BERT [LIME] (bias metrics do not depend on the explainer).
+PAPER_TABLE6_BERT = {
+    "model": "BERT [LIME] (Mathew et al. 2021, Table 6)",
+    "accuracy": 0.690,
+    "macro_f1": 0.674,
+    "auroc": 0.843,
+    "gmb_subgroup": 0.762,
+    "gmb_bpsn": 0.709,
+    "gmb_bnsp": 0.757,
+    "iou_f1": 0.118,
+    "token_f1": 0.468,
+    "auprc": 0.747,
+    "comprehensiveness": 0.436,
+    "sufficiency": 0.008,
+}
+
+
+# --------------------------------------------------------------------------
+# Stand-in classifier (TF-IDF + logistic regression)
+
+
+def _join(tokens: Sequence[str]) -> str:
+    return " ".join(tokens)
+
+
+def train_standin(train: pl.DataFrame, seed: int, c: float, max_features: int):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    model = make_pipeline(
+        TfidfVectorizer(lowercase=True, ngram_range=(1, 2), min_df=2, max_features=max_features, token_pattern=r"\S+", sublinear_tf=True),
+        LogisticRegression(C=c, max_iter=2000, random_state=seed),
+    )
+    model.fit([_join(t) for t in train["post_tokens"].to_list()], train["label3"].to_list())
+    return model
+
+
+def _proba(model, texts: list[str]) -> np.ndarray:
+    """Class probabilities in CLASSES order."""
+    order = [list(model.classes_).index(c) for c in CLASSES]
+    return model.predict_proba(texts)[:, order]
+
+
+def occlusion(model, tokens: Sequence[str], k: int) -> dict[str, Any]:
+    """Leave-one-token-out attributions for the predicted class, and the
+    class probability without / with only the top-k tokens."""
+    tokens = list(tokens)
+    variants = [_join(tokens)] + [_join(tokens[:i] + tokens[i + 1 :]) for i in range(len(tokens))]
+    probs = _proba(model, variants)
+    j = int(np.argmax(probs[0]))
+    attributions = (probs[0, j] - probs[1:, j]).tolist()
+    top = rationales.top_k_mask(attributions, k)
+    rest = _join([t for t, m in zip(tokens, top) if not m])
+    only = _join([t for t, m in zip(tokens, top) if m])
+    p_rest, p_only = _proba(model, [rest, only])[:, j]
+    return {"pred3": CLASSES[j], "attributions": attributions, "p_full": float(probs[0, j]), "p_without_top": float(p_rest), "p_only_top": float(p_only)}
+
+
+def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_card: Path, seed: int, c: float, max_features: int, k: int) -> dict[str, Any]:
+    from tqdm import tqdm
+
+    data = pl.read_parquet(table)
+    train = data.filter(pl.col("split") == "train")
+    test = data.filter(pl.col("split") == "test")
+    model = train_standin(train, seed, c, max_features)
+    texts = [_join(t) for t in test["post_tokens"].to_list()]
+    probs = _proba(model, texts)
+    label = "tfidf-lr-standin"
+    preds = pl.DataFrame(
+        {
+            "id": test["id"],
+            "p_hatespeech": probs[:, 0],
+            "p_offensive": probs[:, 1],
+            "p_normal": probs[:, 2],
+            "p_toxic": probs[:, 0] + probs[:, 1],
+            "pred3": [CLASSES[i] for i in probs.argmax(axis=1)],
+            "model": label,
+        }
+    )
+    rows = []
+    for pid, tokens in tqdm(list(zip(test["id"].to_list(), test["post_tokens"].to_list())), desc="occlusion", mininterval=10):
+        rows.append({"id": pid, **occlusion(model, tokens, k), "method": "occlusion (leave-one-token-out)", "top_k": k, "model": label})
+    out_predictions.parent.mkdir(parents=True, exist_ok=True)
+    preds.write_parquet(out_predictions)
+    pl.DataFrame(rows).write_parquet(out_attributions)
+    card = {
+        "model": label,
+        "description": "Stand-in 3-class classifier: TF-IDF (word 1-2 grams) + multinomial logistic regression (scikit-learn), "
+        "trained on the HateXplain official train split. NOT the paper's BERT; used so the audit metrics run offline.",
+        "train_posts": train.height,
+        "test_posts": test.height,
+        "seed": seed,
+        "C": c,
+        "max_features": max_features,
+        "attribution": "occlusion: drop in the predicted-class probability when one post token is removed",
+    }
+    out_card.write_text(json.dumps(card, indent=2) + "\n", "utf-8")
+    return card
+
+
+# --------------------------------------------------------------------------
+# Metrics
+
+
+def performance(gold3: Sequence[str], preds: pl.DataFrame) -> dict[str, float]:
+    from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+
+    ordered = sorted(CLASSES)  # scikit-learn wants the labels sorted
+    probs = preds.select([f"p_{c}" for c in ordered]).to_numpy()
+    probs = probs / probs.sum(axis=1, keepdims=True)
+    return {
+        "accuracy": float(accuracy_score(gold3, preds["pred3"])),
+        "macro_f1": float(f1_score(gold3, preds["pred3"], average="macro", labels=CLASSES)),
+        "auroc": float(roc_auc_score(gold3, probs, multi_class="ovr", average="macro", labels=ordered)),
+    }
+
+
+def run_metrics(
+    table: Path,
+    predictions: Path,
+    attributions: Path,
+    out_json: Path,
+    out_csv: Path,
+    communities: list[str],
+    power: float,
+    k: int,
+    iou_threshold: float,
+    combine: str,
+    label: str,
+) -> dict[str, Any]:
+    test = pl.read_parquet(table).filter(pl.col("split") == "test").select("id", "label3", "targets", "rationales", "post_tokens")
+    preds = pl.read_parquet(predictions)
+    joined = test.join(preds, on="id", how="inner")
+    if joined.height != test.height:
+        raise ValueError(f"{predictions}: covers {joined.height} of {test.height} test posts")
+    perf = performance(joined["label3"].to_list(), joined)
+    y = (joined["label3"] != "normal").cast(pl.Int8).to_numpy()
+    rows = bias_auc.bias_table(y, joined["p_toxic"].to_numpy(), joined["targets"].to_list(), communities)
+    # explainability: test posts whose gold class is not normal (they carry rationales)
+    attr = pl.read_parquet(attributions)
+    ex = test.filter(pl.col("label3") != "normal").join(attr, on="id", how="inner")
+    gold = [rationales.gold_rationale(r, combine) for r in ex["rationales"].to_list()]
+    soft = ex["attributions"].to_list()
+    for pid, g, s, t in zip(ex["id"], gold, soft, ex["post_tokens"]):
+        if len(s) != len(t) or len(g) != len(t):
+            raise ValueError(f"post {pid}: {len(t)} tokens, {len(s)} attributions, {len(g)} rationale marks")
+    keep = [i for i, g in enumerate(gold) if sum(g) > 0]
+    plaus = rationales.explainability([gold[i] for i in keep], [soft[i] for i in keep], k, iou_threshold)
+    faith = rationales.faithfulness(*(ex[c].to_numpy()[keep] for c in ("p_full", "p_without_top", "p_only_top")))
+    result = {
+        "model": label,
+        "n_test": joined.height,
+        "performance": perf,
+        "bias": {"score": "p_toxic", "positive": "hatespeech or offensive", "communities": rows, **bias_auc.gmb(rows, power)},
+        "explainability": {
+            "method": attr["method"][0] if attr.height else None,
+            "top_k": k,
+            "iou_threshold": iou_threshold,
+            "gold_rationale": combine,
+            **plaus,
+            **faith,
+        },
+        "paper_table6": PAPER_TABLE6_BERT,
+    }
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    pl.DataFrame(rows).with_columns(model=pl.lit(label)).write_csv(out_csv)
+    return result

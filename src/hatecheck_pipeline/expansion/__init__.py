@@ -1,0 +1,15 @@
+"""Suite expansion (issue 5): template regeneration and extension, spelling
+perturbations, LLM generation validated by NLI (GPT-HateCheck), quality
+measures. Stage entry points live in :mod:`hatecheck_pipeline.phases.expand`."""
+
+from importlib import resources
+
+SUITE_COLUMNS = [
+    "id", "text", "label", "language", "dataset", "split", "functionality",
+    "target_ident", "templ_id", "case_templ", "source_id", "generator",
+]
+
+
+def resource(name: str):
+    """A data file shipped under ``resources/expansion``."""
+    return resources.files("hatecheck_pipeline").joinpath("resources", "expansion", name)

@@ -1,0 +1,256 @@
+"""The papers' tables, zero- vs many-shot and contrast consistency, built
+from the per-(model, suite) METRICS.json files.
+
+Every table is written in long form, one row per cell, and every cell
+carries its provenance: the metrics file and the stage that produced it
+(``metrics_file``, ``stage``) and a stable ``cell_id`` that the report puts
+on the cell and ``hatecheck-pipeline lineage`` accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import polars as pl
+
+from . import paths
+from .io import read_json, write_json
+
+CELL_COLUMNS = {
+    "table": pl.String, "model": pl.String, "suite": pl.String, "language": pl.String,
+    "row": pl.String, "column": pl.String, "value": pl.Float64, "ci_low": pl.Float64,
+    "ci_high": pl.Float64, "n": pl.Int64, "setting": pl.String,
+    "metrics_file": pl.String, "stage": pl.String, "cell_id": pl.String,
+}
+
+
+# Outputs of each table group's stage: long tables, plot data.
+GROUPS: dict[str, dict[str, list[str]]] = {
+    "hatecheck": {
+        "tables": ["hatecheck_t1", "hatecheck_t2", "hatecheck_t3", "hatecheck_t4", "hatecheck_heldout"],
+        "plots": ["hatecheck_functionality"],
+    },
+    "mhc": {"tables": ["mhc_t1", "mhc_t2", "mhc_t3", "mhc_t6", "mhc_t7"], "plots": ["mhc_macro_f1"]},
+    "shots": {"tables": ["shots_languages", "shots_summary", "shots_class_gap"], "plots": ["zero_many_shot"]},
+    "contrast": {"tables": ["contrast"], "plots": []},
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One scored (model, suite): where its metrics are and who wrote them."""
+
+    model: str
+    suite: str
+    dataset: str
+    language: str | None
+    metrics: str
+    stage: str
+
+
+def cell_id(*parts: str) -> str:
+    """Stable id of a report cell (no spaces or quotes).
+
+    >>> cell_id("mhc_t7", "XTC", "german", "macro_f1")
+    'mhc_t7:XTC:german:macro_f1'
+    >>> cell_id("hatecheck_t4", "B-D", "trans people", "accuracy")
+    'hatecheck_t4:B-D:trans_people:accuracy'
+    """
+    return ":".join(re.sub(r"[^A-Za-z0-9_.\-]+", "_", str(p)) for p in parts)
+
+
+def _cell(table: str, src: Source, row: str, column: str, figure: dict[str, Any] | float | None, n: int | None, **extra: Any) -> dict[str, Any]:
+    fig = figure if isinstance(figure, dict) else {"value": figure}
+    return {
+        "table": table, "model": src.model, "suite": src.suite, "language": src.language,
+        "row": row, "column": column, "value": fig.get("value"), "ci_low": fig.get("ci_low"),
+        "ci_high": fig.get("ci_high"), "n": n, "setting": extra.get("setting"),
+        "metrics_file": extra.get("metrics_file", src.metrics), "stage": extra.get("stage", src.stage),
+        "cell_id": cell_id(table, src.model, *( [src.language] if src.language and extra.get("per_language", True) else []), row, column),
+    }
+
+
+def frame(cells: Iterable[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(list(cells), schema=CELL_COLUMNS)
+
+
+def section_cells(table: str, loaded: list[tuple[Source, dict]], section: str, metric: str, per_language: bool = True) -> pl.DataFrame:
+    """One cell per (source, group) of a METRICS.json section."""
+    out = []
+    for src, doc in loaded:
+        for group, figures in doc.get(section, {}).items():
+            out.append(_cell(table, src, group, metric, figures.get(metric), figures.get("n"), per_language=per_language))
+    return frame(out)
+
+
+def overall_cells(table: str, loaded: list[tuple[Source, dict]], metrics: list[str], row_of=lambda s: s.language or s.suite) -> pl.DataFrame:
+    out = []
+    for src, doc in loaded:
+        for metric in metrics:
+            out.append(_cell(table, src, row_of(src), metric, doc["overall"].get(metric), doc["overall"]["n"], per_language=False))
+    return frame(out)
+
+
+def hatecheck_tables(loaded: list[tuple[Source, dict]]) -> dict[str, pl.DataFrame]:
+    """HateCheck Tables 1-4 and held-out macro F1 for models tested on HateCheck."""
+    hc = [(s, d) for s, d in loaded if s.dataset == "hatecheck"]
+    held = [(s, d) for s, d in loaded if s.suite.startswith("heldout_")]
+    t2 = []
+    for src, doc in hc:
+        for label, figures in doc["by_label"].items():
+            t2.append(_cell("hatecheck_t2", src, label, "accuracy", figures["accuracy"], figures["n"]))
+        t2.append(_cell("hatecheck_t2", src, "total", "accuracy", doc["overall"]["accuracy"], doc["overall"]["n"]))
+    return {
+        "hatecheck_t1": section_cells("hatecheck_t1", hc, "by_functionality", "accuracy"),
+        "hatecheck_t2": frame(t2),
+        "hatecheck_t3": section_cells("hatecheck_t3", hc, "by_reclaimed_slur", "accuracy"),
+        "hatecheck_t4": section_cells("hatecheck_t4", hc, "by_target", "accuracy"),
+        "hatecheck_heldout": overall_cells("hatecheck_heldout", held, ["macro_f1"], row_of=lambda s: s.dataset),
+    }
+
+
+def mhc_tables(loaded: list[tuple[Source, dict]]) -> dict[str, pl.DataFrame]:
+    """MHC Tables 1, 2, 3, 6 and 7 for models tested on MHC."""
+    mhc = [(s, d) for s, d in loaded if s.dataset == "mhc"]
+    held = [(s, d) for s, d in loaded if s.suite.startswith("heldout_")]
+    t1 = section_cells("mhc_t1", mhc, "by_functionality", "accuracy")
+    t3 = section_cells("mhc_t3", mhc, "by_target", "macro_f1")
+    # rows are functionalities/targets, columns languages
+    t1 = t1.with_columns(pl.col("language").alias("column"))
+    t3 = t3.with_columns(pl.col("language").alias("column"))
+    return {
+        "mhc_t1": t1,
+        "mhc_t2": overall_cells("mhc_t2", mhc, ["f1_hateful", "f1_non_hateful", "macro_f1"]),
+        "mhc_t3": t3,
+        "mhc_t6": overall_cells("mhc_t6", held, ["macro_f1"], row_of=lambda s: s.dataset),
+        "mhc_t7": overall_cells("mhc_t7", mhc, ["macro_f1"]),
+    }
+
+
+def training_languages(tables: list[str | Path]) -> list[str]:
+    """Languages of a model's training data (the ``language`` column)."""
+    langs: set[str] = set()
+    for table in tables:
+        langs |= set(pl.scan_parquet(table).select(pl.col("language").unique()).collect().to_series().drop_nulls().to_list())
+    return sorted(langs)
+
+
+def setting(language: str | None, trained_on: list[str]) -> str:
+    """``many-shot`` when the model was fine-tuned on the language, else ``zero-shot``.
+
+    >>> setting("spanish", ["italian", "spanish"]), setting("hindi", ["spanish"])
+    ('many-shot', 'zero-shot')
+    """
+    return "many-shot" if language in trained_on else "zero-shot"
+
+
+def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[str]], summary_file: str, stage: str) -> dict[str, pl.DataFrame]:
+    """Zero- vs many-shot per (model, language), per model and per functionality class."""
+    mhc = [(s, d) for s, d in loaded if s.dataset == "mhc"]
+    per_lang = frame(
+        _cell("shots_languages", s, s.language or s.suite, "macro_f1", d["overall"]["macro_f1"], d["overall"]["n"],
+              setting=setting(s.language, languages_of.get(s.model, [])), per_language=False)
+        for s, d in mhc
+    )
+    classes = frame(
+        _cell("shots_classes", s, cls, "accuracy", fig["accuracy"], fig["n"], setting=setting(s.language, languages_of.get(s.model, [])))
+        for s, d in mhc for cls, fig in d.get("by_functionality_class", {}).items()
+    )
+    derived = {"metrics_file": summary_file, "stage": stage}
+
+    def summarise(cells: pl.DataFrame, table: str, keys: list[str]) -> pl.DataFrame:
+        if cells.is_empty():
+            return frame([])
+        means = cells.group_by([*keys, "setting"], maintain_order=True).agg(pl.col("value").mean().round(1), pl.col("n").sum())
+        rows = []
+        for key, part in means.group_by(keys, maintain_order=True):
+            by = {r["setting"]: r for r in part.iter_rows(named=True)}
+            model = key[0]
+            row = key[1] if len(key) > 1 else "all languages"
+            src = Source(model, "mhc", "mhc", None, summary_file, stage)
+            for name in ("zero-shot", "many-shot"):
+                if name in by:
+                    rows.append(_cell(table, src, row, name, by[name]["value"], by[name]["n"], setting=name, per_language=False, **derived))
+            if len(by) == 2:
+                gap = round(by["many-shot"]["value"] - by["zero-shot"]["value"], 1)
+                rows.append(_cell(table, src, row, "gap", gap, None, setting="gap", per_language=False, **derived))
+        return frame(rows)
+
+    return {
+        "shots_languages": per_lang,
+        "shots_summary": summarise(per_lang, "shots_summary", ["model"]),
+        "shots_class_gap": summarise(classes, "shots_class_gap", ["model", "row"]),
+    }
+
+
+def contrast_table(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
+    """Share of contrast pairs with both cases right, per (model, suite)."""
+    return frame(
+        _cell("contrast", s, s.suite, "both_correct", d["contrast"]["both_correct"], d["contrast"]["n_pairs"], per_language=False)
+        for s, d in loaded if "contrast" in d
+    )
+
+
+def write_tables(tables: dict[str, pl.DataFrame]) -> None:
+    for name, cells in tables.items():
+        out = Path(paths.table(name))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cells.write_csv(out)
+
+
+def nested(cells: pl.DataFrame, *keys: str) -> dict[str, Any]:
+    """Cell values as ``{key1: {key2: ... value}}`` (a DVC metrics document)."""
+    out: dict[str, Any] = {}
+    for r in cells.iter_rows(named=True):
+        node = out
+        for k in keys[:-1]:
+            node = node.setdefault(str(r[k]), {})
+        node[str(r[keys[-1]])] = r["value"]
+    return out
+
+
+def write_plot(cells: pl.DataFrame, name: str, columns: dict[str, str]) -> None:
+    """Plot data for ``dvc plots``: selected columns renamed (last = y)."""
+    out = Path(paths.plot_data(name))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cells.select(pl.col(src).alias(dst) for src, dst in columns.items()).write_csv(out)
+
+
+def load(sources: list[Source]) -> list[tuple[Source, dict]]:
+    return [(s, read_json(s.metrics)) for s in sources]
+
+
+def run(group: str, sources: list[Source], stage: str, languages_of: dict[str, list[str]] | None = None) -> dict[str, pl.DataFrame]:
+    """Tables stage of one group (``hatecheck``, ``mhc``, ``shots``, ``contrast``)."""
+    loaded = load(sources)
+    summary_file = paths.table_summary(group)
+    if group == "hatecheck":
+        tables = hatecheck_tables(loaded)
+        summary = {
+            "by_label": nested(tables["hatecheck_t2"], "model", "row"),
+            "heldout_macro_f1": nested(tables["hatecheck_heldout"], "model", "row"),
+        }
+        write_plot(tables["hatecheck_t1"], "hatecheck_functionality", {"model": "model", "row": "functionality", "value": "accuracy"})
+    elif group == "mhc":
+        tables = mhc_tables(loaded)
+        summary = {
+            "macro_f1": nested(tables["mhc_t7"], "model", "row"),
+            "heldout_macro_f1": nested(tables["mhc_t6"], "model", "row"),
+        }
+        write_plot(tables["mhc_t7"], "mhc_macro_f1", {"model": "model", "row": "language", "value": "macro_f1"})
+    elif group == "shots":
+        tables = shot_tables(loaded, languages_of or {}, summary_file, stage)
+        summary = {"macro_f1": nested(tables["shots_summary"], "model", "column")}
+        write_json(languages_of or {}, paths.training_languages())
+        write_plot(tables["shots_languages"], "zero_many_shot", {"model": "model", "row": "language", "setting": "setting", "value": "macro_f1"})
+    elif group == "contrast":
+        tables = {"contrast": contrast_table(loaded)}
+        summary = {"both_correct": nested(tables["contrast"], "model", "row")}
+    else:
+        raise ValueError(f"unknown table group {group!r}")
+    write_tables(tables)
+    write_json(summary, summary_file)
+    return tables

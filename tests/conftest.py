@@ -1,0 +1,48 @@
+"""Shared fixtures: a scratch project directory and the dataset mirror."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MIRROR = Path(os.environ.get("HATECHECK_PIPELINE_MIRROR", REPO.parent / "shared" / "datasets")).resolve()
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    """Run inside an empty scratch directory (stages use relative paths)."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def write_raw(workdir):
+    """Write a raw file at data/raw/<source>/<name> (bytes or text)."""
+
+    def _write(source: str, name: str, content: str | bytes) -> Path:
+        path = workdir / "data" / "raw" / source / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        return path
+
+    return _write
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    if not (MIRROR / "SHA256SUMS").exists():
+        pytest.fail(f"dataset mirror not found at {MIRROR}: set HATECHECK_PIPELINE_MIRROR")
+    return MIRROR
+
+
+@pytest.fixture(scope="session")
+def params():
+    from hatecheck_pipeline.config import load_params
+
+    return load_params(REPO / "params.yaml")

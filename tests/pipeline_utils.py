@@ -1,0 +1,79 @@
+"""Helpers to run the real runners on a scratch copy of the project."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from conftest import MIRROR, REPO
+
+BIN = Path(sys.executable).parent
+DATA_PHASES = ("ingest", "prepare", "validate", "preprocess")
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["HATECHECK_PIPELINE_MIRROR"] = str(MIRROR)
+    e["PATH"] = f"{BIN}{os.pathsep}{e['PATH']}"
+    e.setdefault("DVC_NO_ANALYTICS", "1")
+    return e
+
+
+def run(cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1800) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+def copy_project(dest: Path) -> Path:
+    """The tracked and untracked-not-ignored files, in a fresh git repo."""
+    files = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    for rel in filter(None, files):
+        src = REPO / rel
+        if src.is_file():
+            target = dest / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target)
+    run(["git", "init", "-q"], dest)
+    return dest
+
+
+def set_param(project: Path, dotted: str, value) -> None:
+    path = project / "params.yaml"
+    doc = yaml.safe_load(path.read_text())
+    node = doc
+    *parents, leaf = dotted.split(".")
+    for p in parents:
+        node = node[p]
+    node[leaf] = value
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def dry_run_jobs(project: Path, *targets: str, forceall: bool = False) -> dict[str, dict[str, set[str]]]:
+    """Snakemake's dry run parsed into {rule: {"input": {...}, "output": {...}}}."""
+    cmd = [str(BIN / "snakemake"), "-n", "--cores", "1"] + (["--forceall"] if forceall else []) + list(targets)
+    out = run(cmd, project).stdout
+    jobs: dict[str, dict[str, set[str]]] = {}
+    current = None
+    for line in out.splitlines():
+        m = re.match(r"^(?:local)?rule (\S+):$", line.strip())
+        if m:
+            current = jobs.setdefault(m.group(1), {"input": set(), "output": set()})
+            continue
+        m = re.match(r"^\s+(input|output): (.*)$", line)
+        if m and current is not None:
+            current[m.group(1)] |= {p.strip() for p in m.group(2).split(", ") if p.strip()}
+    return jobs
+
+
+def dvc_ran_stages(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))

@@ -1,0 +1,116 @@
+"""CrowS-Pairs scoring on tiny randomly initialised models (built here;
+their numbers mean nothing beyond checking the arithmetic)."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+import torch
+
+from hatecheck_pipeline.audits import crows
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "is", "a", "good", "doctor", "nurse",
+         "un", "##believ", "##able", "poor", "rich", "people", "are", "lazy", "smart", ".", "kid", "##s"]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    from transformers import BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tok")
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n", "utf-8")
+    return BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True, bos_token="[CLS]")
+
+
+@pytest.fixture(scope="module")
+def mlm():
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
+    return BertForMaskedLM(cfg).eval()  # random weights
+
+
+def manual_log_prob(model, ids: list[int], pos: int, mask_id: int) -> float:
+    masked = list(ids)
+    masked[pos] = mask_id
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([masked])).logits[0, pos].double().tolist()
+    top = max(logits)
+    log_z = top + math.log(sum(math.exp(v - top) for v in logits))
+    return logits[ids[pos]] - log_z
+
+
+def test_align_skips_multi_subword_modified_span(tokenizer):
+    a = tokenizer("the man is unbelievable .")["input_ids"]
+    b = tokenizer("the woman is a good doctor .")["input_ids"]
+    # unbelievable -> un ##believ ##able: three modified subwords on one side
+    assert tokenizer.convert_ids_to_tokens(a)[4:7] == ["un", "##believ", "##able"]
+    t1, t2 = crows.align(a, b)
+    assert [tokenizer.convert_ids_to_tokens(a)[i] for i in t1] == ["[CLS]", "the", "is", ".", "[SEP]"]
+    assert [tokenizer.convert_ids_to_tokens(b)[i] for i in t2] == ["[CLS]", "the", "is", ".", "[SEP]"]
+    assert not {4, 5, 6} & set(t1)
+
+
+def test_pseudo_log_likelihood_matches_hand_computation(mlm, tokenizer):
+    s1, s2 = "poor kids are lazy .", "rich people are lazy ."
+    got1, got2, n = crows.masked_pair_scores(mlm, tokenizer, s1, s2, batch_size=2)
+    ids1 = tokenizer(s1)["input_ids"]  # [CLS] poor kid ##s are lazy . [SEP]
+    ids2 = tokenizer(s2)["input_ids"]  # [CLS] rich people are lazy . [SEP]
+    # unmodified tokens: are, lazy, . ; never [CLS]/[SEP], never poor/kid/##s/rich/people
+    shared1 = [ids1.index(tokenizer.convert_tokens_to_ids(t)) for t in ("are", "lazy", ".")]
+    shared2 = [ids2.index(tokenizer.convert_tokens_to_ids(t)) for t in ("are", "lazy", ".")]
+    mask = tokenizer.mask_token_id
+    want1 = sum(manual_log_prob(mlm, ids1, p, mask) for p in shared1)
+    want2 = sum(manual_log_prob(mlm, ids2, p, mask) for p in shared2)
+    assert n == 3
+    assert got1 == pytest.approx(want1, abs=1e-5)
+    assert got2 == pytest.approx(want2, abs=1e-5)
+    assert got1 < 0 and got2 < 0
+
+
+def test_causal_log_likelihood_padding_and_prefix(tokenizer):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(1)
+    lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=16, n_layer=1, n_head=2, n_positions=32)).eval()
+    sents = ["the man is a good doctor .", "poor kids ."]
+    got = crows.causal_log_likelihoods(lm, tokenizer, sents, batch_size=2)
+    for s, g in zip(sents, got):
+        ids = [tokenizer.bos_token_id] + tokenizer(s, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            logp = torch.log_softmax(lm(input_ids=torch.tensor([ids])).logits[0].double(), -1)
+        want = sum(logp[i - 1, ids[i]].item() for i in range(1, len(ids)))
+        assert g == pytest.approx(want, abs=1e-5)
+
+
+def test_score_pairs_conventions_and_summary():
+    pairs = pl.DataFrame(
+        {
+            "id": ["0", "1", "2", "3"],
+            "sent_more": ["m0", "m1", "m2", "m3"],
+            "sent_less": ["l0", "l1", "l2", "l3"],
+            "stereo_antistereo": ["stereo", "stereo", "antistereo", "antistereo"],
+            "bias_type": ["race-color", "gender", "gender", "age"],
+        }
+    )
+    # log-likelihoods per sentence; pair 1 ties after rounding to 3 decimals
+    ll = {"m0": -1.0, "l0": -2.0, "m1": -1.00001, "l1": -1.00002, "m2": -3.0, "l2": -1.0, "m3": -0.5, "l3": -4.0}
+    seen = []
+
+    def fake(s1, s2):  # sent1/sent2 in the official script's order
+        seen.append((s1, s2))
+        return ll[s1], ll[s2], 1
+
+    out = crows.score_pairs(pairs, "masked", "fake", masked_scorer=fake)
+    assert seen[2] == ("l2", "m2")  # antistereo: sent1 = sent_less
+    assert out["stereotyped"].to_list() == [True, False, False, True]
+    assert out["neutral"].to_list() == [False, True, False, False]
+    s = crows.summarise(out)
+    assert s["metric_score"] == 50.0  # 2 of 4, the neutral pair counts in N
+    assert s["stereo_score"] == 100.0  # 1 of 1 non-neutral stereo pair
+    assert s["antistereo_score"] == 50.0
+    assert s["bias_types"]["gender"] == {"n": 2, "score": 0.0}
+    assert s["variant"] == "masked" and s["model"] == "fake"

@@ -1,0 +1,50 @@
+"""One DAG, two runners: dvc.yaml and the Snakemake rules agree."""
+
+import subprocess
+
+import yaml
+
+from conftest import REPO
+from hatecheck_pipeline import dag
+from pipeline_utils import BIN, dry_run_jobs
+
+
+def test_dvc_yaml_is_rendered_from_the_registry():
+    proc = subprocess.run([str(BIN / "hatecheck-pipeline"), "dag", "write", "--check"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_snakemake_rules_match_dvc_stages(params):
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    jobs = dry_run_jobs(REPO, "all", forceall=True)
+    jobs.pop("all", None)
+    assert set(jobs) == set(dvc), "stage names differ"
+    for name, entry in dvc.items():
+        outs = {next(iter(o)) if isinstance(o, dict) else o for key in ("outs", "metrics", "plots") for o in entry.get(key, [])}
+        assert jobs[name]["output"] == outs, name
+        assert jobs[name]["input"] == set(entry["deps"]), name
+
+
+def test_each_stage_declares_the_params_snakemake_tracks(params):
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    for s in dag.build_stages(params):
+        declared = set()
+        for item in dvc[s.name].get("params", []):
+            if isinstance(item, dict):
+                declared |= {f"{f}:{k}" for f, keys in item.items() for k in keys}
+            else:
+                declared.add(item)
+        assert declared == set(s.param_values(params)), s.name
+
+
+def test_only_the_changed_dataset_is_downstream_of_its_params(params):
+    for s in dag.build_stages(params):
+        keys = [k for k in s.params if k.startswith("datasets.")]
+        assert len(keys) <= 1, s.name
+        if keys:
+            assert s.name == f"prepare_{keys[0].split('.')[1]}"
+
+
+def test_snakemake_lint_is_clean():
+    proc = subprocess.run([str(BIN / "snakemake"), "--lint"], cwd=REPO, capture_output=True, text=True)
+    assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout[-3000:]

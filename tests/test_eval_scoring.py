@@ -1,0 +1,120 @@
+"""Scoring predictions files: checks with counts, label formats, METRICS.json, the CLI."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from conftest import REPO
+from eval_synthetic import hatecheck_like, predictions
+from hatecheck_pipeline import scoring
+from hatecheck_pipeline.cli import app
+from hatecheck_pipeline.suites import Suite
+
+SUITE = Suite("hatecheck", "hatecheck", "case_id")
+
+
+@pytest.fixture
+def project(workdir):
+    """A scratch project: params, schema and a synthetic HateCheck table."""
+    shutil.copy(REPO / "params.yaml", workdir / "params.yaml")
+    (workdir / "workflow" / "schemas").mkdir(parents=True)
+    shutil.copy(REPO / "workflow/schemas/params.schema.yaml", workdir / "workflow/schemas/params.schema.yaml")
+    table = workdir / "data/interim/hatecheck/table.parquet"
+    table.parent.mkdir(parents=True)
+    hatecheck_like().write_parquet(table)
+    return workdir
+
+
+def test_metrics_document(project):
+    frame = hatecheck_like()
+    preds = predictions(frame, 0.8)
+    preds.write_parquet("p.parquet")
+    doc = scoring.run(SUITE, "p.parquet", "m.json", samples=200, seed=0)
+    on_disk = json.loads((project / "m.json").read_text())
+    assert on_disk == json.loads(json.dumps(doc))
+    o = doc["overall"]
+    truth = frame["label"] == "hateful"
+    hat = preds["pred"] == "hateful"
+    assert o["n"] == frame.height
+    assert o["accuracy"]["value"] == round(float((truth == hat).mean()) * 100, 1)
+    assert set(doc["by_label"]) == {"hateful", "non-hateful"}
+    assert doc["by_label"]["hateful"]["n"] == int(truth.sum())
+    assert list(doc["by_functionality"]) == ["derog_neg_emote_h", "threat_dir_h", "slur_reclaimed_nh", "ident_neutral_nh", "negate_neg_nh"]
+    assert set(doc["by_target"]) == {"women", "trans people", "Muslims"}
+    assert sum(v["n"] for v in doc["by_target"].values()) == int(frame["from_identity_template"].sum())
+    assert set(doc["by_target"]["women"]) == {"n", "accuracy", "macro_f1"}
+    assert set(doc["by_reclaimed_slur"]) == {"queer", "fag"}
+    assert doc["contrast"]["n_pairs"] == 12
+    for fig in [o["accuracy"], o["macro_f1"], doc["by_functionality"]["threat_dir_h"]["accuracy"]]:
+        assert fig["ci_low"] <= fig["value"] <= fig["ci_high"]
+        assert fig["value"] == round(fig["value"], 1)
+
+
+def test_contrast_counts_both_right(project):
+    frame = hatecheck_like()
+    gold = scoring.gold_cases(SUITE)
+    # right on every hateful case, wrong on every contrast: consistency 0
+    pred = pl.DataFrame({"id": gold["id"], "pred": np.ones(gold.height, dtype=int)})
+    cases = scoring.align(gold, pred)
+    doc = scoring.score(cases, "case_id", samples=10)
+    assert doc["contrast"]["both_correct"]["value"] == 0.0
+    assert doc["contrast"]["hateful_correct"] == 100.0
+    assert doc["by_label"]["hateful"]["accuracy"]["value"] == 100.0
+    assert frame.height == gold.height
+
+
+def test_mhc_ref_ids_map_to_language_ids():
+    cases = pl.DataFrame({
+        "id": ["german-1", "german-2"], "gold": [1, 0], "pred": [1, 0],
+        "ref_case_id": [None, "1.0"], "language": ["german", "german"],
+    })
+    pairs = scoring.contrast_pairs(cases, "mhc_case_id")
+    assert pairs.height == 1 and pairs["hateful_correct"][0] and pairs["contrast_correct"][0]
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda p: pl.concat([p, p.head(3)]), "3 duplicate id(s)"),
+        (lambda p: p.slice(5), "5 of 60 suite case(s) have no prediction"),
+        (lambda p: pl.concat([p, p.head(2).with_columns(pl.Series("case_id", ["x1", "x2"]))]), "2 unknown id(s)"),
+        (lambda p: p.with_columns(pl.when(pl.int_range(pl.len()) < 4).then(pl.lit("maybe")).otherwise(pl.col("pred")).alias("pred")), "4 prediction(s) are not"),
+    ],
+)
+def test_bad_files_are_clear_errors(project, mutate, message):
+    mutate(predictions(hatecheck_like(), 0.9)).write_csv("p.csv")
+    with pytest.raises(scoring.ScoringError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        scoring.run(SUITE, "p.csv", "m.json", samples=10)
+
+
+def test_label_formats_agree(project):
+    preds = predictions(hatecheck_like(), 0.7)
+    preds.write_csv("words.csv")
+    preds.with_columns((pl.col("pred") == "hateful").cast(pl.Int8).alias("pred")).write_csv("ints.csv")
+    a = scoring.run(SUITE, "words.csv", "a.json", samples=50)
+    b = scoring.run(SUITE, "ints.csv", "b.json", samples=50)
+    c = scoring.run(SUITE, "words.csv", "c.json", pred_column="p_hateful", threshold=0.5, samples=50)
+    assert a["overall"] == b["overall"] == c["overall"]
+    with pytest.raises(scoring.ScoringError, match="need --threshold"):
+        scoring.run(SUITE, "words.csv", "d.json", pred_column="p_hateful", samples=10)
+
+
+def test_score_cli(project):
+    predictions(hatecheck_like(), 0.75).rename({"p_hateful": "prob"}).write_csv("third_party.csv")
+    runner = CliRunner()
+    result = runner.invoke(app, ["score", "--suite", "hatecheck", "--predictions", "third_party.csv", "--out", "out/m.json", "--pred-column", "prob", "--threshold", "0.5"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((project / "out/m.json").read_text())
+    assert doc["overall"]["n"] == 60 and doc["bootstrap"]["samples"] == 1000
+    pl.DataFrame({"case_id": ["1"], "pred": ["hateful"]}).write_csv("short.csv")
+    result = runner.invoke(app, ["score", "--suite", "hatecheck", "--predictions", "short.csv", "--out", "x.json"])
+    assert result.exit_code == 1
+    assert "59 of 60 suite case(s) have no prediction" in result.output
+    result = runner.invoke(app, ["score", "--suite", "mhc:klingon", "--predictions", "short.csv", "--out", "x.json"])
+    assert result.exit_code == 1 and "unknown MHC language" in result.output

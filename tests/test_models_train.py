@@ -1,0 +1,166 @@
+"""Training, checkpoint/resume and prediction on a tiny RANDOMLY
+INITIALISED BERT (2 layers, hidden 32; test values only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from models_helpers import processed_table, tiny_bert
+from safetensors.torch import load_file
+
+from hatecheck_pipeline import basemodels, predict, training
+
+torch.set_num_threads(1)
+
+RECIPE = {
+    "class_weights": "other_class_proportion",
+    "lr": 1e-3,
+    "weight_decay": 0.01,
+    "dropout": 0.1,
+    "batch_size": 8,
+    "epochs": 2,
+    "warmup_ratio": 0.0,
+    "early_stopping": None,
+    "keep_best": False,
+    "select_on": "dev_loss",
+    "grid_search": False,
+}
+PROFILE = {"name": "test", "max_train_per_dataset": None, "max_epochs": None, "max_length": 24}
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory) -> Path:
+    return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    return processed_table(tmp_path_factory.mktemp("data") / "toy" / "bert.parquet")
+
+
+def run_training(base: Path, data: Path, root: Path, recipe=RECIPE, **kw):
+    return training.run(
+        "TINY",
+        str(base),
+        [data],
+        recipe,
+        PROFILE,
+        7,
+        root / "final",
+        root / "checkpoints",
+        root / "training_log.json",
+        root / "model_card.json",
+        threads=1,
+        progress=False,
+        **kw,
+    )
+
+
+def test_train_save_reload_predict(base, data, tmp_path):
+    log = run_training(base, data, tmp_path)
+    assert [r["epoch"] for r in log["epochs"]] == [1, 2]
+    for row in log["epochs"]:
+        assert set(row) >= {"train_loss", "dev_loss", "dev_f1_hateful", "dev_macro_f1"}
+    # 20 of 60 training rows are hateful: weights [1/3, 2/3]
+    assert log["class_weights"] == pytest.approx([1 / 3, 2 / 3])
+    final = tmp_path / "final"
+    assert (final / "model.safetensors").exists() and (final / "tokenizer.json").exists()
+    assert not list(tmp_path.glob("final.tmp-*"))
+    card = json.loads((tmp_path / "model_card.json").read_text())
+    assert card["seed"] == 7 and card["base_model"]["content_sha256"] == basemodels.content_hash(base)
+    assert card["training_data_sha256"] == {str(data): basemodels.content_hash(data)}
+    assert card["code_version"] and card["labels"] == {"0": "non-hateful", "1": "hateful"}
+    logged = json.loads((tmp_path / "training_log.json").read_text())
+    assert logged["epochs"] == log["epochs"]
+
+    cases = pl.read_parquet(data).filter(pl.col("split") == "test").select("id", "text")
+    out = tmp_path / "pred.parquet"
+    frame = predict.run(final, cases, "TINY", "toy_test", out, max_length=24, batch_size=4, threads=1, progress=False)
+    back = pl.read_parquet(out)
+    assert back.columns == ["id", "p_hateful", "pred", "model", "suite"]
+    assert back["id"].to_list() == cases["id"].to_list()
+    assert back["p_hateful"].is_between(0, 1).all()
+    assert ((back["p_hateful"] >= 0.5) == (back["pred"] == "hateful")).all()
+    assert frame.equals(back)
+    # the reloaded model gives the same dev metrics as the last logged epoch
+    model, tok = predict.load_model(final)
+    dev = pl.read_parquet(data).filter(pl.col("split") == "dev")
+    p = predict.predict_proba(model, tok, dev["text"].to_list(), 24, 64)
+    y = np.array([training.LABEL2ID[x] for x in dev["label"]])
+    m = training.binary_metrics(y, np.stack([1 - p, p], 1), log["class_weights"])
+    assert m["dev_loss"] == pytest.approx(log["epochs"][-1]["dev_loss"], abs=1e-5)
+
+
+def test_batched_prediction_matches_unbatched(base, data):
+    model = training.load_for_training(str(base), 0.1, 0)
+    tok = basemodels.load_tokenizer(str(base))
+    texts = pl.read_parquet(data)["text"].to_list()
+    batched = predict.predict_proba(model, tok, texts, 24, 16)
+    single = np.array([predict.predict_proba(model, tok, [t], 24, 1)[0] for t in texts])
+    np.testing.assert_allclose(batched, single, atol=1e-5)
+
+
+class Crash(RuntimeError):
+    pass
+
+
+def test_resume_after_crash_reaches_the_uninterrupted_result(base, data, tmp_path):
+    run_training(base, data, tmp_path / "straight")
+
+    def crash(epoch):
+        if epoch == 1:
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_training(base, data, tmp_path / "resumed", on_checkpoint=crash)
+    ckpts = tmp_path / "resumed" / "checkpoints"
+    assert (ckpts / "epoch-1" / "optimizer.safetensors").exists()
+    assert not (tmp_path / "resumed" / "final").exists()  # only appears when complete
+    # a partly written checkpoint (as after kill -9 mid-write) is ignored
+    (ckpts / "epoch-2.tmp-xyz").mkdir()
+    (ckpts / "epoch-2.tmp-xyz" / "model.safetensors").write_bytes(b"garbage")
+    log = run_training(base, data, tmp_path / "resumed")
+    assert [r["epoch"] for r in log["epochs"]] == [1, 2]
+    a = load_file(str(tmp_path / "straight" / "final" / "model.safetensors"))
+    b = load_file(str(tmp_path / "resumed" / "final" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-6, atol=1e-7)
+    straight = json.loads((tmp_path / "straight" / "training_log.json").read_text())
+    assert straight["epochs"] == log["epochs"]
+    assert not list(ckpts.glob("*.tmp-*"))
+
+
+def test_changed_parameters_discard_old_checkpoints(base, data, tmp_path):
+    run_training(base, data, tmp_path, recipe={**RECIPE, "epochs": 1})
+    log = run_training(base, data, tmp_path, recipe={**RECIPE, "epochs": 1, "lr": 5e-4})
+    assert log["recipe"]["lr"] == 5e-4 and [r["epoch"] for r in log["epochs"]] == [1]
+
+
+def test_early_stopping_and_keep_best_on_a_scripted_dev_curve(base, data, tmp_path):
+    recipe = training.Recipe.from_params(
+        {**RECIPE, "epochs": 10, "early_stopping": {"metric": "dev_f1_hateful", "patience": 2}, "keep_best": True, "select_on": "dev_f1_hateful"}
+    )
+    curve = {1: 0.3, 2: 0.5, 3: 0.4, 4: 0.45, 5: 0.9}
+    snapshots = {}
+    model = training.load_for_training(str(base), 0.1, 0)
+    tok = basemodels.load_tokenizer(str(base))
+    train, dev, _ = training.load_splits([data], None, 0)
+
+    def snapshot(epoch):
+        snapshots[epoch] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    log = training.train(
+        model, tok, train, dev, recipe, seed=0, max_length=24, ckpt_dir=tmp_path / "ck", fingerprint={"t": 1},
+        progress=False, on_checkpoint=snapshot,
+        scripted_dev=lambda e: {"dev_f1_hateful": curve[e], "dev_macro_f1": curve[e], "dev_loss": 1 - curve[e]},
+    )
+    assert [r["epoch"] for r in log["epochs"]] == [1, 2, 3, 4]  # best at 2, patience 2 -> stop after 4
+    assert log["epochs"][-1]["stopped_early"] and log["selected_epoch"] == 2
+    for k, v in model.state_dict().items():  # the kept weights are epoch 2's
+        torch.testing.assert_close(v, snapshots[2][k])
