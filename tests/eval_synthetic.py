@@ -32,7 +32,7 @@ def hatecheck_like(n_per_func: int = 12, language: str = "english", id_prefix: s
                 "split": "test",
             })
     frame = pl.DataFrame(rows)
-    return frame.with_columns(pl.col("case_id").alias("id"), pl.lit("hatecheck").alias("dataset"), pl.col("case_id").alias("text"))
+    return frame.with_columns(pl.col("case_id").alias("id"), pl.col("case_id").alias("mhc_case_id"), pl.lit("hatecheck").alias("dataset"), pl.col("case_id").alias("text"))
 
 
 def predictions(gold: pl.DataFrame, accuracy: float, seed: int = 0, id_column: str = "case_id") -> pl.DataFrame:

@@ -16,12 +16,11 @@ VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "i
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory):
+def tokenizer():
     from transformers import BertTokenizerFast
 
-    folder = tmp_path_factory.mktemp("tok")
-    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n", "utf-8")
-    return BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), do_lower_case=True, bos_token="[CLS]")
+    # a real WordPiece tokenizer over a tiny vocabulary (transformers 5 takes the vocab as a dict)
+    return BertTokenizerFast(vocab={w: i for i, w in enumerate(VOCAB)}, do_lower_case=True, bos_token="[CLS]")
 
 
 @pytest.fixture(scope="module")

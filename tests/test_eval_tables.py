@@ -21,7 +21,7 @@ def make_metrics(workdir, model: str, suite: Suite, accuracy: float, seed: int) 
         "functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language",
     ).with_row_index("_order")
     pred_file = workdir / f"{model}_{suite.name}.parquet"
-    predictions(frame, accuracy, seed).write_parquet(pred_file)
+    predictions(frame, accuracy, seed, id_column=suite.id_column).write_parquet(pred_file)
     out = paths.metrics(model, suite.name)
     scoring.run(suite, pred_file, out, samples=50, gold=gold)
     return tables.Source(model, suite.name, suite.dataset, suite.language, out, ph.score_stage_name(model, suite.name))
@@ -33,7 +33,7 @@ def test_tables_from_metrics(workdir):
         make_metrics(workdir, "B-D", Suite("heldout_davidson2017", "davidson2017", "case_id", split="test"), 0.9, 2),
     ]
     for i, lang in enumerate(["spanish", "hindi", "german"]):
-        srcs.append(make_metrics(workdir, "XTC", Suite(f"mhc_{lang}", "mhc", "case_id", language=lang), 0.9 - 0.2 * i, 3 + i))
+        srcs.append(make_metrics(workdir, "XTC", Suite(f"mhc_{lang}", "mhc", "mhc_case_id", language=lang), 0.9 - 0.2 * i, 3 + i))
     hc = tables.run("hatecheck", [s for s in srcs if s.model == "B-D"], "tables_hatecheck")
     t2 = hc["hatecheck_t2"]
     assert set(t2["row"]) == {"hateful", "non-hateful", "total"}
@@ -59,8 +59,9 @@ def test_tables_from_metrics(workdir):
     assert set(doc["macro_f1"]["XTC"]) == {"zero-shot", "many-shot", "gap"}
     plot = pl.read_csv(paths.plot_data("zero_many_shot"))
     assert plot.columns[-1] == "macro_f1"
-    ct = tables.run("contrast", srcs, "tables_contrast")["contrast"]
-    assert ct.height == 4  # held-out suite has no pairs
+    ct = tables.run("contrast", [s for s in srcs if not s.suite.startswith("heldout_")], "tables_contrast")["contrast"]
+    assert ct.height == 4
+    assert (ct["n"] == 12).all()
 
 
 def test_training_languages_read_from_tables(workdir):

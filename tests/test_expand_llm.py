@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import (BartConfig, BartForSequenceClassification, GPT2Config, GPT2LMHeadModel,
                           PreTrainedTokenizerFast)
 
@@ -56,6 +56,8 @@ def tiny_tokenizer(path: Path) -> PreTrainedTokenizerFast:
     words = "<pad> <s> </s> <unk> that text contains hate speech is about a the i they are all them".split()
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.post_processor = processors.TemplateProcessing(  # BART-style: <s> A </s></s> B </s>
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
                                    unk_token="<unk>")
     fast.save_pretrained(path)
@@ -160,4 +162,4 @@ def test_quality_self_bleu_and_perplexity(tmp_path):
                                bos_token_id=1, eos_token_id=2)).save_pretrained(tmp_path / "lm")
     ppl = quality.perplexity(["they are all them", "i hate the text"], str(tmp_path / "lm"))
     # a random model is close to uniform over the tiny vocabulary
-    assert ppl["tokens"] == 9 and 5 < ppl["perplexity"] < 60
+    assert ppl["tokens"] > 9 and 5 < ppl["perplexity"] < 60

@@ -36,6 +36,14 @@ class Stage:
     plots: tuple[str, ...] = ()
     resources: tuple[tuple[str, int], ...] = ()
     persist: tuple[str, ...] = ()  # outputs kept between runs (checkpoints)
+    directories: tuple[str, ...] = ()  # outputs that are directories
+
+    @property
+    def snakemake_outs(self) -> list:
+        """Outputs as Snakemake sees them: folders wrapped by the caller in
+        ``directory()``; persisted checkpoints left out, because Snakemake
+        deletes a rule's outputs before running it (DVC keeps them)."""
+        return [o for o in self.all_outs if o not in self.persist]
 
     @property
     def log(self) -> str:
@@ -165,7 +173,7 @@ def stage_by_name(params: Mapping[str, Any], name: str) -> Stage:
 
 def final_targets(params: Mapping[str, Any]) -> list[str]:
     """Everything the pipeline produces (Snakemake's ``rule all``)."""
-    return [o for s in build_stages(params) for o in s.all_outs]
+    return [o for s in build_stages(params) for o in s.snakemake_outs]
 
 
 def to_dvc(stages: list[Stage]) -> dict[str, Any]:

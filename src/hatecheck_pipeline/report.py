@@ -200,9 +200,16 @@ def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, 
     rows = []
     for name, spec in models.items():
         card = cards.get(name) or {}
-        base = card.get("base_model") or "unknown (no model card)"
+        base = card.get("base_model") or ("not stated in the model card" if card else "unknown (no model card)")
         stand_in = card.get("stand_in")
-        kind = "missing model card" if not card else ("stand-in: " + (stand_in if isinstance(stand_in, str) else "yes") if stand_in else "paper model")
+        if not card:
+            kind = "missing model card"
+        elif "stand_in" not in card:
+            kind = "not stated in the model card"
+        elif stand_in:
+            kind = "named stand-in" + (f": {stand_in}" if isinstance(stand_in, str) else "")
+        else:
+            kind = "paper model"
         langs = ", ".join(training_languages.get(name, [])) or "–"
         rows.append(
             f"<tr><td class='rowhead'>{escape(name)}</td><td class='rowhead'>{escape(str(base))}</td><td class='rowhead'>{escape(kind)}</td>"

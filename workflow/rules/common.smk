@@ -32,5 +32,11 @@ def command(stage):
     )
 
 
+def rule_outputs(stage):
+    return [
+        directory(o) if o in stage.directories else o for o in stage.snakemake_outs
+    ]
+
+
 def final_targets():
     return hc_dag.final_targets(PARAMS)

@@ -7,7 +7,7 @@ for stage in phase_stages("report"):
         input:
             stage.deps,
         output:
-            stage.all_outs,
+            rule_outputs(stage),
         log:
             stage.log,
         conda:

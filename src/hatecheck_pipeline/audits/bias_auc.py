@@ -61,6 +61,8 @@ def power_mean(values: Iterable[float | None], p: float = -5.0) -> float | None:
     vals = [v for v in values if v is not None and not math.isnan(v)]
     if not vals:
         return None
+    if p < 0 and min(vals) == 0:
+        return 0.0  # the limit: a zero AUC dominates a negative-power mean
     if p == 0:
         return float(np.exp(np.mean(np.log(vals))))
     return float(np.mean(np.power(vals, p)) ** (1.0 / p))

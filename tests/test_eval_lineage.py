@@ -1,0 +1,90 @@
+"""Lineage on a hand-made dvc.lock and raw-file registry."""
+
+from __future__ import annotations
+
+import yaml
+from typer.testing import CliRunner
+
+from hatecheck_pipeline import lineage, report
+from hatecheck_pipeline.cli import app
+
+REGISTRY = {
+    "hatecheck": {"files": {"test_suite_cases.csv": {"url": "https://example.org/hc/test_suite_cases.csv", "sha256": "aa" * 32}}},
+    "davidson2017": {"files": {"labeled_data.csv": {"url": "https://example.org/dav/labeled_data.csv", "sha256": "bb" * 32}}},
+}
+
+
+def _stage(cmd, deps, outs, params=None):
+    return {
+        "cmd": cmd,
+        "deps": [{"path": p, "md5": f"md5-{p}"} for p in deps],
+        "params": params or {},
+        "outs": [{"path": p, "md5": f"md5-{p}"} for p in outs],
+    }
+
+
+LOCK = {
+    "schema": "2.0",
+    "stages": {
+        "ingest_hatecheck": _stage("hatecheck-pipeline ingest hatecheck", ["src/hatecheck_pipeline/raw.py"], ["data/raw/hatecheck/test_suite_cases.csv"],
+                                   {"src/hatecheck_pipeline/resources/raw_sources.yaml": {"hatecheck": {"files": "..."}}}),
+        "ingest_davidson2017": _stage("hatecheck-pipeline ingest davidson2017", ["src/hatecheck_pipeline/raw.py"], ["data/raw/davidson2017/labeled_data.csv"]),
+        "prepare_hatecheck": _stage("hatecheck-pipeline prepare hatecheck", ["data/raw/hatecheck/test_suite_cases.csv", "src/hatecheck_pipeline/prepare.py"], ["data/interim/hatecheck/table.parquet"]),
+        "prepare_davidson2017": _stage("hatecheck-pipeline prepare davidson2017", ["data/raw/davidson2017/labeled_data.csv", "src/hatecheck_pipeline/prepare.py"],
+                                       ["data/interim/davidson2017/table.parquet"], {"params.yaml": {"datasets.davidson2017": {"seed": 42}}}),
+        "train_B-D": _stage("hatecheck-pipeline train B-D", ["data/interim/davidson2017/table.parquet", "src/hatecheck_pipeline/train.py"],
+                            ["models/B-D/final", "models/B-D/model_card.json"], {"params.yaml": {"training.lr": 5e-5}}),
+        "predict_B-D_hatecheck": _stage("hatecheck-pipeline predict B-D hatecheck", ["models/B-D/final", "data/interim/hatecheck/table.parquet", "src/hatecheck_pipeline/predict.py"],
+                                        ["results/B-D/hatecheck/predictions.parquet"]),
+        "score_B-D_hatecheck": _stage("hatecheck-pipeline evaluate B-D hatecheck", ["results/B-D/hatecheck/predictions.parquet", "data/interim/hatecheck/table.parquet", "src/hatecheck_pipeline/scoring.py"],
+                                      ["results/B-D/hatecheck/metrics.json"], {"params.yaml": {"evaluation.seed": 0}}),
+    },
+}
+
+CELL = {"cell_id": "hatecheck_t2:B-D:total:accuracy", "value": 61.0, "ci_low": 59.0, "ci_high": 63.0, "n": 3728,
+        "metrics_file": "results/B-D/hatecheck/metrics.json", "stage": "score_B-D_hatecheck"}
+
+
+def _write(workdir):
+    (workdir / "dvc.lock").write_text(yaml.safe_dump(LOCK))
+    html = "<html><body><table><tr>" + report.td(CELL, 50) + report.published_td("hatecheck_t2", "B-D", "total", "accuracy", 63.2, "HateCheck Table 2") + "</tr></table></body></html>"
+    (workdir / "report.html").write_text(html)
+
+
+def test_chain_from_report_cell_reaches_raw_files(workdir):
+    _write(workdir)
+    chain = lineage.trace(CELL["cell_id"], lineage.read_lock("dvc.lock"), REGISTRY, "report.html")
+    assert chain.start == "results/B-D/hatecheck/metrics.json"
+    assert chain.roots == ["score_B-D_hatecheck"]
+    assert set(chain.nodes) == {"score_B-D_hatecheck", "predict_B-D_hatecheck", "train_B-D", "prepare_davidson2017",
+                                "ingest_davidson2017", "prepare_hatecheck", "ingest_hatecheck"}
+    assert chain.nodes["predict_B-D_hatecheck"].parents == ["train_B-D", "prepare_hatecheck"]
+    raw = {r["path"]: r for n in chain.nodes.values() for r in n.raw}
+    assert raw["data/raw/davidson2017/labeled_data.csv"]["url"] == "https://example.org/dav/labeled_data.csv"
+    assert raw["data/raw/hatecheck/test_suite_cases.csv"]["sha256"] == "aa" * 32
+    text = lineage.render(chain)
+    assert "param  datasets.davidson2017 = {\"seed\": 42}" in text
+    assert "code   src/hatecheck_pipeline/scoring.py  md5=md5-src/hatecheck_pipeline/scoring.py" in text
+    assert "stage prepare_hatecheck (see above)" in text
+
+
+def test_model_directory_and_predictions_targets(workdir):
+    _write(workdir)
+    lock = lineage.read_lock("dvc.lock")
+    assert lineage.trace("models/B-D", lock, REGISTRY).roots == ["train_B-D"]
+    assert lineage.trace("models/B-D/final/config.json", lock, REGISTRY).roots == ["train_B-D"]
+    chain = lineage.trace("results/B-D/hatecheck/predictions.parquet", lock, REGISTRY)
+    assert "score_B-D_hatecheck" not in chain.nodes and "ingest_hatecheck" in chain.nodes
+
+
+def test_cli_and_errors(workdir):
+    _write(workdir)
+    runner = CliRunner()
+    out = runner.invoke(app, ["lineage", CELL["cell_id"], "--report", "report.html"])
+    assert out.exit_code == 0, out.output
+    # the CLI resolves raw files in the package's own registry
+    assert "raw    data/raw/hatecheck/test_suite_cases.csv  url=https://raw.githubusercontent.com/paul-rottger/hatecheck-data/" in out.output
+    out = runner.invoke(app, ["lineage", "results/nothing.json"])
+    assert out.exit_code == 1 and "no stage in dvc.lock produces it" in out.output
+    chain = lineage.trace("published:hatecheck_t2:B-D:total:accuracy", lineage.read_lock("dvc.lock"), REGISTRY, "report.html")
+    assert "published number" in lineage.render(chain)

@@ -1,0 +1,80 @@
+"""The report built from synthetic metrics, rendered in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hatecheck_pipeline import report, tables
+from hatecheck_pipeline.suites import Suite
+from test_eval_tables import make_metrics
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+         "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+
+
+@pytest.fixture
+def built_report(workdir) -> Path:
+    srcs = [
+        make_metrics(workdir, "B-D", Suite("hatecheck", "hatecheck", "case_id"), 0.7, 1),
+        make_metrics(workdir, "B-D", Suite("heldout_davidson2017", "davidson2017", "case_id", split="test"), 0.9, 2),
+    ]
+    for i, lang in enumerate(["spanish", "hindi"]):
+        srcs.append(make_metrics(workdir, "XTC", Suite(f"mhc_{lang}", "mhc", "mhc_case_id", language=lang), 0.85 - 0.4 * i, 3 + i))
+    tables.run("hatecheck", srcs[:2], "tables_hatecheck")
+    tables.run("mhc", srcs[2:], "tables_mhc")
+    tables.run("shots", srcs[2:], "tables_shots", {"XTC": ["spanish"]})
+    tables.run("contrast", [srcs[0], *srcs[2:]], "tables_contrast")
+    (workdir / "cards").mkdir()
+    (workdir / "cards/B-D.json").write_text('{"base_model": "all-MiniLM-L6-v2", "stand_in": true, "profile": "smoke"}')
+    (workdir / "cards/XTC.json").write_text('{"profile": "smoke"}')  # a card missing fields
+    (workdir / "val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
+    names = [t for g in tables.GROUPS.values() for t in g["tables"]]
+    return report.run(
+        workdir / "reports/mhc_xtc.html", "Synthetic report", "smoke",
+        {"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}, "XTC": {"train": ["hateval2019_es"], "suites": ["mhc"]}},
+        {"B-D": "cards/B-D.json", "XTC": "cards/XTC.json"},
+        {"hatecheck": "val.json", "mhc": "missing.json"},
+        {t: f"results/tables/{t}.csv" for t in names},
+        "results/tables/training_languages.json", 50, ["XTC"],
+    )
+
+
+def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
+    if not Path(CHROMIUM).exists():
+        pytest.fail("chromium not installed (Debian package `chromium`; .ci/run installs it)")
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_report_is_self_contained(built_report):
+    html = built_report.read_text("utf-8")
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), "the report must not load anything from the network"
+    assert "<link" not in html and "<script" not in html
+    assert html.count("data:image/png;base64,") >= 4
+    # every data cell carries provenance
+    cells = re.findall(r"<td[^>]*data-cell-id=\"([^\"]+)\"[^>]*>", html)
+    tds = re.findall(r"<td(?![^>]*class=\"(?:rowhead|missing)\")[^>]*>", html)
+    assert cells and len(cells) == len([t for t in tds if "data-cell-id" in t])
+    assert 'data-cell-id="hatecheck_t2:B-D:total:accuracy"' in html
+    assert "results/B-D/hatecheck/metrics.json (stage score_B-D_hatecheck)" in html
+    assert 'class="below"' in html  # hindi at ~45% accuracy
+    assert "named stand-in" in html and "not stated in the model card" in html and "not run" in html
+
+
+def test_report_renders_in_chromium(built_report, tmp_path):
+    url = built_report.resolve().as_uri()
+    dom = chromium(["--dump-dom", url], tmp_path / "profile")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    for table_id in ["models", "hatecheck-t1", "hatecheck-t2", "hatecheck-t4", "mhc-t7", "mhc-t1-XTC", "mhc-t6",
+                     "shots-summary", "contrast-table", "validation"]:
+        assert f'id="{table_id}"' in dom.stdout, table_id
+    assert 'data-cell-id="mhc_t7:XTC:hindi:macro_f1"' in dom.stdout
+    assert "Synthetic report" in dom.stdout
+    shot = tmp_path / "shot.png"
+    res = chromium(["--screenshot=" + str(shot), "--window-size=1280,2400", url], tmp_path / "profile2")
+    assert res.returncode == 0 and shot.stat().st_size > 10_000
