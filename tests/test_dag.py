@@ -51,3 +51,10 @@ def test_only_the_changed_dataset_is_downstream_of_its_params(params):
 def test_snakemake_lint_is_clean():
     proc = subprocess.run([str(BIN / "snakemake"), "--lint"], cwd=REPO, capture_output=True, text=True)
     assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+
+
+def test_dag_does_not_depend_on_the_active_profile(params):
+    """`dvc exp run -S profile=...` needs no new dvc.yaml."""
+    rendered = {name: dag.to_dvc(dag.build_stages({**params, "profile": name})) for name in params["profiles"]}
+    first = next(iter(rendered.values()))
+    assert all(doc == first for doc in rendered.values())

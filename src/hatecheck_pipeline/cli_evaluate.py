@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
+import polars as pl
 import typer
 
 from .cli import app, fail, load
@@ -38,16 +39,25 @@ def score(
 def evaluate(model: str, suite: str) -> None:
     """Score stage: one model's predictions on one suite -> metrics.json."""
     from . import paths, scoring
+    from .predict import sample_cases
     from .suites import by_name
 
     params = load()
     ev = params["evaluation"]
     threshold = ev["threshold"]
+    s = by_name(params, suite)
+    gold = scoring.gold_cases(s)
+    # A profile that caps the cases predicted per suite (smoke) scores the
+    # same seeded subsample the predict stage drew.
+    cap = params["profiles"][params["profile"]].get("max_cases_per_suite")
+    if cap:
+        drawn = sample_cases(gold.select("id").sort("id"), cap, params["models"][model].get("seed", 42))
+        gold = gold.filter(pl.col("id").is_in(drawn["id"].implode()))
     try:
         doc = scoring.run(
-            by_name(params, suite), paths.predictions(model, suite), paths.metrics(model, suite),
+            s, paths.predictions(model, suite), paths.metrics(model, suite),
             "pred" if threshold is None else "p_hateful", threshold,
-            ev["bootstrap_samples"], ev["seed"], ev["ci_level"],
+            ev["bootstrap_samples"], ev["seed"], ev["ci_level"], gold=gold,
         )
     except scoring.ScoringError as exc:
         fail(exc)

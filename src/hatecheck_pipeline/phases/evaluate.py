@@ -65,10 +65,10 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                     score_stage_name(model, suite.name),
                     "evaluate",
                     f"hatecheck-pipeline evaluate {model} {suite.name}",
-                    deps=[paths.predictions(model, suite.name), paths.interim_table(suite.dataset), *code("scoring", "metrics", "suites")],
+                    deps=[paths.predictions(model, suite.name), paths.interim_table(suite.dataset), *code("scoring", "metrics", "suites", "predict")],
                     outs=[],
                     metrics=[paths.metrics(model, suite.name)],
-                    params=SCORE_PARAMS,
+                    params=[*SCORE_PARAMS, "profile", "profiles", f"models.{model}.seed"],
                 )
             )
     for group, outputs in GROUPS.items():

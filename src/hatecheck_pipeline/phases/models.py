@@ -22,12 +22,20 @@ PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
 
 
-def profile_key(params: Mapping[str, Any], key: str) -> str:
-    return f"profiles.{params['profile']}.{key}"
+# The DAG is the same whatever the active profile (dvc.yaml is rendered once,
+# and `dvc exp run -S profile=...` must not need a new one): stages that read
+# the profile declare `profile` and the whole `profiles` section.
+PROFILE_KEYS = ("profile", "profiles")
+
+
+def pipeline_bases(params: Mapping[str, Any], model: str) -> set[str]:
+    """Pipeline-built base models the model starts from under any profile."""
+    refs = (base_ref({**params, "profile": name}, model) for name in params["profiles"])
+    return {b for ref in refs if (b := pipeline_base(ref)) is not None}
 
 
 def convert_stages(params: Mapping[str, Any]) -> list[Stage]:
-    needed = sorted({b for m in params["models"] if (b := pipeline_base(base_ref(params, m)))})
+    needed = sorted({b for m in params["models"] for b in pipeline_bases(params, m)})
     return [
         stage(
             f"convert_{name}",
@@ -45,14 +53,10 @@ def convert_stages(params: Mapping[str, Any]) -> list[Stage]:
 def train_stage(params: Mapping[str, Any], model: str) -> Stage:
     spec = params["models"][model]
     prof = params["profiles"][params["profile"]]
-    ref = base_ref(params, model)
     deps = [paths.processed(d, spec["scheme"]) for d in spec["train"]]
-    if (base := pipeline_base(ref)) is not None:
-        deps.append(paths.base_model_dir(base))
+    deps += [paths.base_model_dir(b) for b in sorted(pipeline_bases(params, model))]
     keys = [
-        "profile",
-        profile_key(params, f"base_models.{spec['role']}"),
-        *(profile_key(params, k) for k in ("max_train_per_dataset", "max_epochs", "max_length")),
+        *PROFILE_KEYS,
         f"models.{model}",
         f"training.recipes.{spec['recipe']}",
         "training.amp",
@@ -81,8 +85,7 @@ def predict_stage(params: Mapping[str, Any], model: str, suite) -> Stage:
         deps=[paths.model_dir(model), suite.table(spec["scheme"]), *code(*PREDICT_CODE)],
         outs=[paths.predictions(model, suite.name)],
         params=[
-            profile_key(params, "max_length"),
-            profile_key(params, "max_cases_per_suite"),
+            *PROFILE_KEYS,
             f"models.{model}.seed",
             f"models.{model}.scheme",
             "prediction",
