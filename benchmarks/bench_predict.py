@@ -18,11 +18,15 @@ Usage (from the project root):
     python benchmarks/bench_predict.py [--model-dir models/XTC/final] [--n 2000]
 Without --model-dir it uses a trained model if one exists, else
 all-MiniLM-L6-v2 with a fresh (untrained, seeded) classification head.
+Every path uses the same model, max_length and torch threads (default:
+the cores idle at start, see predict.available_threads); the batched
+paths are timed best of --repeats after a warm-up run.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -73,10 +77,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=2000, help="MHC cases")
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--max-length", type=int, default=64)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=0, help="torch threads for every path (0: predict.available_threads())")
     ap.add_argument("--train-steps", type=int, default=5)
-    ap.add_argument("--repeats", type=int, default=2, help="timed repeats of the batched paths (best kept)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed repeats of the batched paths (best kept)")
     args = ap.parse_args()
+    load0 = os.getloadavg()[0]
+    args.threads = args.threads if args.threads > 0 else predict.available_threads()
     torch.set_num_threads(args.threads)
 
     model_dir, label = pick_model(args.model_dir)
@@ -87,13 +93,15 @@ def main() -> None:
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2, id2label=training.ID2LABEL, label2id=training.LABEL2ID).eval()
     tok = basemodels.load_tokenizer(model_dir)
-    print(f"model: {label}\ncases: {len(texts)} MHC ({table}), max_length {args.max_length}, batch {args.batch_size}, threads {args.threads}")
+    print(f"model: {label}\ncases: {len(texts)} MHC ({table}), max_length {args.max_length}, batch {args.batch_size}, threads {args.threads} (same for every path)\n"
+          f"machine: {os.cpu_count()} CPUs, 1-min load average {load0:.2f} before the run (other users count)")
 
     peak = matmul_peak()
     print(f"fp32 matmul peak (1024^3, measured now): {peak / 1e9:.1f} GFLOP/s")
 
     # the predict stage's code
     # shared machines are noisy: best of `--repeats` for the two batched paths
+    predict.predict_proba(model, tok, texts[:256], args.max_length, args.batch_size, amp=False)  # warm-up
     t_fast = float("inf")
     for _ in range(args.repeats):
         t0 = time.perf_counter()
@@ -106,6 +114,8 @@ def main() -> None:
     p_ref = predict.predict_proba(model, tok, texts, args.max_length, 1, amp=False)
 
     pipe = pipeline("text-classification", model=model, tokenizer=tok, device=-1, top_k=None, truncation=True, max_length=args.max_length)
+    for t in texts[:20]:  # warm-up
+        pipe(t)
     t0 = time.perf_counter()
     for t in texts:
         pipe(t)
@@ -148,6 +158,7 @@ def main() -> None:
     same = bool(np.array_equal(p_fast >= 0.5, p_ref >= 0.5))
     diff = float(np.abs(p_fast - p_ref).max())
     print(f"labels identical to unbatched fp32 reference: {same}; max |dp| = {diff:.2e} (limit 1e-4)")
+    print(f"1-min load average after the run: {os.getloadavg()[0]:.2f}")
     if not same or diff > 1e-4:
         sys.exit(1)
 

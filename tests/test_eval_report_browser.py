@@ -11,6 +11,8 @@ import pytest
 
 from hatecheck_pipeline import report, tables
 from hatecheck_pipeline.suites import Suite
+from hatecheck_pipeline.expansion.registry import ExpandedSuite
+from test_eval_expanded import bias_summary_doc, expansion_reports, make_expanded_metrics
 from test_eval_tables import make_metrics
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -30,6 +32,14 @@ def built_report(workdir) -> Path:
     tables.run("mhc", srcs[2:], "tables_mhc")
     tables.run("shots", srcs[2:], "tables_shots", {"XTC": ["spanish"]})
     tables.run("contrast", [srcs[0], *srcs[2:]], "tables_contrast")
+    expanded = [
+        make_expanded_metrics(workdir, "B-D", ExpandedSuite("perturbed_hatecheck", "perturbed_hatecheck", "id"), Suite("hatecheck", "hatecheck", "case_id"), 0.5, 7),
+        make_expanded_metrics(workdir, "XTC", ExpandedSuite("perturbed_mhc_hindi", "perturbed_mhc_hindi", "id"),
+                              Suite("mhc_hindi", "mhc", "mhc_case_id", language="hindi"), 0.6, 8),
+    ]
+    tables.run("expanded", [srcs[0], srcs[3], *expanded], "tables_expanded")
+    expansion_files = expansion_reports(workdir)
+    bias_summary_doc(workdir)
     (workdir / "cards").mkdir()
     (workdir / "cards/B-D.json").write_text('{"base_model": "all-MiniLM-L6-v2", "stand_in": true, "profile": "smoke"}')
     (workdir / "cards/XTC.json").write_text('{"profile": "smoke"}')  # a card missing fields
@@ -42,6 +52,7 @@ def built_report(workdir) -> Path:
         {"hatecheck": "val.json", "mhc": "missing.json"},
         {t: f"results/tables/{t}.csv" for t in names},
         "results/tables/training_languages.json", 50, ["XTC"],
+        expansion_files=expansion_files, bias_summary_file="results/bias/summary.json",
     )
 
 
@@ -71,9 +82,15 @@ def test_report_renders_in_chromium(built_report, tmp_path):
     dom = chromium(["--dump-dom", url], tmp_path / "profile")
     assert dom.returncode == 0, dom.stderr[-2000:]
     for table_id in ["models", "hatecheck-t1", "hatecheck-t2", "hatecheck-t4", "mhc-t7", "mhc-t1-XTC", "mhc-t6",
-                     "shots-summary", "contrast-table", "validation"]:
+                     "shots-summary", "contrast-table", "validation",
+                     "expanded", "expanded-b-d-perturbed-hatecheck", "expanded-xtc-perturbed-mhc-hindi", "perturbation-coverage",
+                     "template-reproduction", "bias", "crows-pairs", "crows-pairs-bias-types", "hatexplain-table6",
+                     "target-bias-xtc", "fig-expanded-b-d", "fig-target-bias-xtc"]:
         assert f'id="{table_id}"' in dom.stdout, table_id
     assert 'data-cell-id="mhc_t7:XTC:hindi:macro_f1"' in dom.stdout
+    assert 'data-cell-id="expanded_functionality:XTC:perturbed_mhc_hindi:hateful_cases:change"' in dom.stdout
+    assert 'data-cell-id="bias:hatexplain:tfidf-lr-standin:gmb_bpsn"' in dom.stdout
+    assert "incomplete run" in dom.stdout and "(stand-in)" in dom.stdout
     assert "Synthetic report" in dom.stdout
     shot = tmp_path / "shot.png"
     res = chromium(["--screenshot=" + str(shot), "--window-size=1280,2400", url], tmp_path / "profile2")

@@ -44,7 +44,7 @@ def test_second_snakemake_run_does_nothing(smoke):
 
 def test_lineage_of_a_report_number_reaches_the_raw_files(smoke):
     # DVC records what Snakemake built (no re-run): dvc.lock is the lineage record.
-    run([str(BIN / "dvc"), "commit", "--force", "report"], smoke)
+    run([str(BIN / "dvc"), "commit", "--force", "--with-deps", "report"], smoke)
     status = run([str(BIN / "dvc"), "repro", "--dry", "report"], smoke)
     assert dvc_ran_stages(status.stdout) == set()
     html = (smoke / REPORT).read_text()

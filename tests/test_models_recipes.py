@@ -53,8 +53,17 @@ def test_recipes_in_params_match_the_papers():
     assert (hc.class_weights, hc.batch_size, hc.epochs) == ("other_class_proportion", 16, 3)
     # the profile caps epochs
     assert Recipe.from_params(params["training"]["recipes"]["mhc"], max_epochs=2).epochs == 2
-    with pytest.raises(NotImplementedError):
-        Recipe.from_params({**params["training"]["recipes"]["hatecheck"], "grid_search": True})
+    # the HateCheck grid: epochs {2,3,4} x lr {2e-5,3e-5,5e-5} x batch {16,32}
+    grid = Recipe.from_params({**params["training"]["recipes"]["hatecheck"], "grid_search": True})
+    trials = grid.trials()
+    assert len(trials) == 18 and not any(t.grid_search for t in trials)
+    assert {(t.epochs, t.lr, t.batch_size) for t in trials} == {
+        (e, lr, b) for e in (2, 3, 4) for lr in (2e-5, 3e-5, 5e-5) for b in (16, 32)
+    }
+    # a profile epoch cap applies to every trial (duplicates merged)
+    assert {t.epochs for t in grid.trials(max_epochs=2)} == {2} and len(grid.trials(max_epochs=2)) == 6
+    with pytest.raises(ValueError):
+        Recipe.from_params({**params["training"]["recipes"]["hatecheck"], "grid_search": True, "grid": {"epochs": [2]}})
 
 
 def test_stratified_cap_is_seeded_and_keeps_the_balance():

@@ -164,3 +164,56 @@ def test_early_stopping_and_keep_best_on_a_scripted_dev_curve(base, data, tmp_pa
     assert log["epochs"][-1]["stopped_early"] and log["selected_epoch"] == 2
     for k, v in model.state_dict().items():  # the kept weights are epoch 2's
         torch.testing.assert_close(v, snapshots[2][k])
+
+
+def test_grid_search_selects_on_dev_loss_and_resumes(base, data, tmp_path):
+    """A 2-point grid (lr) on the tiny random model: every trial logged,
+    the final model is the dev-loss winner's, and a search killed in its
+    second trial skips the first on re-run and ends where a straight run does."""
+    recipe = {**RECIPE, "epochs": 1, "grid_search": True, "grid": {"epochs": [1], "lr": [1e-3, 1e-5], "batch_size": [8]}}
+    log = run_training(base, data, tmp_path / "straight", recipe=recipe)
+    trials = log["grid_search"]["trials"]
+    assert [(t["epochs"], t["lr"], t["batch_size"]) for t in trials] == [(1, 1e-3, 8), (1, 1e-5, 8)]
+    for t in trials:
+        assert set(t) >= {"dev_loss", "dev_f1_hateful", "dev_macro_f1", "history"}
+    best = min(trials, key=lambda t: t["dev_loss"])
+    assert log["grid_search"]["selected"]["lr"] == best["lr"] and log["recipe"]["lr"] == best["lr"]
+    card = json.loads((tmp_path / "straight" / "model_card.json").read_text())
+    assert [t["dev_loss"] for t in card["grid_search"]["trials"]] == [t["dev_loss"] for t in trials]
+    assert card["selected_recipe"]["lr"] == best["lr"]
+    # the saved model reproduces the selected trial's dev loss
+    model, tok = predict.load_model(tmp_path / "straight" / "final")
+    dev = pl.read_parquet(data).filter(pl.col("split") == "dev")
+    p = predict.predict_proba(model, tok, dev["text"].to_list(), 24, 64)
+    y = np.array([training.LABEL2ID[x] for x in dev["label"]])
+    assert training.binary_metrics(y, np.stack([1 - p, p], 1), log["class_weights"])["dev_loss"] == pytest.approx(best["dev_loss"], abs=1e-5)
+
+    calls = []
+
+    def crash(epoch):  # the 2nd checkpoint = the second trial's epoch 1
+        calls.append(epoch)
+        if len(calls) == 2:
+            raise Crash
+
+    with pytest.raises(Crash):
+        run_training(base, data, tmp_path / "resumed", recipe=recipe, on_checkpoint=crash)
+    ckpts = tmp_path / "resumed" / "checkpoints"
+    recorded = json.loads((ckpts / "grid_trials.json").read_text())
+    assert [t["trial"] for t in recorded["trials"]] == [trials[0]["trial"]]
+    calls.clear()
+    log2 = run_training(base, data, tmp_path / "resumed", recipe=recipe, on_checkpoint=crash)
+    assert calls == []  # trial 1 skipped, trial 2 resumed from its finished checkpoint
+    assert [t["dev_loss"] for t in log2["grid_search"]["trials"]] == pytest.approx([t["dev_loss"] for t in trials], abs=1e-7)
+    a = load_file(str(tmp_path / "straight" / "final" / "model.safetensors"))
+    b = load_file(str(tmp_path / "resumed" / "final" / "model.safetensors"))
+    for k in a:
+        torch.testing.assert_close(a[k], b[k], rtol=1e-6, atol=1e-7)
+
+
+def test_collate_pads_dynamically_and_masks_only_when_needed():
+    b = predict.collate([[5, 6, 7], [8]], 0, torch.device("cpu"))
+    assert b["input_ids"].tolist() == [[5, 6, 7], [8, 0, 0]]
+    assert b["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
+    same = predict.collate([[5, 6], [8, 9]], 0, torch.device("cpu"))
+    assert set(same) == {"input_ids"} and same["input_ids"].tolist() == [[5, 6], [8, 9]]
+    assert 1 <= predict.available_threads() <= (len(__import__("os").sched_getaffinity(0)))

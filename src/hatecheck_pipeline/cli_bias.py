@@ -10,6 +10,17 @@ from . import paths
 from .cli import app, load  # noqa: F401
 
 
+def crows_pair_cap(scorer_cap: int | None, profile_cap: int | None) -> int | None:
+    """Pairs a CrowS-Pairs stage scores: the smaller of the scorer's
+    ``max_pairs`` and the profile's ``crows_max_pairs`` (None = no cap).
+
+    >>> crows_pair_cap(None, 20), crows_pair_cap(100, None), crows_pair_cap(10, 20), crows_pair_cap(None, None)
+    (20, 100, 10, None)
+    """
+    caps = [c for c in (scorer_cap, profile_cap) if c is not None]
+    return min(caps) if caps else None
+
+
 @app.command("crows-pairs")
 def crows_pairs(scorer: str) -> None:
     """Score CrowS-Pairs with one configured scorer (bias.crows_pairs.scorers)."""
@@ -25,7 +36,7 @@ def crows_pairs(scorer: str) -> None:
         scorer,
         spec["variant"],
         spec["model"],
-        spec["max_pairs"],
+        crows_pair_cap(spec["max_pairs"], params["profiles"][params["profile"]].get("crows_max_pairs")),
         b["seed"],
         b["crows_pairs"]["batch_size"],
         b["threads"],

@@ -116,5 +116,7 @@ def report() -> None:
         paths.training_languages(),
         params["evaluation"]["below_mark"],
         params["report"]["heatmap_models"],
+        expansion_files=ph.expansion_reports(params) if "expansion" in params else None,
+        bias_summary_file=ph.bias_summary(params),
     )
     typer.echo(f"wrote {out}")

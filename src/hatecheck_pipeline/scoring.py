@@ -22,7 +22,8 @@ LABEL_WORDS = {
     "hateful": 1, "hate": 1, "1": 1, "true": 1,
     "non-hateful": 0, "non_hateful": 0, "nonhateful": 0, "not-hateful": 0, "non-hate": 0, "0": 0, "false": 0,
 }
-GOLD_COLUMNS = ["functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language"]
+GOLD_COLUMNS = ["functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language",
+                "source_functionality", "generator"]  # the last two: expanded suites (perturbed cases)
 
 
 class ScoringError(ValueError):
@@ -203,6 +204,12 @@ def score(cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: int = 
         out["by_functionality"] = _groups(cases, "functionality", ["accuracy"], boot)
         classes = cases.with_columns(pl.col("functionality").map_elements(functionality_class, return_dtype=pl.String).alias("_class"))
         out["by_functionality_class"] = _groups(classes, "_class", ["accuracy"], boot)
+    # Expanded suites: accuracy per functionality of the source case (the
+    # original-vs-expanded comparison, GPT-HateCheck Figure 4) and per generator.
+    if "source_functionality" in cases.columns:
+        out["by_source_functionality"] = _groups(cases, "source_functionality", ["accuracy"], boot)
+    if "generator" in cases.columns:
+        out["by_generator"] = _groups(cases, "generator", ["accuracy"], boot)
     if {"target_ident", "from_identity_template"} <= set(cases.columns):
         ident = cases.filter(pl.col("from_identity_template").fill_null(False))
         out["by_target"] = _groups(ident, "target_ident", ["accuracy", "macro_f1"], boot)

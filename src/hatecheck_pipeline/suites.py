@@ -34,6 +34,10 @@ class Suite:
             frame = frame.filter(pl.col("split") == self.split)
         return frame
 
+    def raw_table(self) -> str:
+        """The file :meth:`load_raw` reads (a score stage's dependency)."""
+        return paths.interim_table(self.dataset)
+
     def load_raw(self) -> pl.LazyFrame:
         """The suite's cases before any text scheme (validated interim table)."""
         frame = pl.scan_parquet(paths.interim_table(self.dataset))

@@ -36,6 +36,7 @@ GROUPS: dict[str, dict[str, list[str]]] = {
     "mhc": {"tables": ["mhc_t1", "mhc_t2", "mhc_t3", "mhc_t6", "mhc_t7"], "plots": ["mhc_macro_f1"]},
     "shots": {"tables": ["shots_languages", "shots_summary", "shots_class_gap"], "plots": ["zero_many_shot"]},
     "contrast": {"tables": ["contrast"], "plots": []},
+    "expanded": {"tables": ["expanded_functionality"], "plots": ["expanded_functionality"]},
 }
 
 
@@ -194,6 +195,77 @@ def contrast_table(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
     )
 
 
+# ------------------------------------------------------- expanded suites
+
+
+def original_suite(suite: str) -> str | None:
+    """The published suite an expanded suite is compared with (None: not an
+    expanded suite). Language-specific expansions of English go to HateCheck,
+    of any other language to that MHC language.
+
+    >>> original_suite("perturbed_hatecheck"), original_suite("perturbed_mhc_german")
+    ('hatecheck', 'mhc_german')
+    >>> original_suite("extended_english"), original_suite("gpt_hatecheck_polish"), original_suite("mhc_german")
+    ('hatecheck', 'mhc_polish', None)
+    """
+    if suite == "perturbed_hatecheck":
+        return "hatecheck"
+    if suite.startswith("perturbed_mhc_"):
+        return "mhc_" + suite[len("perturbed_mhc_"):]
+    for prefix in ("extended_", "gpt_hatecheck_"):
+        if suite.startswith(prefix):
+            lang = suite[len(prefix):]
+            return "hatecheck" if lang == "english" else f"mhc_{lang}"
+    return None
+
+
+def comparison_pairs(sources: list[Source]) -> list[tuple[Source, Source]]:
+    """(original, expanded) sources of the same model, for every expanded
+    suite whose original suite the model is also scored on."""
+    by_key = {(s.model, s.suite): s for s in sources}
+    out = []
+    for s in sources:
+        orig = original_suite(s.suite)
+        if orig is not None and (s.model, orig) in by_key:
+            out.append((by_key[(s.model, orig)], s))
+    return out
+
+
+def expanded_tables(loaded: list[tuple[Source, dict]], summary_file: str, stage: str) -> dict[str, pl.DataFrame]:
+    """Per-functionality accuracy on the original vs the expanded suite
+    (GPT-HateCheck Figure 4): one row per functionality of the expanded
+    suite's cases (the SOURCE case's functionality for perturbed cases),
+    columns ``original`` / ``expanded`` (each from its own metrics file) and
+    ``change`` (expanded - original, derived here), plus a ``hateful cases``
+    row (accuracy on the hateful cases of both)."""
+    docs = {(s.model, s.suite): (s, d) for s, d in loaded}
+    rows: list[dict[str, Any]] = []
+    table = "expanded_functionality"
+    for orig, exp in comparison_pairs([s for s, _ in loaded]):
+        o_doc, e_doc = docs[(orig.model, orig.suite)][1], docs[(exp.model, exp.suite)][1]
+        o_sec = o_doc.get("by_functionality", {})
+        e_sec = e_doc.get("by_source_functionality") or e_doc.get("by_functionality", {})
+        pairs = [(f, o_sec.get(f), fig) for f, fig in e_sec.items()]
+        o_h, e_h = o_doc.get("by_label", {}).get("hateful"), e_doc.get("by_label", {}).get("hateful")
+        if e_h and e_h.get("n"):
+            pairs.append(("hateful cases", o_h, e_h))
+        lang = exp.language or orig.language
+        src = Source(exp.model, exp.suite, exp.dataset, lang, exp.metrics, exp.stage)
+        for func, o_fig, e_fig in pairs:
+            ids = {c: cell_id(table, exp.model, exp.suite, func, c) for c in ("original", "expanded", "change")}
+            o_acc = (o_fig or {}).get("accuracy") or {}
+            e_acc = (e_fig or {}).get("accuracy") or {}
+            if o_fig is not None:
+                rows.append(_cell(table, src, func, "original", o_acc, o_fig.get("n"), setting=orig.suite,
+                                  metrics_file=orig.metrics, stage=orig.stage) | {"cell_id": ids["original"]})
+            rows.append(_cell(table, src, func, "expanded", e_acc, e_fig.get("n"), setting=orig.suite) | {"cell_id": ids["expanded"]})
+            if o_acc.get("value") is not None and e_acc.get("value") is not None:
+                change = round(e_acc["value"] - o_acc["value"], 1)
+                rows.append(_cell(table, src, func, "change", change, None, setting=orig.suite,
+                                  metrics_file=summary_file, stage=stage) | {"cell_id": ids["change"]})
+    return {table: frame(rows)}
+
+
 def write_tables(tables: dict[str, pl.DataFrame]) -> None:
     for name, cells in tables.items():
         out = Path(paths.table(name))
@@ -224,7 +296,7 @@ def load(sources: list[Source]) -> list[tuple[Source, dict]]:
 
 
 def run(group: str, sources: list[Source], stage: str, languages_of: dict[str, list[str]] | None = None) -> dict[str, pl.DataFrame]:
-    """Tables stage of one group (``hatecheck``, ``mhc``, ``shots``, ``contrast``)."""
+    """Tables stage of one group (``hatecheck``, ``mhc``, ``shots``, ``contrast``, ``expanded``)."""
     loaded = load(sources)
     summary_file = paths.table_summary(group)
     if group == "hatecheck":
@@ -249,6 +321,12 @@ def run(group: str, sources: list[Source], stage: str, languages_of: dict[str, l
     elif group == "contrast":
         tables = {"contrast": contrast_table(loaded)}
         summary = {"both_correct": nested(tables["contrast"], "model", "row")}
+    elif group == "expanded":
+        tables = expanded_tables(loaded, summary_file, stage)
+        cells = tables["expanded_functionality"]
+        summary = {"change": nested(cells.filter(pl.col("column") == "change"), "model", "suite", "row")}
+        write_plot(cells.filter(pl.col("column") != "change"), "expanded_functionality",
+                   {"model": "model", "suite": "suite", "row": "functionality", "column": "setting", "value": "accuracy"})
     else:
         raise ValueError(f"unknown table group {group!r}")
     write_tables(tables)

@@ -48,15 +48,46 @@ class Recipe:
     keep_best: bool = False
     select_on: str = "dev_loss"
     grid_search: bool = False
+    grid: Mapping[str, Sequence[Any]] | None = None  # {epochs: [...], lr: [...], batch_size: [...]} when grid_search
 
     @classmethod
     def from_params(cls, section: Mapping[str, Any], max_epochs: int | None = None) -> "Recipe":
         values = {k: section[k] for k in cls.__dataclass_fields__ if k in section}
         if values.get("grid_search"):
-            raise NotImplementedError("training.recipes.*.grid_search: the grid search is not implemented; set it to false")
+            grid = values.get("grid") or {}
+            missing = [k for k in GRID_KEYS if not grid.get(k)]
+            if missing:
+                raise ValueError(f"training.recipes.*.grid_search: the grid needs non-empty lists for {missing}")
+            values["grid"] = {k: list(grid[k]) for k in GRID_KEYS}
+        else:
+            values["grid"] = None
         if max_epochs is not None:
             values["epochs"] = min(values["epochs"], max_epochs)
         return cls(**values)
+
+    def trials(self, max_epochs: int | None = None) -> list["Recipe"]:
+        """The grid's configurations (epochs x lr x batch_size, in that
+        nesting order), each a plain recipe; ``[self]`` without a search.
+        The profile's epoch cap applies to every trial (duplicates merged)."""
+        if not self.grid_search:
+            return [self]
+        from dataclasses import replace
+        from itertools import product
+
+        cap = max_epochs or max(self.grid["epochs"])
+        out: list[Recipe] = []
+        for e, lr, bs in product(self.grid["epochs"], self.grid["lr"], self.grid["batch_size"]):
+            r = replace(self, epochs=min(int(e), cap), lr=float(lr), batch_size=int(bs), grid_search=False, grid=None)
+            if r not in out:
+                out.append(r)
+        return out
+
+
+GRID_KEYS = ("epochs", "lr", "batch_size")
+
+
+def trial_name(r: "Recipe") -> str:
+    return f"e{r.epochs}-lr{r.lr:g}-b{r.batch_size}"
 
 
 # --------------------------------------------------------------------------
@@ -431,6 +462,94 @@ def train(
     }
 
 
+def grid_search(
+    base: str,
+    tokenizer,
+    train_split: Split,
+    dev_split: Split,
+    recipe: Recipe,
+    *,
+    seed: int,
+    max_length: int,
+    ckpt_dir: Path,
+    fingerprint: Mapping[str, Any],
+    max_epochs: int | None = None,
+    amp: bool = True,
+    eval_batch_size: int = 64,
+    progress: bool = True,
+    on_checkpoint: Callable[[int], None] | None = None,
+):
+    """The HateCheck paper's grid search: one fresh fine-tuning of ``base``
+    per configuration of ``recipe.trials()``, selected on the dev metric
+    ``recipe.select_on`` (dev loss; ties keep the earlier trial). Returns
+    ``(model with the selected trial's weights, log)``.
+
+    Restartable: each trial checkpoints and resumes like :func:`train`
+    under ``ckpt_dir/trials/<trial>``; a finished trial is recorded in
+    ``ckpt_dir/grid_trials.json`` (the best trial's weights in
+    ``ckpt_dir/grid/best``) and its checkpoints are removed, so a killed
+    search re-run with the same parameters skips the finished trials and
+    resumes the interrupted one."""
+    from safetensors.torch import load_model
+
+    ckpt_dir = Path(ckpt_dir)
+    record = ckpt_dir / "grid_trials.json"
+    fp = json.loads(json.dumps(dict(fingerprint), default=str))
+    done: dict[str, dict] = {}
+    if record.exists():
+        state = json.loads(record.read_text("utf-8"))
+        if state.get("fingerprint") == fp:
+            done = {t["trial"]: t for t in state["trials"]}
+        else:
+            print(f"discarding the grid search in {ckpt_dir}: parameters or data changed", flush=True)
+            shutil.rmtree(ckpt_dir)
+    sign = -1.0 if recipe.select_on.endswith("loss") else 1.0
+    trials = recipe.trials(max_epochs)
+    best: dict | None = None
+    for t in done.values():
+        if best is None or sign * t[recipe.select_on] > sign * best[recipe.select_on]:
+            best = t
+    for i, r in enumerate(trials, 1):
+        name = trial_name(r)
+        if name in done:
+            print(f"grid trial {i}/{len(trials)} {name}: recorded, skipped", flush=True)
+            continue
+        print(f"grid trial {i}/{len(trials)} {name}", flush=True)
+        model = load_for_training(base, r.dropout, seed)
+        log = train(
+            model, tokenizer, train_split, dev_split, r,
+            seed=seed, max_length=max_length, ckpt_dir=ckpt_dir / "trials" / name,
+            fingerprint={**fp, "trial": asdict(r)}, amp=amp, eval_batch_size=eval_batch_size,
+            progress=progress, on_checkpoint=on_checkpoint,
+        )
+        row = next(x for x in log["epochs"] if x["epoch"] == log["selected_epoch"])
+        entry = {
+            "trial": name, "epochs": r.epochs, "lr": r.lr, "batch_size": r.batch_size,
+            "selected_epoch": log["selected_epoch"], **{k: row[k] for k in ("train_loss", *METRICS)}, "log": log,
+        }
+        if best is None or sign * entry[recipe.select_on] > sign * best[recipe.select_on]:
+            best = entry
+            (ckpt_dir / "grid").mkdir(parents=True, exist_ok=True)
+            save_best(ckpt_dir / "grid", model)
+        done[name] = entry
+        tmp = record.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"fingerprint": fp, "trials": list(done.values()), "selected": best["trial"]}, indent=1, default=float), "utf-8")
+        os.replace(tmp, record)
+        shutil.rmtree(ckpt_dir / "trials" / name, ignore_errors=True)
+    assert best is not None
+    model = load_for_training(base, recipe.dropout, seed)
+    load_model(model, str(ckpt_dir / "grid" / "best" / "model.safetensors"), device="cpu")
+    model.to(pick_device())
+    ordered = [done[trial_name(r)] for r in trials]
+    log = dict(best["log"])
+    log["grid_search"] = {
+        "selected_on": recipe.select_on,
+        "selected": {k: best[k] for k in ("trial", *GRID_KEYS)},
+        "trials": [{k: v for k, v in t.items() if k != "log"} | {"history": t["log"]["epochs"]} for t in ordered],
+    }
+    return model, log
+
+
 # --------------------------------------------------------------------------
 # Stage entry point
 
@@ -498,13 +617,7 @@ def run(
         "max_train_per_dataset": profile.get("max_train_per_dataset"),
     }
     tokenizer = basemodels.load_tokenizer(resolved)
-    model = load_for_training(resolved, recipe.dropout, seed)
-    log = train(
-        model,
-        tokenizer,
-        train_split,
-        dev_split,
-        recipe,
+    common = dict(
         seed=seed,
         max_length=profile["max_length"],
         ckpt_dir=ckpt_dir,
@@ -514,6 +627,11 @@ def run(
         progress=progress,
         on_checkpoint=on_checkpoint,
     )
+    if recipe.grid_search:
+        model, log = grid_search(resolved, tokenizer, train_split, dev_split, recipe, max_epochs=profile.get("max_epochs"), **common)
+    else:
+        model = load_for_training(resolved, recipe.dropout, seed)
+        log = train(model, tokenizer, train_split, dev_split, recipe, **common)
     log["model"] = model_name
     log["data"] = counts
 
@@ -545,6 +663,14 @@ def run(
         "training_data": counts,
         "training_data_sha256": data_hashes,
         "recipe": asdict(recipe),
+        "grid_search": (
+            {**{k: v for k, v in log["grid_search"].items() if k != "trials"},
+             "trials": [{k: v for k, v in t.items() if k != "history"} for t in log["grid_search"]["trials"]],
+             "note": "final model = the selected configuration's weights"}
+            if recipe.grid_search
+            else None
+        ),
+        "selected_recipe": log["recipe"],
         "seed": seed,
         "selected_epoch": log["selected_epoch"],
         "final_dev": next((r for r in log["epochs"] if r["epoch"] == log["selected_epoch"]), None),

@@ -20,6 +20,9 @@ class ExpandedSuite(Suite):
     def table(self, scheme: str) -> str:
         return paths.expanded_processed(self.dataset, scheme)
 
+    def raw_table(self) -> str:
+        return paths.expanded_table(self.dataset)
+
     def load_raw(self) -> pl.LazyFrame:
         frame = pl.scan_parquet(paths.expanded_table(self.dataset))
         if self.language:

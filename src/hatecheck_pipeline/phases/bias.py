@@ -47,7 +47,9 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 deps=[paths.interim_table("crows_pairs"), *code("audits/crows", "cli_bias")],
                 outs=[paths.crows_pairs(name)],
                 metrics=[paths.crows_metrics(name)],
-                params=[f"bias.crows_pairs.scorers.{name}", "bias.crows_pairs.batch_size", "bias.threads", "bias.seed"],
+                # profile/profiles: profiles.<p>.crows_max_pairs caps the pairs (smoke)
+                params=[f"bias.crows_pairs.scorers.{name}", "bias.crows_pairs.batch_size", "bias.threads", "bias.seed",
+                        "profile", "profiles"],
                 resources=[("mem_mb", 4000)],
             )
         )

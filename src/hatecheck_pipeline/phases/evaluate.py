@@ -3,7 +3,8 @@
 - ``score_<model>_<suite>``: one METRICS.json per prediction file (the same
   code as ``hatecheck-pipeline score``);
 - ``tables_<group>``: the papers' tables (``hatecheck``, ``mhc``), zero- vs
-  many-shot (``shots``) and contrast consistency (``contrast``), as long
+  many-shot (``shots``), contrast consistency (``contrast``) and original
+  vs expanded suites per functionality (``expanded``), as long
   CSVs with per-cell provenance, a DVC metrics JSON and DVC plot CSVs.
 """
 
@@ -14,7 +15,7 @@ from typing import Any, Mapping
 from .. import paths
 from ..dag import Stage, code, stage
 from ..suites import suites_for_model
-from ..tables import GROUPS, Source
+from ..tables import GROUPS, Source, comparison_pairs
 
 SCORE_PARAMS = ["evaluation.bootstrap_samples", "evaluation.seed", "evaluation.ci_level", "evaluation.threshold"]
 
@@ -41,6 +42,11 @@ def group_sources(params: Mapping[str, Any], group: str) -> list[Source]:
     every = sources(params)
     if group == "contrast":
         return [s for s in every if s.dataset in {"hatecheck", "mhc"}]
+    if group == "expanded":
+        # original vs expanded suite of the same model (never mixed into the
+        # HateCheck / MHC tables: those read datasets hatecheck / mhc only)
+        pairs = comparison_pairs(every)
+        return list(dict.fromkeys(s for pair in pairs for s in pair))
     suite_dataset = "hatecheck" if group == "hatecheck" else "mhc"
     models = {s.model for s in every if s.dataset == suite_dataset}
     if group == "shots":
@@ -65,7 +71,8 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                     score_stage_name(model, suite.name),
                     "evaluate",
                     f"hatecheck-pipeline evaluate {model} {suite.name}",
-                    deps=[paths.predictions(model, suite.name), paths.interim_table(suite.dataset), *code("scoring", "metrics", "suites", "predict")],
+                    deps=[paths.predictions(model, suite.name), suite.raw_table(), *code("scoring", "metrics", "suites", "predict"),
+                          *(code("expansion/registry") if suite.raw_table() != paths.interim_table(suite.dataset) else [])],
                     outs=[],
                     metrics=[paths.metrics(model, suite.name)],
                     params=[*SCORE_PARAMS, "profile", "profiles", f"models.{model}.seed"],
