@@ -10,8 +10,8 @@ from hatecheck_pipeline.expansion import templates as T
 RAW = Path(__file__).resolve().parents[1] / "data" / "raw"
 
 
-@pytest.mark.skipif(not (RAW / "mhc" / "templates").exists(), reason="raw data not ingested")
-def test_regeneration_reproduces_published(tmp_path):
+def test_regeneration_reproduces_published(tmp_path, mirror):
+    RAW = mirror  # the mirror has the data/raw layout
     res = T.run_regenerate(RAW / "hatecheck", RAW / "mhc", ["dutch", "german", "polish"], [],
                            tmp_path / "t.parquet", tmp_path / "r.json", tmp_path / "d.csv")
     per = res["per_language"]
@@ -60,8 +60,8 @@ def test_compare_lists_differences():
     assert diffs.filter(pl.col("kind") == "not_reproduced")["published_id"].to_list() == ["b"]
 
 
-@pytest.mark.skipif(not (RAW / "hatecheck").exists(), reason="raw data not ingested")
-def test_extension_with_new_terms(tmp_path):
+def test_extension_with_new_terms(tmp_path, mirror):
+    RAW = mirror  # the mirror has the data/raw layout
     terms = tmp_path / "terms.csv"
     terms.write_text("language,target_ident,placeholder,form,value\n"
                      "english,elderly people,[IDENTITY_P],,elderly people\n"
