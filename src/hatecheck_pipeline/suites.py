@@ -26,26 +26,25 @@ class Suite:
     def table(self, scheme: str) -> str:
         return paths.processed(self.dataset, scheme)
 
-    def load(self, scheme: str) -> pl.LazyFrame:
-        frame = pl.scan_parquet(self.table(scheme))
+    def select(self, frame: pl.LazyFrame) -> pl.LazyFrame:
+        """The suite's rows of a table (language and split filters)."""
         if self.language:
             frame = frame.filter(pl.col("language") == self.language)
         if self.split:
             frame = frame.filter(pl.col("split") == self.split)
         return frame
+
+    def load(self, scheme: str) -> pl.LazyFrame:
+        """The suite's cases with ``text`` preprocessed by ``scheme``."""
+        return self.select(pl.scan_parquet(self.table(scheme)))
 
     def raw_table(self) -> str:
         """The file :meth:`load_raw` reads (a score stage's dependency)."""
         return paths.interim_table(self.dataset)
 
     def load_raw(self) -> pl.LazyFrame:
-        """The suite's cases before any text scheme (validated interim table)."""
-        frame = pl.scan_parquet(paths.interim_table(self.dataset))
-        if self.language:
-            frame = frame.filter(pl.col("language") == self.language)
-        if self.split:
-            frame = frame.filter(pl.col("split") == self.split)
-        return frame
+        """The suite's cases before any text scheme (validated table)."""
+        return self.select(pl.scan_parquet(self.raw_table()))
 
 
 # name -> builder(params) -> list of suites; expansion registers more here.

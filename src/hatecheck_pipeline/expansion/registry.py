@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-import polars as pl
 
 from .. import paths
 from ..suites import Suite
@@ -22,12 +21,6 @@ class ExpandedSuite(Suite):
 
     def raw_table(self) -> str:
         return paths.expanded_table(self.dataset)
-
-    def load_raw(self) -> pl.LazyFrame:
-        frame = pl.scan_parquet(paths.expanded_table(self.dataset))
-        if self.language:
-            frame = frame.filter(pl.col("language") == self.language)
-        return frame
 
 
 def perturbed_tables(params: Mapping[str, Any]) -> dict[str, str | None]:
