@@ -97,9 +97,13 @@ def target_bias(model: str) -> None:
     """Target-group bias AUCs of one model on its HateCheck / MHC suites."""
     from .audits import bias_auc
     from .phases.bias import functional_suites
+    from .predict import predicted_subsample
 
     params = load()
-    entries = [(s.name, s.load_raw().collect(), "id", Path(paths.predictions(model, s.name))) for s in functional_suites(params, model)]
+    entries = [
+        (s.name, predicted_subsample(params, model, s.load_raw().collect(), "id"), "id", Path(paths.predictions(model, s.name)))
+        for s in functional_suites(params, model)
+    ]
     result = bias_auc.run_targets(model, entries, Path(paths.target_bias(model)), Path(paths.target_bias_csv(model)), params["bias"]["targets"]["power"])
     typer.echo(f"{model}: target-group bias on {len(result['suites'])} suite(s)")
 

@@ -39,20 +39,16 @@ def score(
 def evaluate(model: str, suite: str) -> None:
     """Score stage: one model's predictions on one suite -> metrics.json."""
     from . import paths, scoring
-    from .predict import sample_cases
+    from .predict import predicted_subsample
     from .suites import by_name
 
     params = load()
     ev = params["evaluation"]
     threshold = ev["threshold"]
     s = by_name(params, suite)
-    gold = scoring.gold_cases(s)
     # A profile that caps the cases predicted per suite (smoke) scores the
     # same seeded subsample the predict stage drew.
-    cap = params["profiles"][params["profile"]].get("max_cases_per_suite")
-    if cap:
-        drawn = sample_cases(gold.select("id").sort("id"), cap, params["models"][model].get("seed", 42))
-        gold = gold.filter(pl.col("id").is_in(drawn["id"].implode()))
+    gold = predicted_subsample(params, model, scoring.gold_cases(s), "id")
     try:
         doc = scoring.run(
             s, paths.predictions(model, suite), paths.metrics(model, suite),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import polars as pl
@@ -106,6 +106,17 @@ def sample_cases(cases: pl.DataFrame, cap: int | None, seed: int) -> pl.DataFram
     if cap is None or cases.height <= cap:
         return cases
     return cases.sample(n=cap, seed=seed, shuffle=False)
+
+
+def predicted_subsample(params: Mapping[str, Any], model: str, cases: pl.DataFrame, id_column: str) -> pl.DataFrame:
+    """The cases a profile capping ``max_cases_per_suite`` (smoke) predicted:
+    the same seeded draw as the predict stage; all cases otherwise."""
+    cap = params["profiles"][params["profile"]].get("max_cases_per_suite")
+    if not cap:
+        return cases
+    ids = cases.select(pl.col(id_column).cast(pl.Utf8).alias("id")).sort("id")
+    drawn = sample_cases(ids, cap, params["models"][model].get("seed", 42))["id"]
+    return cases.filter(pl.col(id_column).cast(pl.Utf8).is_in(drawn.implode()))
 
 
 def run(

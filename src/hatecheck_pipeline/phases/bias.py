@@ -96,12 +96,13 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 deps=[
                     *sorted({paths.interim_table(s.dataset) for s in suites}),
                     *[paths.predictions(model, s.name) for s in suites],
-                    *code("audits/bias_auc", "suites", "cli_bias"),
+                    *code("audits/bias_auc", "suites", "cli_bias", "predict"),
                 ],
                 outs=[],
                 metrics=[paths.target_bias(model)],
                 plots=[paths.target_bias_csv(model)],
-                params=["bias.targets.power"],
+                # profile: a capped profile audits the cases its predict stage drew
+                params=["bias.targets.power", "profile", "profiles", f"models.{model}.seed"],
             )
         )
         summary_deps.append(paths.target_bias(model))
