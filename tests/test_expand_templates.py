@@ -1,18 +1,15 @@
 """Template regeneration reproduces the published suites; extension with new terms."""
 
-from pathlib import Path
 
 import polars as pl
-import pytest
 
 from hatecheck_pipeline.expansion import templates as T
 
-RAW = Path(__file__).resolve().parents[1] / "data" / "raw"
 
 
 def test_regeneration_reproduces_published(tmp_path, mirror):
-    RAW = mirror  # the mirror has the data/raw layout
-    res = T.run_regenerate(RAW / "hatecheck", RAW / "mhc", ["dutch", "german", "polish"], [],
+    raw = mirror  # the mirror has the data/raw layout
+    res = T.run_regenerate(raw / "hatecheck", raw / "mhc", ["dutch", "german", "polish"], [],
                            tmp_path / "t.parquet", tmp_path / "r.json", tmp_path / "d.csv")
     per = res["per_language"]
     assert per["dutch"]["share_reproduced"] == 1.0
@@ -61,12 +58,12 @@ def test_compare_lists_differences():
 
 
 def test_extension_with_new_terms(tmp_path, mirror):
-    RAW = mirror  # the mirror has the data/raw layout
+    raw = mirror  # the mirror has the data/raw layout
     terms = tmp_path / "terms.csv"
     terms.write_text("language,target_ident,placeholder,form,value\n"
                      "english,elderly people,[IDENTITY_P],,elderly people\n"
                      "english,elderly people,[IDENTITY_S],,elderly person\n", "utf-8")
-    out = T.run_extend([terms], RAW / "hatecheck", RAW / "mhc", [], [], tmp_path / "e.parquet")
+    out = T.run_extend([terms], raw / "hatecheck", raw / "mhc", [], [], tmp_path / "e.parquet")
     assert out.height > 100
     assert set(out["target_ident"]) == {"elderly people"}
     assert out["templ_id"].null_count() == 0 and set(out["label"]) == {"hateful", "non-hateful"}

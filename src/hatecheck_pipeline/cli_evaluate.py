@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Optional
 
-import polars as pl
 import typer
 
 from .cli import app, fail, load

@@ -7,7 +7,7 @@ DAGs agree by construction (and ``tests/test_dag.py`` checks they do).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from . import paths

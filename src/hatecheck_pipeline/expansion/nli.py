@@ -10,7 +10,6 @@ of hypotheses inside one test is an OR)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any, Mapping
 
 import torch

@@ -7,7 +7,7 @@ column is ``id`` and ``source_id`` links a perturbed case to its source."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 
 from .. import paths

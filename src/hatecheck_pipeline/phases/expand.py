@@ -11,7 +11,6 @@ from typing import Any, Mapping
 
 from .. import paths
 from ..dag import PACKAGE, Stage, code, stage
-from ..datasets import RAW_INPUTS
 from ..expansion.registry import perturbed_tables
 from ..raw import raw_files, raw_path
 
