@@ -30,7 +30,7 @@ RECIPE = {
     "select_on": "dev_loss",
     "grid_search": False,
 }
-PROFILE = {"name": "test", "max_train_per_dataset": None, "max_epochs": None, "max_length": 24}
+PROFILE = {"name": "test", "max_train_per_model": None, "max_epochs": None, "max_length": 24}
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +217,16 @@ def test_collate_pads_dynamically_and_masks_only_when_needed():
     same = predict.collate([[5, 6], [8, 9]], 0, torch.device("cpu"))
     assert set(same) == {"input_ids"} and same["input_ids"].tolist() == [[5, 6], [8, 9]]
     assert 1 <= predict.available_threads() <= (len(__import__("os").sched_getaffinity(0)))
+
+
+def test_training_budget_is_per_model_and_spread_evenly_over_datasets(tmp_path):
+    """max_train_per_model = 40 over two datasets: 20 train (and dev capped
+    to 5) from each, so a multi-dataset model gets as many examples as a
+    single-dataset one."""
+    a = processed_table(tmp_path / "a" / "bert.parquet", dataset="a", seed=1)
+    b = processed_table(tmp_path / "b" / "bert.parquet", dataset="b", seed=2)
+    train, dev, counts = training.load_splits([a, b], 40, 0)
+    assert len(train.texts) == 40 and sorted(set(train.sources)) == ["a", "b"]
+    assert [(c["dataset"], c["train_used"], c["dev_used"]) for c in counts] == [("a", 20, 5), ("b", 20, 5)]
+    single, _, _ = training.load_splits([a], 40, 0)
+    assert len(single.texts) == 40

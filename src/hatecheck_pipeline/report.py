@@ -220,11 +220,12 @@ def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, 
         rows.append(
             f"<tr><td class='rowhead'>{escape(name)}</td><td class='rowhead'>{escape(str(base))}</td><td class='rowhead'>{escape(kind)}</td>"
             f"<td class='rowhead'>{escape(str(card.get('profile', profile)))}</td><td class='rowhead'>{escape(', '.join(spec.get('train', [])))}</td>"
-            f"<td class='rowhead'>{escape(langs)}</td><td class='rowhead'>{escape(', '.join(spec.get('suites', [])))}</td></tr>"
+            f"<td class='rowhead'>{escape(langs)}</td><td class='rowhead'>{escape(', '.join(spec.get('suites', [])))}</td>"
+            f"<td class='rowhead'>{escape(str(card.get('budget_note', '–')))}</td></tr>"
         )
     return (
         '<table id="models"><thead><tr><th class="rowhead">model</th><th class="rowhead">base model</th><th class="rowhead">paper model or stand-in</th>'
-        '<th class="rowhead">profile</th><th class="rowhead">training data</th><th class="rowhead">training languages</th><th class="rowhead">suites</th></tr></thead><tbody>'
+        '<th class="rowhead">profile</th><th class="rowhead">training data</th><th class="rowhead">training languages</th><th class="rowhead">suites</th><th class="rowhead">training budget</th></tr></thead><tbody>'
         + "".join(rows) + "</tbody></table>"
     )
 

@@ -172,10 +172,23 @@ def stratified_cap(frame: pl.DataFrame, cap: int | None, seed: int) -> pl.DataFr
     return pl.concat(parts).sort("id")
 
 
+def per_dataset_cap(max_train: int | None, n_datasets: int) -> int | None:
+    """Train examples drawn from each of a model's ``n_datasets`` datasets
+    when the model may see ``max_train`` in total (an even share, at least 2).
+
+    >>> per_dataset_cap(3000, 1), per_dataset_cap(3000, 3), per_dataset_cap(None, 3)
+    (3000, 1000, None)
+    """
+    return None if max_train is None else max(2, max_train // max(1, n_datasets))
+
+
 def load_splits(files: Sequence[Path], max_train: int | None, seed: int) -> tuple[Split, Split, list[dict]]:
-    """Train and dev splits of processed tables, each capped per dataset
-    (dev to a quarter of ``max_train``)."""
+    """Train and dev splits of processed tables. ``max_train`` caps the
+    model's train examples in total, spread evenly over its datasets (a
+    stratified sample of each); each dev split is capped to a quarter of
+    that dataset's share."""
     train, dev, counts = Split([], [], []), Split([], [], []), []
+    max_train = per_dataset_cap(max_train, len(files))
     for f in files:
         table = pl.read_parquet(f, columns=["id", "text", "label", "split", "dataset"])
         name = table["dataset"][0] if table.height else Path(f).parent.name
@@ -604,7 +617,7 @@ def run(
     torch.set_num_threads(threads)
     resolved = basemodels.resolve(base_ref)
     recipe = Recipe.from_params(recipe_params, profile.get("max_epochs"))
-    train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_dataset"), seed)
+    train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed)
     data_hashes = {str(f): basemodels.content_hash(f) for f in data_files}
     base_hash = basemodels.local_hash(resolved)
     fingerprint = {
@@ -614,7 +627,7 @@ def run(
         "recipe": asdict(recipe),
         "seed": seed,
         "max_length": profile["max_length"],
-        "max_train_per_dataset": profile.get("max_train_per_dataset"),
+        "max_train_per_model": profile.get("max_train_per_model"),
     }
     tokenizer = basemodels.load_tokenizer(resolved)
     common = dict(
@@ -653,10 +666,11 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_dataset", "max_epochs", "max_length")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length")},
         "budget_note": (
-            f"training data subsampled to at most {profile['max_train_per_dataset']} train examples per dataset"
-            if profile.get("max_train_per_dataset")
+            f"training data subsampled to at most {profile['max_train_per_model']} train examples"
+            f" ({per_dataset_cap(profile['max_train_per_model'], len(data_files))} per dataset, stratified)"
+            if profile.get("max_train_per_model")
             else "full training data"
         )
         + (f"; epochs capped at {profile['max_epochs']}" if profile.get("max_epochs") else "; the recipe's epochs"),
