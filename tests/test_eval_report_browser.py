@@ -75,6 +75,16 @@ def test_report_is_self_contained(built_report):
     assert "results/B-D/hatecheck/metrics.json (stage score_B-D_hatecheck)" in html
     assert 'class="below"' in html  # hindi at ~45% accuracy
     assert "named stand-in" in html and "not stated in the model card" in html and "not run" in html
+    # functional tests are labelled and ordered as in the papers' Table 1, next to the published figures
+    t1 = html[html.index('id="hatecheck-t1"'):]
+    t1 = t1[: t1.index("</table>")]
+    assert "F1 Expression of strong negative emotions (explicit) (derog_neg_emote_h)" in t1
+    assert t1.index("F15 Non-hate expressed using negated hateful statement") < t1.index("F18 Neutral statements")
+    assert 'data-cell-id="published:hatecheck_t1:B-D:derog_neg_emote_h:B-D"' in t1 and ">88.6</td>" in t1
+    assert "B-D (paper)" in t1
+    mhc_t1 = html[html.index('id="mhc-t1-XTC"'):]
+    assert "F34 ZH: Pinyin spelling" not in mhc_t1[: mhc_t1.index("</table>")]  # only the suite's tests are rows
+    assert 'data-cell-id="published:mhc_t1:XTC:derog_neg_emote_h:spanish"' in mhc_t1 and ">80.7</td>" in mhc_t1
 
 
 def test_report_renders_in_chromium(built_report, tmp_path):

@@ -35,6 +35,41 @@ def score(
 
 
 @app.command()
+def compare(
+    metrics: Annotated[Path, typer.Option(help="METRICS.json written by `score` (HateCheck or one MHC language)")],
+    model: Annotated[str, typer.Option(help="the published model to compare with, e.g. Perspective, SiftNinja, B-D, XTC")],
+    out: Annotated[Optional[Path], typer.Option(help="CSV with every compared cell")] = None,
+    tolerance: Annotated[float, typer.Option(help="largest |ours - paper| (percentage points) that counts as equal")] = 0.05,
+) -> None:
+    """Compare a metrics file with the papers' published tables (HateCheck
+    Tables 1-4, MHC Tables 1, 2, 3, 7) for one published model; exit 1 when
+    a cell differs."""
+    import json
+
+    import polars as pl
+
+    from . import published
+
+    doc = json.loads(metrics.read_text("utf-8"))
+    cells = published.compare(doc, model, tolerance=tolerance)
+    if cells.is_empty():
+        fail(f"{metrics}: no published figure of {model!r} for suite {doc.get('suite')!r} "
+             f"(published models: {', '.join(published.published_models())})")
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        cells.write_csv(out)
+    summary = cells.group_by("table", maintain_order=True).agg(pl.len().alias("cells"), pl.col("match").sum().alias("equal"))
+    for row in summary.iter_rows(named=True):
+        typer.echo(f"{row['table']}: {row['equal']}/{row['cells']} cells equal to the paper")
+    differing = cells.filter(~pl.col("match"))
+    for row in differing.head(20).iter_rows(named=True):
+        typer.echo(f"  differs: {row['table']} {row['row']} / {row['column']}: ours {row['ours']} vs paper {row['paper']}")
+    if differing.height:
+        raise typer.Exit(1)
+    typer.echo(f"{metrics}: reproduces every published cell of {model} ({cells.height})")
+
+
+@app.command()
 def evaluate(model: str, suite: str) -> None:
     """Score stage: one model's predictions on one suite -> metrics.json."""
     from . import paths, scoring

@@ -12,13 +12,12 @@ import base64
 import io
 import json
 from html import escape
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 import polars as pl
-import yaml
 
+from . import published as P
 from .tables import cell_id
 
 CSS = """
@@ -83,13 +82,18 @@ def pivot(
     below_mark: float | None,
     caption: str = "",
     published: dict[tuple[str, str], tuple[float | None, str, str]] | None = None,
+    functionalities_of: str | None = None,
 ) -> str:
     """An HTML table: one row per ``rows`` value, one column per ``columns``
     value, each cell with provenance; ``published`` adds a paper column per
-    column key: (row, column) -> (value, table, source)."""
+    column key: (row, column) -> (value, table, source).
+    ``functionalities_of`` (``hatecheck`` / ``mhc``): rows are functionality
+    codes, shown as the paper's ``F<i> description (code)`` in its order."""
     if cells.is_empty():
         return f'<p class="note" id="{escape(table_id)}">No results for this table.</p>'
     row_keys = list(dict.fromkeys(cells[rows].to_list()))
+    if functionalities_of:
+        row_keys.sort(key=lambda code: P.functionality_order(code, functionalities_of))
     col_keys = list(dict.fromkeys(cells[columns].to_list()))
     lookup = {(r[rows], r[columns]): r for r in cells.iter_rows(named=True)}
     head = "".join(
@@ -104,37 +108,23 @@ def pivot(
                 value, table, source = published.get((rk, ck), (None, "", ""))
                 model = (lookup.get((rk, ck)) or {}).get("model", "")
                 tds.append(published_td(table, model, str(rk), str(ck), value, source))
-        body.append(f'<tr><td class="rowhead">{escape(str(rk))}</td>{"".join(tds)}</tr>')
+        label = P.functionality_label(rk, functionalities_of) if functionalities_of else str(rk)
+        body.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
     return f'<table id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead"></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
-
-
-def load_published() -> dict[str, Any]:
-    text = resources.files("hatecheck_pipeline").joinpath("resources/published.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
-
-
-def published_lookup(published: Mapping[str, Any], table: str, model: str, rows_are: str = "row") -> dict:
-    """(row, column) -> (value, table, source) for one model of a published table."""
-    entry = published.get(table, {})
-    out = {}
-    for row, cols in entry.get("values", {}).get(model, {}).items():
-        for col, value in cols.items():
-            out[(row, col)] = (value, table, entry.get("source", ""))
-    return out
 
 
 # ---------------------------------------------------------------- plots
 
 
-def heatmap(cells: pl.DataFrame, title: str, below_mark: float) -> str:
+def heatmap(cells: pl.DataFrame, title: str, below_mark: float, functionalities_of: str = "mhc") -> str:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    rows = list(dict.fromkeys(cells["row"].to_list()))
+    rows = sorted(dict.fromkeys(cells["row"].to_list()), key=lambda code: P.functionality_order(code, functionalities_of))
     cols = sorted(set(cells["column"].to_list()))
     grid = np.full((len(rows), len(cols)), np.nan)
     for r in cells.iter_rows(named=True):
@@ -143,7 +133,7 @@ def heatmap(cells: pl.DataFrame, title: str, below_mark: float) -> str:
     fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(cols), 1.0 + 0.28 * len(rows)))
     im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
     ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.set_yticks(range(len(rows)), [f"{P.functionalities(functionalities_of).get(r, ('',))[0]} {r}".strip() for r in rows], fontsize=7)
     for i in range(len(rows)):
         for j in range(len(cols)):
             if not np.isnan(grid[i, j]):
@@ -272,13 +262,17 @@ def build(
     ``expansion``: {coverage, coverage_file, reproduction, reproduction_file}
     (documents may be None); ``bias``: {doc, file} of results/bias/summary.json.
     Either None leaves its section out (the pipeline always passes both)."""
-    published = load_published() if published is None else published
+    published = P.load() if published is None else published
     from .tables import CELL_COLUMNS
 
     empty = pl.DataFrame(schema=next(iter(cells.values())).schema) if cells else pl.DataFrame(schema=CELL_COLUMNS)
     get = lambda name: cells.get(name, empty)  # noqa: E731
     parts: list[str] = []
     nav = []
+
+    def paper_cols(table: str) -> dict:
+        """(row, model) -> published value: each of our models' columns next to the paper's same-named model."""
+        return {(r, model): v for model in models for (r, c), v in P.lookup(table, model, published).items()}
 
     def section(sid: str, heading: str, body: str) -> None:
         nav.append(f'<a href="#{sid}">{escape(heading)}</a>')
@@ -312,30 +306,21 @@ def build(
     # HateCheck
     hc = ""
     if not get("hatecheck_t2").is_empty():
-        pub = {}
-        for model in models:
-            pub.update({(r, m): v for (r, c), v in published_lookup(published, "hatecheck_t2", model).items() for m in [model]})
-        hc += "<h3>Table 1: accuracy per functionality</h3>" + pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark)
-        hc += "<h3>Table 2: accuracy per gold label</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=pub)
-        hc += "<h3>Table 3: accuracy per reclaimed slur</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark)
-        hc += "<h3>Table 4: accuracy per target group (identity-template cases)</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark)
+        hc += "<h3>Table 1: accuracy per functional test</h3>" + pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck")
+        hc += "<h3>Table 2: accuracy per gold label</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
+        hc += "<h3>Table 3: accuracy per reclaimed slur (F9)</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
+        hc += "<h3>Table 4: accuracy per target group (identity-template cases)</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
         if not get("hatecheck_t4").is_empty():
             hc += figure(grouped_bars(get("hatecheck_t4"), "row", "model", "HateCheck accuracy per target group", "accuracy (%)", below_mark), "HateCheck accuracy per target group", "fig-hatecheck-targets")
-        pub = {}
-        for model in models:
-            pub.update({(r, model): v for (r, c), v in published_lookup(published, "hatecheck_heldout", model).items()})
-        hc += "<h3>Held-out test sets: macro F1</h3>" + pivot(get("hatecheck_heldout"), "hatecheck-heldout", "row", "model", None, published=pub)
+        hc += "<h3>Held-out test sets: macro F1</h3>" + pivot(get("hatecheck_heldout"), "hatecheck-heldout", "row", "model", None, published=paper_cols("hatecheck_heldout"))
         section("hatecheck", "HateCheck (English)", hc)
 
     # MHC
     if not get("mhc_t7").is_empty():
         m = ""
-        pub = {}
-        for model in models:
-            pub.update({(r, model): v for (r, c), v in published_lookup(published, "mhc_t7", model).items()})
-        m += "<h3>Table 7: macro F1 per model and MHC language</h3>" + pivot(get("mhc_t7"), "mhc-t7", "row", "model", below_mark, published=pub)
+        m += "<h3>Table 7: macro F1 per model and MHC language</h3>" + pivot(get("mhc_t7"), "mhc-t7", "row", "model", below_mark, published=paper_cols("mhc_t7"))
         m += "<h3>Table 2: F1 per class and macro F1 per language</h3>"
-        m += per_model(get("mhc_t2"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t2-{model}", "row", "column", below_mark, published=published_lookup(published, "mhc_t2", model) or None))
+        m += per_model(get("mhc_t2"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t2-{model}", "row", "column", below_mark, published=P.lookup("mhc_t2", model, published) or None))
         chosen = heatmap_models or list(dict.fromkeys(get("mhc_t1")["model"].to_list()))
         m += "<h3>Table 1: accuracy per functionality and language</h3>"
         for model in chosen:
@@ -343,17 +328,14 @@ def build(
             if c.is_empty():
                 continue
             m += figure(heatmap(c, f"{model}: accuracy per functionality × language", below_mark), f"{model}: heatmap of accuracy, functionality × language", f"fig-heatmap-{model}")
-            m += pivot(c, f"mhc-t1-{model}", "row", "column", below_mark)
+            m += pivot(c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None, functionalities_of="mhc")
         m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language</h3>"
         m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark))
         t3 = get("mhc_t3")
         if not t3.is_empty():
             mean = t3.group_by(["model", "row"], maintain_order=True).agg(pl.col("value").mean().round(1))
             m += figure(grouped_bars(mean, "row", "model", "MHC macro F1 per target group (mean over languages)", "macro F1", below_mark), "MHC macro F1 per target group", "fig-mhc-targets")
-        pub = {}
-        for model in models:
-            pub.update({(r, model): v for (r, c), v in published_lookup(published, "mhc_t6", model).items()})
-        m += "<h3>Table 6: held-out macro F1 per training dataset</h3>" + pivot(get("mhc_t6"), "mhc-t6", "row", "model", None, published=pub)
+        m += "<h3>Table 6: held-out macro F1 per training dataset</h3>" + pivot(get("mhc_t6"), "mhc-t6", "row", "model", None, published=paper_cols("mhc_t6"))
         section("mhc", "Multilingual HateCheck", m)
 
     # zero vs many-shot
