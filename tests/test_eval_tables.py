@@ -7,7 +7,7 @@ import json
 import polars as pl
 
 from eval_synthetic import hatecheck_like, predictions
-from hatecheck_pipeline import config, paths, scoring, tables
+from hatecheck_pipeline import config, dag, paths, scoring, tables
 from hatecheck_pipeline.phases import evaluate as ph
 from hatecheck_pipeline.suites import Suite
 from conftest import REPO
@@ -59,6 +59,11 @@ def test_tables_from_metrics(workdir):
     assert set(doc["macro_f1"]["XTC"]) == {"zero-shot", "many-shot", "gap"}
     plot = pl.read_csv(paths.plot_data("zero_many_shot"))
     assert plot.columns[-1] == "macro_f1"
+    # dvc plots draws every written plot file on axes that are columns of it
+    for name in ["hatecheck_functionality", "mhc_macro_f1", "zero_many_shot"]:
+        entry = dag.plot_entry(paths.plot_data(name))[paths.plot_data(name)]
+        header = pl.read_csv(paths.plot_data(name)).columns
+        assert entry["x"] in header and entry["y"] in header and entry["template"] == "bar_horizontal", name
     ct = tables.run("contrast", [s for s in srcs if not s.suite.startswith("heldout_")], "tables_contrast")["contrast"]
     assert ct.height == 4
     assert (ct["n"] == 12).all()

@@ -35,6 +35,7 @@ class Stage:
     metrics: tuple[str, ...] = ()  # JSON outputs DVC tracks as metrics (not cached)
     plots: tuple[str, ...] = ()
     resources: tuple[tuple[str, int], ...] = ()
+    threads: int = 1  # CPU threads the command uses (Snakemake `threads`; not in dvc.yaml)
     persist: tuple[str, ...] = ()  # outputs kept between runs (checkpoints)
     directories: tuple[str, ...] = ()  # outputs that are directories
 
@@ -176,6 +177,27 @@ def final_targets(params: Mapping[str, Any]) -> list[str]:
     return [o for s in build_stages(params) for o in s.snakemake_outs]
 
 
+# How `dvc plots show/diff` draws each plot file (by file name): a
+# horizontal bar per row of the long CSV, the value on x.
+PLOT_AXES: dict[str, dict[str, str]] = {
+    "hatecheck_functionality.csv": {"template": "bar_horizontal", "x": "accuracy", "y": "functionality",
+                                    "title": "HateCheck accuracy (%) per functional test", "x_label": "accuracy (%)"},
+    "mhc_macro_f1.csv": {"template": "bar_horizontal", "x": "macro_f1", "y": "language",
+                         "title": "MHC macro F1 per language", "x_label": "macro F1"},
+    "zero_many_shot.csv": {"template": "bar_horizontal", "x": "macro_f1", "y": "language",
+                           "title": "MHC macro F1, zero-shot vs many-shot languages", "x_label": "macro F1"},
+    "expanded_functionality.csv": {"template": "bar_horizontal", "x": "accuracy", "y": "functionality",
+                                   "title": "Accuracy (%) per functional test, original vs expanded suite", "x_label": "accuracy (%)"},
+    "communities.csv": {"template": "bar_horizontal", "x": "bpsn_auc", "y": "community",
+                        "title": "BPSN AUC per community (low = false positives on its non-hateful posts)", "x_label": "BPSN AUC"},
+}
+
+
+def plot_entry(path: str) -> dict[str, Any]:
+    """A dvc.yaml plots entry: not cached, with its axes when known."""
+    return {path: {"cache": False, **PLOT_AXES.get(path.rsplit("/", 1)[-1], {})}}
+
+
 def to_dvc(stages: list[Stage]) -> dict[str, Any]:
     """Render the stages as a dvc.yaml document."""
     doc: dict[str, Any] = {}
@@ -191,6 +213,6 @@ def to_dvc(stages: list[Stage]) -> dict[str, Any]:
         if s.metrics:
             entry["metrics"] = [{m: {"cache": False}} for m in s.metrics]
         if s.plots:
-            entry["plots"] = [{p: {"cache": False}} for p in s.plots]
+            entry["plots"] = [plot_entry(p) for p in s.plots]
         doc[s.name] = entry
     return {"stages": doc}

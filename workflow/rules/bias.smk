@@ -12,6 +12,7 @@ for stage in phase_stages("bias"):
             stage.log,
         conda:
             "../envs/hatecheck.yaml"
+        threads: stage.threads
         resources:
             **dict(stage.resources),
         params:

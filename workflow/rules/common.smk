@@ -33,9 +33,7 @@ def command(stage):
 
 
 def rule_outputs(stage):
-    return [
-        directory(o) if o in stage.directories else o for o in stage.snakemake_outs
-    ]
+    return [directory(o) if o in stage.directories else o for o in stage.snakemake_outs]
 
 
 def final_targets():

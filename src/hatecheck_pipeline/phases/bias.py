@@ -51,6 +51,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 params=[f"bias.crows_pairs.scorers.{name}", "bias.crows_pairs.batch_size", "bias.threads", "bias.seed",
                         "profile", "profiles"],
                 resources=[("mem_mb", 4000)],
+                threads=params["bias"]["threads"],
             )
         )
         summary_deps.append(paths.crows_metrics(name))

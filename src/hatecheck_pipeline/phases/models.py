@@ -71,6 +71,7 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
         metrics=[paths.training_log(model)],
         params=keys,
         resources=[("mem_mb", prof.get("mem_mb", 6000)), ("gpu", prof.get("gpu", 0))],
+        threads=params["training"]["threads"],
         persist=[paths.checkpoints(model)],
     )
 
@@ -91,6 +92,7 @@ def predict_stage(params: Mapping[str, Any], model: str, suite) -> Stage:
             "prediction",
         ],
         resources=[("mem_mb", PREDICT_MEM_MB), ("gpu", prof.get("gpu", 0))],
+        threads=max(1, params["prediction"]["threads"]),  # 0 (= the idle cores) counts as 1
     )
 
 
