@@ -108,3 +108,13 @@ def test_compare_unknown_model_is_a_clear_error(hatecheck_project):
     result = runner.invoke(app, ["compare", "--metrics", "m.json", "--model", "NoSuchModel"])
     assert result.exit_code != 0
     assert "no published figure of 'NoSuchModel'" in result.output and "Perspective" in result.output
+
+
+@pytest.mark.parametrize("language", ["french", "italian", "mandarin"])
+def test_mhc_table3_rows_are_the_suites_target_groups(mirror, language):
+    """The paper's 'Immigrants' row maps to each language's own group name:
+    the published rows of a language are exactly its suite's target groups."""
+    cases = pl.read_csv(mirror / f"mhc/cases/hatecheck_cases_final_{language}.csv", infer_schema=False)
+    groups = set(cases["target_ident"].drop_nulls().unique())
+    xtc = PUB["mhc_t3"]["values"]["XTC"]
+    assert {row for row, cols in xtc.items() if language in cols} == groups

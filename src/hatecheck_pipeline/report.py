@@ -330,7 +330,7 @@ def build(
             m += figure(heatmap(c, f"{model}: accuracy per functionality × language", below_mark), f"{model}: heatmap of accuracy, functionality × language", f"fig-heatmap-{model}")
             m += pivot(c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None, functionalities_of="mhc")
         m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language</h3>"
-        m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark))
+        m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark, published=P.lookup("mhc_t3", model, published) or None))
         t3 = get("mhc_t3")
         if not t3.is_empty():
             mean = t3.group_by(["model", "row"], maintain_order=True).agg(pl.col("value").mean().round(1))
