@@ -31,6 +31,9 @@ def test_embedded_profile_wires_convert_into_the_xlmt_models():
     assert set(train.outs) >= {paths.model_dir("XTC"), paths.model_card("XTC"), paths.checkpoints("XTC")}
     assert train.persist == (paths.checkpoints("XTC"),) and train.metrics == (paths.training_log("XTC"),)
     assert dict(train.resources) == {"mem_mb": 6000, "gpu": 0}
+    # Snakemake runs torch jobs side by side only while their threads fit the cores
+    assert train.threads == p["training"]["threads"] and stages["predict_XTC_mhc_german"].threads == p["prediction"]["threads"]
+    assert stages["crows_pairs_smollm2-135m"].threads == p["bias"]["threads"]
     assert "training.recipes.mhc" in train.params and {"profile", "profiles"} <= set(train.params)
     for key in train.params:  # every declared key exists
         config.get_key(p, key)
