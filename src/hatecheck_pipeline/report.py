@@ -298,7 +298,8 @@ def build(
         f"<ul>{''.join(lines) or '<li>No results.</li>'}</ul>"
         f"<p>Data validation: {'all datasets passed' if not failed else 'FAILED for ' + escape(', '.join(failed))}.</p>"
         "<p class='note'>The HateCheck paper's Tables 1, 2 and 4 can be reproduced exactly only from the original models' "
-        "predictions (score them with <code>hatecheck-pipeline score</code>); the published figures below are shown for comparison.</p>"
+        "predictions: score such a file with <code>hatecheck-pipeline score</code>, then <code>hatecheck-pipeline compare --model Perspective</code> "
+        "(or SiftNinja, B-D, B-F) checks it cell by cell. The published figures below (italic columns) are shown for comparison.</p>"
     )
     section("summary", "Summary", summary)
     section("models", "Models that ran", models_section(models, cards, profile, training_languages))
