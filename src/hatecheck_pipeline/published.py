@@ -30,39 +30,41 @@ def load() -> dict[str, Any]:
 
 
 @cache
-def functionalities(dataset: str) -> dict[str, tuple[str, str]]:
-    """code -> (``F<i>``, description) in the paper's order for ``hatecheck``
-    or ``mhc``; other datasets (expanded suites reuse the codes) get the
-    HateCheck numbering, then MHC's for codes HateCheck lacks.
+def functionalities(dataset: str) -> dict[str, tuple[int, str]]:
+    """code -> (number i of ``F<i>``, description) in the paper's order for
+    ``hatecheck`` or ``mhc``; other datasets (expanded suites reuse the
+    codes) get the HateCheck numbering, then MHC's for codes HateCheck lacks.
 
     >>> functionalities("hatecheck")["derog_neg_emote_h"]
-    ('F1', 'Expression of strong negative emotions (explicit)')
+    (1, 'Expression of strong negative emotions (explicit)')
     >>> functionalities("mhc")["spell_pinyin_h"][0], functionalities("hatecheck")["spell_leet_h"][0]
-    ('F34', 'F29')
+    (34, 29)
     """
     table = _resource("functionalities.yaml")
     if dataset not in table:
         return {**functionalities("mhc"), **functionalities("hatecheck")}
-    return {code: (f"F{i}", text) for i, (code, text) in enumerate(table[dataset], start=1)}
+    return {code: (i, text) for i, (code, text) in enumerate(table[dataset], start=1)}
 
 
-def functionality_label(code: str, dataset: str) -> str:
-    """``F<i> <description> (code)`` as the report's row header; an unknown
-    code is returned as is.
+def functionality_label(code: str, dataset: str, short: bool = False) -> str:
+    """``F<i> <description> (code)`` as the report's row header (``short``:
+    ``F<i> code``, for plot axes); an unknown code is returned as is.
 
     >>> functionality_label("slur_reclaimed_nh", "hatecheck")
     'F9 Reclaimed slurs (slur_reclaimed_nh)'
-    >>> functionality_label("made_up_h", "hatecheck")
-    'made_up_h'
+    >>> functionality_label("slur_reclaimed_nh", "hatecheck", short=True), functionality_label("made_up_h", "hatecheck")
+    ('F9 slur_reclaimed_nh', 'made_up_h')
     """
     known = functionalities(dataset).get(code)
-    return f"{known[0]} {known[1]} ({code})" if known else code
+    if not known:
+        return code
+    return f"F{known[0]} {code}" if short else f"F{known[0]} {known[1]} ({code})"
 
 
 def functionality_order(code: str, dataset: str) -> int:
     """Sort key: the paper's F number (unknown codes last)."""
     known = functionalities(dataset).get(code)
-    return int(known[0][1:]) if known else 10_000
+    return known[0] if known else 10_000
 
 
 def lookup(table: str, model: str, published: Mapping[str, Any] | None = None) -> dict[tuple[str, str], tuple[float, str, str]]:

@@ -133,7 +133,7 @@ def heatmap(cells: pl.DataFrame, title: str, below_mark: float, functionalities_
     fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(cols), 1.0 + 0.28 * len(rows)))
     im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
     ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), [f"{P.functionalities(functionalities_of).get(r, ('',))[0]} {r}".strip() for r in rows], fontsize=7)
+    ax.set_yticks(range(len(rows)), [P.functionality_label(r, functionalities_of, short=True) for r in rows], fontsize=7)
     for i in range(len(rows)):
         for j in range(len(cols)):
             if not np.isnan(grid[i, j]):
