@@ -37,7 +37,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from hatecheck_pipeline import basemodels, paths, predict, training  # noqa: E402
+from hatecheck_pipeline.core import paths  # noqa: E402
+from hatecheck_pipeline.models import base as basemodels  # noqa: E402
+from hatecheck_pipeline.models import predict  # noqa: E402
+from hatecheck_pipeline.models import train as training  # noqa: E402
 
 
 def pick_model(arg: str | None) -> tuple[str, str]:
@@ -127,7 +130,7 @@ def main() -> None:
         t_batched = min(t_batched, time.perf_counter() - t0)
 
     # training samples/s: the training loop's step (forward, backward, AdamW)
-    from hatecheck_pipeline.predict import collate
+    from hatecheck_pipeline.models.runtime import collate
 
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-5)

@@ -43,6 +43,6 @@ def mirror() -> Path:
 
 @pytest.fixture(scope="session")
 def params():
-    from hatecheck_pipeline.config import load_params
+    from hatecheck_pipeline.core.config import load_params
 
     return load_params(REPO / "params.yaml")

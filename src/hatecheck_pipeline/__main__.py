@@ -1,3 +1,3 @@
-from .cli import app
+from hatecheck_pipeline.cli.app import cli
 
-app()
+cli()

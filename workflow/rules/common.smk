@@ -1,40 +1,44 @@
-# Helpers and target functions only: the rules of each phase are built from
-# the stage registry in their own .smk file.
-import shlex
+# Helpers only: the rules are built from the stage registry in stages.smk.
+import json
+import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
-from hatecheck_pipeline import config as hc_config
-from hatecheck_pipeline import dag as hc_dag
+from hatecheck_pipeline.core import config as hc_config
+from hatecheck_pipeline.pipeline import registry as hc_registry
+from hatecheck_pipeline.pipeline import runners as hc_runners
 
+STARTED = time.time()
 # Values given with `snakemake --config key=value` reach every stage command
-# as `--set key=value`, so both runners see the same parameters.
+# through the environment (hatecheck-pipeline reads HATECHECK_PIPELINE_SET),
+# so both runners see the same parameters and the commands stay the same.
 OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), config)
+os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 PARAMS = hc_config.apply_and_validate(
     config, {}, Path("workflow/schemas/params.schema.yaml"), "snakemake config"
 )
-STAGES = hc_dag.build_stages(PARAMS)
-
-
-def phase_stages(phase):
-    return [s for s in STAGES if s.phase == phase]
-
-
-def command(stage):
-    sets = " ".join(
-        f"--set {shlex.quote(f'{k}={hc_config.dumps(v)}')}"
-        for k, v in OVERRIDES.items()
-    )
-    return stage.cmd.replace(
-        "hatecheck-pipeline", f"hatecheck-pipeline {sets}".strip(), 1
-    )
+STAGES = hc_registry.build_stages(PARAMS)
+CORES = hc_runners.machine_cores()
+# Never more threads at once than the machine has, whatever --cores says.
+if "cpu_cores" not in workflow.global_resources:
+    workflow.register_resource("cpu_cores", CORES)
+# One file per stage with its parameter values, rewritten only when they change.
+hc_runners.sync_params_files(STAGES, PARAMS)
 
 
 def rule_outputs(stage):
-    return [directory(o) if o in stage.directories else o for o in stage.snakemake_outs]
+    return [directory(o.path) if o.directory else o.path for o in stage.snakemake_outs]
 
 
 def final_targets():
-    return hc_dag.final_targets(PARAMS)
+    return hc_registry.final_targets(PARAMS)
+
+
+onsuccess:
+    # Record exactly the stages that ran in dvc.lock (outputs cached, nothing re-run).
+    ran = hc_runners.record_in_dvc(STAGES, STARTED)
+    if ran:
+        print(f"dvc.lock: recorded {len(ran)} stage(s) that ran", file=sys.stderr)

@@ -19,11 +19,25 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 from sklearn.metrics import roc_auc_score
+
+from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.files import write_csv, write_text
+from hatecheck_pipeline.suites.registry import Suite
+from hatecheck_pipeline.suites.sample import predicted_subsample
+
+# How `dvc plots` draws a communities.csv (HateXplain's and the target-group one).
+COMMUNITIES_PLOT = {
+    "template": "bar_horizontal",
+    "x": "bpsn_auc",
+    "y": "community",
+    "title": "BPSN AUC per community (low = false positives on its non-hateful posts)",
+    "x_label": "BPSN AUC",
+}
 
 HATEXPLAIN_COMMUNITIES = ["African", "Islam", "Jewish", "Homosexual", "Women", "Refugee", "Arab", "Caucasian", "Hispanic", "Asian"]
 
@@ -113,9 +127,34 @@ def run_targets(model: str, suites: list[tuple[str, pl.DataFrame, str, Path]], o
         entry = suite_bias(cases, pl.read_parquet(pred_path), id_column, p)
         result["suites"][name] = entry
         flat += [{"model": model, "suite": name, **row} for row in entry["communities"]]
-    out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", out_json)
     schema = {"model": pl.String, "suite": pl.String, "community": pl.String, "n": pl.Int64, "n_pos": pl.Int64, "n_neg": pl.Int64,
               "subgroup_auc": pl.Float64, "bpsn_auc": pl.Float64, "bnsp_auc": pl.Float64}
-    pl.DataFrame(flat, schema=schema).write_csv(out_csv)
+    write_csv(pl.DataFrame(flat, schema=schema), out_csv)
     return result
+
+
+def target_bias(
+    model: str,
+    suites: Sequence[Suite],
+    gold: Mapping[str, Path],
+    predictions: Mapping[str, Path],
+    metrics: Path,
+    communities_csv: Path,
+    power: float,
+    profile: str,
+    profiles: Mapping[str, Any],
+    seed: int,
+) -> str:
+    """Stage ``target_bias_<model>``: Subgroup/BPSN/BNSP AUCs per
+    ``target_ident`` on the model's functional suites. ``gold`` and
+    ``predictions`` are keyed by suite name; a profile capping
+    ``max_cases_per_suite`` audits the cases its predict stage drew (same
+    seeded draw, the model's ``seed``)."""
+    cap = active_profile(profile, profiles).get("max_cases_per_suite")
+    entries = [
+        (s.name, predicted_subsample(s.load_raw(str(gold[s.name])).collect(), "id", cap, seed), "id", Path(predictions[s.name]))
+        for s in suites
+    ]
+    result = run_targets(model, entries, Path(metrics), Path(communities_csv), power)
+    return f"{model}: target-group bias on {len(result['suites'])} suite(s)"

@@ -27,9 +27,12 @@ import difflib
 import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import polars as pl
+
+from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.files import write_parquet, write_text
 
 VARIANTS = ("masked", "causal")
 
@@ -291,7 +294,37 @@ def run(
             else "causal = whole-sentence log-likelihood as lm-evaluation-harness crows_pairs_english; not comparable to the paper's MLM figures"
         ),
     )
-    out_pairs.parent.mkdir(parents=True, exist_ok=True)
-    scored.write_parquet(out_pairs)
-    out_metrics.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    write_parquet(scored, out_pairs)
+    write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", out_metrics)
     return summary
+
+
+def crows_pair_cap(scorer_cap: int | None, profile_cap: int | None) -> int | None:
+    """Pairs a CrowS-Pairs stage scores: the smaller of the scorer's
+    ``max_pairs`` and the profile's ``crows_max_pairs`` (None = no cap).
+
+    >>> crows_pair_cap(None, 20), crows_pair_cap(100, None), crows_pair_cap(10, 20), crows_pair_cap(None, None)
+    (20, 100, 10, None)
+    """
+    caps = [c for c in (scorer_cap, profile_cap) if c is not None]
+    return min(caps) if caps else None
+
+
+def crows_pairs(
+    name: str,
+    table: Path,
+    pairs: Path,
+    metrics: Path,
+    scorer: Mapping[str, Any],
+    batch_size: int,
+    threads: int,
+    seed: int,
+    profile: str,
+    profiles: Mapping[str, Any],
+) -> str:
+    """Stage ``crows_pairs_<name>``: score CrowS-Pairs with one configured
+    scorer (``bias.crows_pairs.scorers.<name>``); the active profile's
+    ``crows_max_pairs`` caps the pairs (smoke)."""
+    cap = crows_pair_cap(scorer["max_pairs"], active_profile(profile, profiles).get("crows_max_pairs"))
+    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads)
+    return f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, {summary['pairs_per_second']} pairs/s"

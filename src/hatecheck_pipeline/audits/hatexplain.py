@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import polars as pl
 
-from . import bias_auc, rationales
+from hatecheck_pipeline.audits import bias_auc, rationales
+from hatecheck_pipeline.core.files import write_csv, write_parquet, write_text
 
 CLASSES = ["hatespeech", "offensive", "normal"]
+STANDIN = "tfidf-lr-standin"  # the label of the built-in producer (bias.hatexplain.classifiers)
 
 # Table 6 of the paper, BERT [LIME] (bias metrics do not depend on the explainer).
 PAPER_TABLE6_BERT = {
@@ -99,7 +101,7 @@ def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_
     model = train_standin(train, seed, c, max_features)
     texts = [_join(t) for t in test["post_tokens"].to_list()]
     probs = _proba(model, texts)
-    label = "tfidf-lr-standin"
+    label = STANDIN
     preds = pl.DataFrame(
         {
             "id": test["id"],
@@ -114,9 +116,8 @@ def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_
     rows = []
     for pid, tokens in tqdm(list(zip(test["id"].to_list(), test["post_tokens"].to_list())), desc="occlusion", mininterval=10):
         rows.append({"id": pid, **occlusion(model, tokens, k), "method": "occlusion (leave-one-token-out)", "top_k": k, "model": label})
-    out_predictions.parent.mkdir(parents=True, exist_ok=True)
-    preds.write_parquet(out_predictions)
-    pl.DataFrame(rows).write_parquet(out_attributions)
+    write_parquet(preds, out_predictions)
+    write_parquet(pl.DataFrame(rows), out_attributions)
     card = {
         "model": label,
         "description": "Stand-in 3-class classifier: TF-IDF (word 1-2 grams) + multinomial logistic regression (scikit-learn), "
@@ -128,8 +129,15 @@ def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_
         "max_features": max_features,
         "attribution": "occlusion: drop in the predicted-class probability when one post token is removed",
     }
-    out_card.write_text(json.dumps(card, indent=2) + "\n", "utf-8")
+    write_text(json.dumps(card, indent=2) + "\n", out_card)
     return card
+
+
+def hatexplain_standin(table: Path, predictions: Path, attributions: Path, card: Path, standin: Mapping[str, Any], top_k: int, seed: int) -> str:
+    """Stage ``hatexplain_standin``: train the TF-IDF + LR stand-in on the
+    HateXplain train split; its test predictions and occlusion attributions."""
+    c = run_standin(table, predictions, attributions, card, seed, standin["C"], standin["max_features"], top_k)
+    return f"{c['model']}: trained on {c['train_posts']} posts, scored {c['test_posts']}"
 
 
 # --------------------------------------------------------------------------
@@ -196,7 +204,29 @@ def run_metrics(
         },
         "paper_table6": PAPER_TABLE6_BERT,
     }
-    out_json.parent.mkdir(parents=True, exist_ok=True)
-    out_json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    pl.DataFrame(rows).with_columns(model=pl.lit(label)).write_csv(out_csv)
+    write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", out_json)
+    write_csv(pl.DataFrame(rows).with_columns(model=pl.lit(label)), out_csv)
     return result
+
+
+def hatexplain_metrics(
+    classifier: str,
+    table: Path,
+    predictions: Path,
+    attributions: Path,
+    metrics: Path,
+    communities_csv: Path,
+    communities: list[str],
+    power: float,
+    top_k: int,
+    iou_threshold: float,
+    gold_rationale: str,
+) -> str:
+    """Stage ``hatexplain_metrics_<classifier>``: performance, bias AUCs per
+    community, plausibility and faithfulness of one classifier's files."""
+    r = run_metrics(table, predictions, attributions, metrics, communities_csv, communities, power, top_k, iou_threshold, gold_rationale, classifier)
+    b, e = r["bias"], r["explainability"]
+    return (
+        f"{classifier}: macro F1 {r['performance']['macro_f1']:.3f}, GMB-Sub {b['gmb_subgroup']:.3f}, "
+        f"BPSN {b['gmb_bpsn']:.3f}, BNSP {b['gmb_bnsp']:.3f}, token F1 {e['token_f1']:.3f}"
+    )

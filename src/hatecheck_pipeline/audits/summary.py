@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from hatecheck_pipeline.core.files import write_text
+
 CROWS_KEYS = ["variant", "model", "n_pairs", "complete", "metric_score", "stereo_score", "antistereo_score", "n_neutral", "likelihood_diff_mean", "bias_types", "pairs_per_second", "note"]
 SCHEMA_VERSION = 1
 
@@ -42,6 +44,16 @@ def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapp
                 for s, v in m["suites"].items()
             },
         }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", "utf-8")
+    write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", out)
     return doc
+
+
+def bias_summary(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path) -> str:
+    """Stage ``bias_summary``: the bias metrics (name -> metrics file per
+    CrowS-Pairs scorer, HateXplain classifier and target-bias model) in one
+    document."""
+    doc = run(crows, hatexplain, targets, out)
+    return (
+        f"wrote {out} ({len(doc['crows_pairs'])} CrowS-Pairs, {len(doc['hatexplain'])} HateXplain, "
+        f"{len(doc['targets'])} target-bias entries)"
+    )

@@ -1,6 +1,6 @@
 """Suite expansion (issue 5): template regeneration and extension, spelling
 perturbations, LLM generation validated by NLI (GPT-HateCheck), quality
-measures. Stage entry points live in :mod:`hatecheck_pipeline.phases.expand`."""
+measures. Stages are declared in :mod:`hatecheck_pipeline.pipeline.expand`."""
 
 from importlib import resources
 

@@ -10,14 +10,14 @@ from typing import Any, Mapping
 import polars as pl
 from tqdm import tqdm
 
-from . import SUITE_COLUMNS, llm, nli, prompts, quality
+from hatecheck_pipeline.expansion import SUITE_COLUMNS, llm, nli, prompts, quality
 
 
 def run_generate(suite_table: Path, language: str, cfg: Mapping[str, Any], out_table: Path) -> dict[str, Any]:
     """One candidate row per generated message and (functionality, target)
     cell. ``cfg`` = params ``expansion.llm`` (no key: it is read from the
     environment variable ``cfg['api_key_env']``)."""
-    from ..io import write_parquet
+    from hatecheck_pipeline.core.files import write_parquet
 
     suite = pl.read_parquet(suite_table)
     if "language" in suite.columns and suite.filter(pl.col("language") == language).height:
@@ -55,7 +55,7 @@ def run_validate(candidates: Path, cfg: Mapping[str, Any], targets: list[str], o
     hypothesis, pass rate per functionality (``cfg`` = ``expansion.nli``)."""
     import torch
 
-    from ..io import write_json, write_parquet
+    from hatecheck_pipeline.core.files import write_json, write_parquet
 
     torch.set_num_threads(int(cfg.get("threads", 2)))
     frame = pl.read_parquet(candidates)
@@ -85,7 +85,7 @@ def run_quality(tables: Mapping[str, Path], cfg: Mapping[str, Any], out_json: Pa
     (``cfg`` = ``expansion.quality``; perplexity skipped when lm is null)."""
     import torch
 
-    from ..io import write_json
+    from hatecheck_pipeline.core.files import write_json
 
     torch.set_num_threads(int(cfg.get("threads", 2)))
     out: dict[str, Any] = {"lm": cfg.get("lm"), "max_cases": cfg["max_cases"], "suites": {}}

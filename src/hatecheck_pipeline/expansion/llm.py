@@ -15,8 +15,10 @@ from typing import Any
 
 import requests
 
+from hatecheck_pipeline.core.errors import PipelineError
 
-class EndpointError(RuntimeError):
+
+class EndpointError(PipelineError, RuntimeError):
     pass
 
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import torch
 import yaml
 
-from . import resource
+from hatecheck_pipeline.expansion import resource
 
 QUOTE = re.compile(r"[\"“”‘’«»']([^\"“”‘’«»']{3,})[\"“”‘’«»']")
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import polars as pl
 from tqdm import tqdm
 
-from . import SUITE_COLUMNS
+from hatecheck_pipeline.expansion import SUITE_COLUMNS
 
 LEET = {"a": "4", "e": "3", "i": "1", "o": "0", "s": "5", "t": "7", "l": "1", "b": "8", "g": "9"}
 WORD = re.compile(r"\w+", re.UNICODE)
@@ -128,7 +128,7 @@ def perturb(cases: pl.DataFrame, generators: list[str], seed: int, dataset: str)
 def run(table: Path, languages: list[str] | None, generators: list[str], seed: int, dataset: str,
         out_table: Path, out_coverage: Path) -> list[dict]:
     """Perturb one suite table (interim table, optionally one language)."""
-    from ..io import write_json, write_parquet
+    from hatecheck_pipeline.core.files import write_json, write_parquet
 
     frame = pl.scan_parquet(table)
     if languages:
@@ -144,7 +144,7 @@ def run(table: Path, languages: list[str] | None, generators: list[str], seed: i
 
 def run_report(coverage_files: list[Path], out_json: Path, out_csv: Path) -> dict[str, Any]:
     """Merge per-suite coverage files into one report (JSON + CSV)."""
-    from ..io import read_json, write_json
+    from hatecheck_pipeline.core.files import read_json, write_json
 
     rows = []
     for path in coverage_files:

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import polars as pl
 import yaml
 
-from . import resource
+from hatecheck_pipeline.expansion import resource
 
 
 def load_spec(path: str | None = None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 import polars as pl
 import yaml
 
-from . import SUITE_COLUMNS, resource
+from hatecheck_pipeline.expansion import SUITE_COLUMNS, resource
 
 PLACEHOLDER = re.compile(r"\[[^\[\]]+\]")
 PH_SCHEMA = {"placeholder": pl.Utf8, "target_ident": pl.Utf8, "form": pl.Utf8, "slot": pl.Int64, "value": pl.Utf8}
@@ -315,7 +315,7 @@ def run_regenerate(hatecheck_dir: Path, mhc_dir: Path, languages: list[str], low
                    out_table: Path, out_json: Path, out_csv: Path) -> dict[str, Any]:
     """Regenerate every published suite from its templates and measure the
     share of published template cases reproduced, per language."""
-    from ..io import write_json, write_parquet
+    from hatecheck_pipeline.core.files import write_json, write_parquet
 
     tables, diffs, report = [], [], {}
     for lang, src in sources(hatecheck_dir, mhc_dir, languages).items():
@@ -341,7 +341,7 @@ def run_extend(terms_files: list[Path], hatecheck_dir: Path, mhc_dir: Path, lang
     """New cases for the groups/slurs of ``terms_files`` (CSV: language,
     target_ident, placeholder, form, value[, slot]) on the published
     templates of their language."""
-    from ..io import write_parquet
+    from hatecheck_pipeline.core.files import write_parquet
 
     srcs = sources(hatecheck_dir, mhc_dir, languages)
     frames = []

@@ -1,0 +1,2 @@
+"""Command-line layer: ``hatecheck-pipeline`` (run STAGE, score, compare,
+lineage, dag)."""

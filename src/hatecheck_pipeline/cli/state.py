@@ -1,0 +1,24 @@
+"""What every command shares: the parameters file and ``--set`` overrides
+given to the app, the one way to load them, and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+from hatecheck_pipeline.core import config
+
+STATE: dict[str, Any] = {"params_file": Path(config.PARAMS_FILE), "overrides": []}
+
+
+def load() -> dict[str, Any]:
+    """The validated parameters (file + overrides)."""
+    overrides = [f"{k}={config.dumps(v)}" for k, v in config.env_overrides().items()] + STATE["overrides"]
+    return config.load_params(STATE["params_file"], overrides)
+
+
+def fail(message: Exception | str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)

@@ -1,0 +1,92 @@
+"""The tools of ``hatecheck-pipeline`` beside the stages (registered on the
+app by :mod:`hatecheck_pipeline.cli.app`):
+
+- ``score``: any predictions file against a suite's gold labels;
+- ``compare``: a metrics file against the papers' published tables;
+- ``lineage``: a metrics file, predictions file, model directory or report
+  cell id traced down to the raw files (from ``dvc.lock``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from hatecheck_pipeline.cli.state import fail, load
+
+
+def score(
+    suite: Annotated[str, typer.Option(help="hatecheck, mhc:<language> (e.g. mhc:german) or a registered suite name")],
+    predictions: Annotated[Path, typer.Option(help="CSV or Parquet: the suite's id column (or `id`) and a prediction column")],
+    out: Annotated[Path, typer.Option(help="METRICS.json to write")],
+    pred_column: Annotated[str, typer.Option(help="column holding hateful/non-hateful, 1/0 or a probability")] = "pred",
+    threshold: Annotated[Optional[float], typer.Option(help="probability threshold: p >= threshold is hateful")] = None,
+) -> None:
+    """Score any predictions file against a suite's gold labels."""
+    from hatecheck_pipeline.evaluation import scoring
+
+    params = load()
+    ev = params["evaluation"]
+    try:
+        doc = scoring.run(
+            scoring.resolve_suite(suite, params), predictions, out, pred_column, threshold,
+            ev["bootstrap_samples"], ev["seed"], ev["ci_level"],
+        )
+    except scoring.ScoringError as exc:
+        fail(exc)
+    o = doc["overall"]
+    typer.echo(f"{doc['suite']}: n={o['n']} accuracy={o['accuracy']['value']} macro F1={o['macro_f1']['value']} -> {out}")
+
+
+def compare(
+    metrics: Annotated[Path, typer.Option(help="METRICS.json written by `score` (HateCheck or one MHC language)")],
+    model: Annotated[str, typer.Option(help="the published model to compare with, e.g. Perspective, SiftNinja, B-D, XTC")],
+    out: Annotated[Optional[Path], typer.Option(help="CSV with every compared cell")] = None,
+    tolerance: Annotated[float, typer.Option(help="largest |ours - paper| (percentage points) that counts as equal")] = 0.05,
+) -> None:
+    """Compare a metrics file with the papers' published tables (HateCheck
+    Tables 1-4, MHC Tables 1, 2, 3, 7) for one published model; exit 1 when
+    a cell differs."""
+    import json
+
+    import polars as pl
+
+    from hatecheck_pipeline.core.files import write_csv
+    from hatecheck_pipeline.evaluation import published
+
+    doc = json.loads(metrics.read_text("utf-8"))
+    cells = published.compare(doc, model, tolerance=tolerance)
+    if cells.is_empty():
+        fail(f"{metrics}: no published figure of {model!r} for suite {doc.get('suite')!r} "
+             f"(published models: {', '.join(published.published_models())})")
+    if out:
+        write_csv(cells, out)
+    summary = cells.group_by("table", maintain_order=True).agg(pl.len().alias("cells"), pl.col("match").sum().alias("equal"))
+    for row in summary.iter_rows(named=True):
+        typer.echo(f"{row['table']}: {row['equal']}/{row['cells']} cells equal to the paper")
+    differing = cells.filter(~pl.col("match"))
+    for row in differing.head(20).iter_rows(named=True):
+        typer.echo(f"  differs: {row['table']} {row['row']} / {row['column']}: ours {row['ours']} vs paper {row['paper']}")
+    if differing.height:
+        raise typer.Exit(1)
+    typer.echo(f"{metrics}: reproduces every published cell of {model} ({cells.height})")
+
+
+def lineage(
+    target: str,
+    lock: Annotated[Path, typer.Option(help="the DVC lock file holding the record")] = Path("dvc.lock"),
+    report: Annotated[Optional[Path], typer.Option(help="report whose cell ids resolve (default: the pipeline's)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the chain as JSON")] = False,
+) -> None:
+    """Trace a metrics file, predictions file, model directory or report cell id down to the raw files."""
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.data.sources import load_registry
+    from hatecheck_pipeline.report import lineage as engine
+
+    try:
+        chain = engine.trace(target, engine.read_lock(lock), load_registry(), report or Path(paths.report()))
+    except engine.LineageError as exc:
+        fail(exc)
+    typer.echo(engine.to_json(chain) if as_json else engine.render(chain))

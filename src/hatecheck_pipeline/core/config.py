@@ -1,0 +1,151 @@
+"""The one loader of ``params.yaml``.
+
+Every stage receives plain values selected from the validated parameters;
+no other module opens ``params.yaml``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from functools import reduce
+from pathlib import Path
+from typing import Any, Mapping
+
+import jsonschema
+import yaml
+
+from hatecheck_pipeline.core.errors import PipelineError
+
+PARAMS_FILE = "params.yaml"
+SCHEMA_FILE = "workflow/schemas/params.schema.yaml"
+OVERRIDES_ENV = "HATECHECK_PIPELINE_SET"  # JSON {dotted key: value}, set by the Snakefile from --config
+
+
+class ConfigError(PipelineError, ValueError):
+    """Invalid parameters: names the file and the failing key."""
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The directory holding ``params.yaml`` (the current one by default)."""
+    return (start or Path.cwd()).resolve()
+
+
+def read_yaml(path: Path) -> Any:
+    with open(path, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """Parse ``key.sub=value`` (value read as YAML).
+
+    >>> parse_override("profile=smoke")
+    ('profile', 'smoke')
+    >>> parse_override("datasets.davidson2017.seed=7")
+    ('datasets.davidson2017.seed', 7)
+    """
+    if "=" not in item:
+        raise ConfigError(f"override {item!r} is not of the form key=value")
+    key, value = item.split("=", 1)
+    return key.strip(), yaml.safe_load(value)
+
+
+def set_key(tree: dict, dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = tree
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[leaf] = value
+
+
+def get_key(tree: Mapping, dotted: str) -> Any:
+    """Value at a dotted key; a clear error names the missing part.
+
+    >>> get_key({"a": {"b": 1}}, "a.b")
+    1
+    """
+    try:
+        return reduce(lambda node, part: node[part], dotted.split("."), tree)
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"params: key {dotted!r} is not set") from exc
+
+
+def flat_diff(base: Mapping, changed: Mapping, prefix: str = "") -> dict[str, Any]:
+    """Dotted keys whose values differ between two parameter trees.
+
+    >>> flat_diff({"a": 1, "b": {"c": 2}}, {"a": 1, "b": {"c": 3}})
+    {'b.c': 3}
+    """
+    out: dict[str, Any] = {}
+    for key, value in changed.items():
+        dotted = f"{prefix}{key}"
+        old = base.get(key) if isinstance(base, Mapping) else None
+        if isinstance(value, Mapping) and isinstance(old, Mapping):
+            out.update(flat_diff(old, value, dotted + "."))
+        elif value != old:
+            out[dotted] = value
+    return out
+
+
+def validate(params: Mapping, schema_path: Path, source: str) -> None:
+    schema = read_yaml(schema_path)
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(params), key=lambda e: list(e.path))
+    if errors:
+        lines = [f"{source}: {'.'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors]
+        raise ConfigError("invalid parameters (schema " + str(schema_path) + "):\n  " + "\n  ".join(lines))
+
+
+def env_overrides() -> dict[str, Any]:
+    """Overrides handed down by the Snakefile (``snakemake --config``)."""
+    value = os.environ.get(OVERRIDES_ENV)
+    return json.loads(value) if value else {}
+
+
+def load_params(
+    path: str | Path = PARAMS_FILE,
+    overrides: list[str] | Mapping[str, Any] | None = None,
+    schema: str | Path | None = None,
+) -> dict[str, Any]:
+    """Read, override, validate and return the parameters.
+
+    ``overrides`` are ``key=value`` strings (CLI ``--set``) or a mapping of
+    dotted keys; they are applied before validation.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: parameters file not found (run from the project root)")
+    params = read_yaml(path) or {}
+    return apply_and_validate(params, overrides, Path(schema) if schema else path.parent / SCHEMA_FILE, str(path))
+
+
+def apply_and_validate(
+    params: Mapping[str, Any],
+    overrides: list[str] | Mapping[str, Any] | None,
+    schema_path: Path,
+    source: str,
+) -> dict[str, Any]:
+    params = copy.deepcopy(dict(params))
+    items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides or [])
+    for key, value in items:
+        set_key(params, key, value)
+    validate(params, schema_path, source)
+    return params
+
+
+def active_profile(profile: str, profiles: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of the active profile (base models, budgets), with its
+    name: the one place that picks ``profiles[profile]``."""
+    if profile not in profiles:
+        raise ConfigError(f"params: profile {profile!r} is not defined (profiles: {', '.join(sorted(profiles))})")
+    return {"name": profile, **profiles[profile]}
+
+
+def profile(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The active profile of a whole params tree."""
+    return active_profile(params["profile"], params["profiles"])
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)

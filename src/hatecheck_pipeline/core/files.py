@@ -1,0 +1,141 @@
+"""Reading raw files without losing rows, and writing stage artifacts."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from hatecheck_pipeline.core.errors import PipelineError
+
+csv.field_size_limit(sys.maxsize)
+
+ROW = "_row"
+REASON = "_reason"
+SOURCE = "_source"
+
+
+class InputError(PipelineError, ValueError):
+    """Bad raw input that cannot be quarantined row by row (names file and rule)."""
+
+
+def _has_bad_bytes(value: str) -> bool:
+    return any("\udc80" <= ch <= "\udcff" for ch in value)
+
+
+def read_records(
+    path: str | Path,
+    required: list[str],
+    delimiter: str = ",",
+    quoting: bool = True,
+) -> pl.DataFrame:
+    """Read a delimited text file into string columns, one row per record.
+
+    Every record is kept: a record with the wrong number of fields or with
+    bytes that are not UTF-8 gets a ``_reason`` (quarantined downstream);
+    ``_row`` is the 1-based record number after the header. A missing
+    required column is an :class:`InputError` naming the file.
+    """
+    path = Path(path)
+    with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise InputError(f"{path}: file is empty (no header row)") from None
+        header = [h.lstrip("\ufeff").strip() for h in header]
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise InputError(f"{path}: missing required column(s) {missing}; found columns {header}")
+        rows: list[list[str | None]] = []
+        for number, record in enumerate(reader, start=1):
+            reason = None
+            if len(record) != len(header):
+                reason = f"malformed_row: expected {len(header)} fields, found {len(record)}"
+                raw = delimiter.join(record)
+                record = [raw if i == 0 else None for i in range(len(header))] if header else []
+            elif any(_has_bad_bytes(v) for v in record):
+                reason = "bad_encoding: bytes that are not valid UTF-8"
+                record = [v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for v in record]
+            rows.append([*record, str(number), reason])
+    names = [h or "_index" for h in header]
+    return pl.DataFrame(rows, schema=[*names, ROW, REASON], orient="row").with_columns(
+        pl.col(ROW).cast(pl.Int64), pl.lit(str(path)).alias(SOURCE)
+    )
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    """JSON lines as records ``{"_json", _row, _reason}``; a line that does not
+    parse is kept with a ``_reason`` and its raw text."""
+    path = Path(path)
+    records: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append({"_json": json.loads(line), ROW: number, REASON: None, "_line": None})
+            except json.JSONDecodeError as exc:
+                records.append({"_json": None, ROW: number, REASON: f"malformed_json: {exc.msg}", "_line": line})
+    return records
+
+
+def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path) -> Path:
+    """Write atomically (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    if isinstance(frame, pl.LazyFrame):
+        frame = frame.collect()
+    frame.write_parquet(tmp, compression="zstd", statistics=True)
+    os.replace(tmp, path)
+    return path
+
+
+def write_json(obj: Any, path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n", "utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text("utf-8"))
+
+
+def write_text(text: str, path: str | Path) -> Path:
+    """Write a text file atomically (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, "utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def write_csv(frame: pl.DataFrame, path: str | Path) -> Path:
+    """Write a CSV atomically (temp file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    frame.write_csv(tmp)
+    os.replace(tmp, path)
+    return path
+
+
+def sha256sum(path: str | Path, chunk: int = 1 << 20) -> str:
+    """Hex sha256 of a file's bytes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()

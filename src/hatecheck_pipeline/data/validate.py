@@ -1,0 +1,233 @@
+"""Data-quality expectations (great-expectations 1.x) for every processed table.
+
+great-expectations validates pandas, not polars: tables are converted at this
+boundary only. A failed expectation raises :class:`ValidationFailed` naming
+the dataset, the expectation and example offending rows.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+import polars as pl
+
+from hatecheck_pipeline.core.errors import PipelineError
+
+from hatecheck_pipeline.data.specs import HATEFUL, LABELS
+
+SPLITS = ["train", "dev", "test"]
+CROWS_BIAS_TYPES = [
+    "race-color", "socioeconomic", "gender", "disability", "nationality",
+    "sexual-orientation", "physical-appearance", "religion", "age",
+]  # fmt: skip
+
+
+class ValidationFailed(PipelineError, RuntimeError):
+    """At least one expectation failed."""
+
+
+def _gx():
+    import great_expectations as gx
+
+    return gx
+
+
+def classification_expectations(
+    table: pl.DataFrame,
+    raw_rows: int,
+    quarantined: int,
+    published_balance: float | None,
+    tolerance: float,
+    suite_count: int | None,
+) -> list:
+    """Expectations shared by every binary-labelled table."""
+    E = _gx().expectations
+    out = [E.ExpectColumnToExist(column=c) for c in ("id", "text", "label", "label_original", "language", "dataset", "split")]
+    out += [
+        *[E.ExpectColumnValuesToBeOfType(column=c, type_="str") for c in ("id", "text", "label", "split")],
+        E.ExpectColumnValuesToNotBeNull(column="text"),
+        E.ExpectColumnValueLengthsToBeBetween(column="text", min_value=1),
+        E.ExpectColumnValuesToBeInSet(column="label", value_set=LABELS),
+        E.ExpectColumnValuesToNotBeNull(column="label"),
+        E.ExpectColumnValuesToBeUnique(column="id"),
+        E.ExpectColumnValuesToBeInSet(column="split", value_set=SPLITS),
+        # Nothing lost: kept + quarantined == raw rows.
+        E.ExpectTableRowCountToEqual(value=raw_rows - quarantined),
+        E.ExpectColumnValuesToBeInSet(column="_text_in_train_and_test", value_set=[False]),
+    ]
+    if published_balance is not None:
+        out.append(
+            E.ExpectColumnMeanToBeBetween(
+                column="_is_hateful", min_value=published_balance - tolerance, max_value=published_balance + tolerance
+            )
+        )
+    if suite_count is not None:
+        out.append(E.ExpectTableRowCountToEqual(value=suite_count))
+    return out
+
+
+def with_helper_columns(table: pl.DataFrame) -> pl.DataFrame:
+    """Columns the expectations read: hateful indicator, cross-split text."""
+    in_train = pl.col("text").is_in(table.filter(pl.col("split") == "train")["text"].implode())
+    in_test = pl.col("text").is_in(table.filter(pl.col("split") == "test")["text"].implode())
+    return table.with_columns(
+        (pl.col("label") == HATEFUL).cast(pl.Int8).alias("_is_hateful"),
+        (in_train & in_test).alias("_text_in_train_and_test"),
+    )
+
+
+def crows_expectations(table: pl.DataFrame, raw_rows: int, quarantined: int, count: int | None) -> list:
+    E = _gx().expectations
+    out = [
+        E.ExpectColumnValuesToNotBeNull(column="sent_more"),
+        E.ExpectColumnValuesToNotBeNull(column="sent_less"),
+        E.ExpectColumnValueLengthsToBeBetween(column="sent_more", min_value=1),
+        E.ExpectColumnValueLengthsToBeBetween(column="sent_less", min_value=1),
+        E.ExpectColumnValuesToBeInSet(column="stereo_antistereo", value_set=["stereo", "antistereo"]),
+        E.ExpectColumnValuesToBeInSet(column="bias_type", value_set=CROWS_BIAS_TYPES),
+        E.ExpectColumnValuesToBeUnique(column="id"),
+        E.ExpectTableRowCountToEqual(value=raw_rows - quarantined),
+    ]
+    if count is not None:
+        out.append(E.ExpectTableRowCountToEqual(value=count))
+    return out
+
+
+def run_suite(name: str, frame: pl.DataFrame, expectations: list) -> dict[str, Any]:
+    """Validate one pandas batch; return the JSON-able result with examples."""
+    gx = _gx()
+    context = gx.get_context(mode="ephemeral")
+    asset = context.data_sources.add_pandas("polars_boundary").add_dataframe_asset(name=name)
+    batch_def = asset.add_batch_definition_whole_dataframe("whole")
+    suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
+    pdf = frame.to_pandas(use_pyarrow_extension_array=True)
+    result = batch_def.get_batch(batch_parameters={"dataframe": pdf}).validate(
+        suite, result_format={"result_format": "COMPLETE"}
+    )
+    raw = result.to_json_dict()
+    ids = frame["id"].to_list() if "id" in frame.columns else None
+    checks = []
+    for item in raw["results"]:
+        cfg = item["expectation_config"]
+        res = item.get("result") or {}
+        idx = (res.get("unexpected_index_list") or [])[:5]
+        checks.append(
+            {
+                "expectation": cfg["type"],
+                "kwargs": {k: v for k, v in cfg["kwargs"].items() if k != "batch_id"},
+                "success": bool(item["success"]),
+                "observed_value": _plain(res.get("observed_value")),
+                "unexpected_count": res.get("unexpected_count"),
+                "examples": [
+                    {"row": int(i), "id": ids[int(i)] if ids else None, "value": _plain(v)}
+                    for i, v in zip(idx, (res.get("partial_unexpected_list") or [])[:5])
+                ],
+            }
+        )
+    return {"suite": name, "success": bool(raw["success"]), "statistics": raw["statistics"], "checks": checks}
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def validate_table(
+    dataset: str,
+    table: pl.DataFrame,
+    counts: Mapping[str, Any],
+    published_balance: float | None,
+    tolerance: float,
+    suite_counts: Any,
+) -> dict[str, Any]:
+    """All suites of one dataset (MHC: one per language)."""
+    raw_rows, quarantined = counts["raw_rows"], counts["quarantined"]
+    results = []
+    if dataset == "crows_pairs":
+        results.append(run_suite(dataset, table, crows_expectations(table, raw_rows, quarantined, suite_counts)))
+    elif dataset == "mhc":
+        table = with_helper_columns(table)
+        results.append(run_suite(dataset, table, classification_expectations(table, raw_rows, quarantined, None, tolerance, None)))
+        E = _gx().expectations
+        for language, expected in sorted((suite_counts or {}).items()):
+            part = table.filter(pl.col("language") == language)
+            if part.height == 0:
+                continue
+            results.append(run_suite(f"mhc_{language}", part, [E.ExpectTableRowCountToEqual(value=expected)]))
+    else:
+        table = with_helper_columns(table)
+        results.append(
+            run_suite(
+                dataset,
+                table,
+                classification_expectations(table, raw_rows, quarantined, published_balance, tolerance, suite_counts),
+            )
+        )
+    return {
+        "dataset": dataset,
+        "success": all(r["success"] for r in results),
+        "counts": dict(counts),
+        "suites": results,
+    }
+
+
+def failure_message(report: Mapping[str, Any]) -> str:
+    lines = [f"data validation failed for dataset {report['dataset']!r}:"]
+    for suite in report["suites"]:
+        for check in suite["checks"]:
+            if not check["success"]:
+                examples = "; ".join(f"row {e['row']} id={e['id']!r} value={e['value']!r}" for e in check["examples"])
+                lines.append(
+                    f"  [{suite['suite']}] {check['expectation']} {check['kwargs']} failed: observed "
+                    f"{check['observed_value']!r}, unexpected {check['unexpected_count']}"
+                    + (f"; e.g. {examples}" if examples else "")
+                )
+    return "\n".join(lines)
+
+
+def summary_markdown(report: Mapping[str, Any]) -> str:
+    status = "PASSED" if report["success"] else "FAILED"
+    c = report["counts"]
+    lines = [
+        f"# Validation of `{report['dataset']}`: {status}",
+        "",
+        f"raw rows {c['raw_rows']} = kept {c['kept']} + quarantined {c['quarantined']}",
+        "",
+        "| suite | expectation | arguments | observed | result |",
+        "|---|---|---|---|---|",
+    ]
+    for suite in report["suites"]:
+        for check in suite["checks"]:
+            args = ", ".join(f"{k}={v}" for k, v in check["kwargs"].items())
+            lines.append(
+                f"| {suite['suite']} | {check['expectation']} | {args} | {check['observed_value']} | "
+                f"{'pass' if check['success'] else 'FAIL'} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def validate(
+    dataset: str,
+    table: Path,
+    counts: Path,
+    report_json: Path,
+    report_md: Path,
+    tolerance: float,
+    published_balance: float | None = None,
+    suite_counts: Any = None,
+) -> str:
+    """Stage: run the dataset's great-expectations suite(s); write the result
+    (JSON + Markdown) and fail loudly, naming expectation and example rows."""
+    from hatecheck_pipeline.core.files import read_json, write_json, write_text
+
+    report = validate_table(dataset, pl.read_parquet(table), read_json(counts), published_balance, tolerance, suite_counts)
+    write_json(report, report_json)
+    write_text(summary_markdown(report), report_md)
+    if not report["success"]:
+        raise ValidationFailed(failure_message(report))
+    n = sum(len(s["checks"]) for s in report["suites"])
+    return f"{dataset}: {n} expectations passed"

@@ -1,0 +1,290 @@
+"""Score any predictions file against a suite's gold labels.
+
+The ``score`` command and the pipeline's score stages (:func:`score`)
+share this module: predictions from our models, a commercial API or another
+lab's model go through the same checks and metrics.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import polars as pl
+
+from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.files import write_text
+from hatecheck_pipeline.evaluation import metrics as M
+from hatecheck_pipeline.suites.registry import Suite, by_name, mhc
+from hatecheck_pipeline.suites.sample import predicted_subsample
+
+LABEL_WORDS = {
+    "hateful": 1, "hate": 1, "1": 1, "true": 1,
+    "non-hateful": 0, "non_hateful": 0, "nonhateful": 0, "not-hateful": 0, "non-hate": 0, "0": 0, "false": 0,
+}
+GOLD_COLUMNS = ["functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language",
+                "source_functionality", "generator"]  # the last two: expanded suites (perturbed cases)
+
+
+class ScoringError(PipelineError, ValueError):
+    """A predictions file that cannot be scored (says why, with counts)."""
+
+
+def resolve_suite(name: str, params: Mapping[str, Any]) -> Suite:
+    """``hatecheck``, ``mhc:<language>`` (MHC's language name) or a registered suite name.
+
+    >>> resolve_suite("mhc:german", {"datasets": {"mhc": {"languages": ["german"]}}}).name
+    'mhc_german'
+    """
+    if name.startswith("mhc:"):
+        language = name.split(":", 1)[1]
+        known = params["datasets"]["mhc"]["languages"]
+        if language not in known:
+            raise ScoringError(f"unknown MHC language {language!r}; known: {known}")
+        return mhc(language)
+    try:
+        return by_name(params, name)
+    except KeyError as exc:
+        raise ScoringError(f"{exc.args[0]}: use hatecheck, mhc:<language> or a registered suite") from None
+
+
+def _examples(values: list[Any], k: int = 5) -> str:
+    return ", ".join(map(repr, values[:k])) + (" ..." if len(values) > k else "")
+
+
+def parse_labels(values: pl.Series, threshold: float | None = None) -> np.ndarray:
+    """Predictions as 0/1 (1 = hateful).
+
+    Accepts hateful/non-hateful (any case), 1/0, booleans, or, with a
+    ``threshold``, probabilities of hateful (``p >= threshold`` is hateful).
+
+    >>> parse_labels(pl.Series(["hateful", "Non-hateful", "1"])).tolist()
+    [1, 0, 1]
+    >>> parse_labels(pl.Series([0.2, 0.7]), threshold=0.5).tolist()
+    [0, 1]
+    """
+    if values.dtype == pl.String:
+        as_number = values.str.strip_chars().cast(pl.Float64, strict=False)
+        if as_number.null_count() == values.null_count() and (threshold is not None or not as_number.is_in([0.0, 1.0]).all()):
+            values = as_number  # numbers written as text (CSV): 1/0 or probabilities
+    if values.dtype.is_numeric() or values.dtype == pl.Boolean:
+        numbers = values.cast(pl.Float64)
+        bad = numbers.is_null() | numbers.is_nan()
+        if threshold is not None:
+            out = (numbers >= threshold).fill_null(False)
+        else:
+            bad = bad | ~numbers.is_in([0.0, 1.0])
+            out = numbers == 1.0
+        if bad.any():
+            hint = "" if threshold is not None else " (probabilities need --threshold)"
+            raise ScoringError(
+                f"{int(bad.sum())} prediction(s) are not 1/0{hint}: {_examples(values.filter(bad).to_list())}"
+            )
+        return out.cast(pl.Int8).to_numpy().astype(int)
+    text = values.cast(pl.String).str.strip_chars().str.to_lowercase()
+    mapped = text.replace_strict(LABEL_WORDS, default=None, return_dtype=pl.Int8)
+    bad = mapped.is_null()
+    if bad.any():
+        raise ScoringError(
+            f"{int(bad.sum())} prediction(s) are not hateful/non-hateful or 1/0: {_examples(values.filter(bad).to_list())}"
+        )
+    return mapped.to_numpy().astype(int)
+
+
+def read_predictions(
+    path: str | Path,
+    id_column: str,
+    pred_column: str = "pred",
+    threshold: float | None = None,
+) -> pl.DataFrame:
+    """``id`` (string) and ``pred`` (0/1) from a CSV or Parquet file.
+
+    The id column is the suite's own (``case_id``, ``mhc_case_id``) or ``id``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ScoringError(f"{path}: predictions file not found")
+    if path.suffix.lower() == ".parquet":
+        frame = pl.read_parquet(path)
+    elif path.suffix.lower() in {".csv", ".tsv"}:
+        frame = pl.read_csv(path, separator="\t" if path.suffix.lower() == ".tsv" else ",", infer_schema_length=0)
+    else:
+        raise ScoringError(f"{path}: use a .csv, .tsv or .parquet file")
+    ids = next((c for c in (id_column, "id") if c in frame.columns), None)
+    if ids is None:
+        raise ScoringError(f"{path}: no id column ({id_column!r} or 'id'); columns: {frame.columns}")
+    if pred_column not in frame.columns:
+        raise ScoringError(f"{path}: no prediction column {pred_column!r} (name it with --pred-column); columns: {frame.columns}")
+    pred_values = frame[pred_column]
+    id_values = frame[ids].cast(pl.String).str.strip_chars().str.replace(r"\.0$", "")
+    return pl.DataFrame({"id": id_values, "pred": parse_labels(pred_values, threshold)})
+
+
+def gold_cases(suite: Suite, table: str | Path | None = None) -> pl.DataFrame:
+    """The suite's cases: ``id`` (its own id column), ``gold`` (0/1) and the
+    grouping columns it has (from ``table``, by default the suite's table
+    before any text scheme)."""
+    frame = suite.load_raw(None if table is None else str(table))
+    names = frame.collect_schema().names()
+    keep = [c for c in GOLD_COLUMNS if c in names]
+    return (
+        frame.select(
+            pl.col(suite.id_column).cast(pl.String).alias("id"),
+            (pl.col("label") == M.HATEFUL).cast(pl.Int8).alias("gold"),
+            *keep,
+        )
+        .collect()
+        .with_row_index("_order")
+    )
+
+
+def align(gold: pl.DataFrame, preds: pl.DataFrame, source: str = "predictions") -> pl.DataFrame:
+    """Gold cases with their prediction; every id must match exactly once."""
+    problems = []
+    dupes = preds.filter(pl.col("id").is_duplicated())["id"].unique().sort().to_list()
+    if dupes:
+        problems.append(f"{len(dupes)} duplicate id(s): {_examples(dupes)}")
+    unknown = preds.join(gold, on="id", how="anti")["id"].to_list()
+    if unknown:
+        problems.append(f"{len(unknown)} unknown id(s) not in the suite: {_examples(unknown)}")
+    missing = gold.join(preds, on="id", how="anti")["id"].to_list()
+    if missing:
+        problems.append(f"{len(missing)} of {gold.height} suite case(s) have no prediction: {_examples(missing)}")
+    if problems:
+        raise ScoringError(f"{source}: " + "; ".join(problems))
+    return gold.join(preds, on="id", how="left").sort("_order")
+
+
+def functionality_class(code: str) -> str:
+    """The functionality class is the code's first part.
+
+    >>> functionality_class("derog_neg_emote_h"), functionality_class("ref_subs_clause_h")
+    ('derog', 'ref')
+    """
+    return code.split("_", 1)[0]
+
+
+def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, part in cases.filter(pl.col(column).is_not_null()).group_by(column, maintain_order=True):
+        out[str(key[0])] = M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, **boot)
+    return out
+
+
+def contrast_pairs(cases: pl.DataFrame, id_column: str) -> pl.DataFrame:
+    """(hateful case, non-hateful contrast) pairs linked by ``ref_case_id``.
+
+    MHC's ``ref_case_id`` is a per-language number (``"12.0"``); it is mapped
+    to the suite's id (``<language>-12``).
+    """
+    if "ref_case_id" not in cases.columns:
+        return pl.DataFrame()
+    ref = pl.col("ref_case_id").cast(pl.String).str.replace(r"\.0$", "")
+    if id_column == "mhc_case_id":
+        ref = pl.concat_str([pl.col("language"), pl.lit("-"), ref])
+    linked = cases.filter(pl.col("ref_case_id").is_not_null()).with_columns(ref.alias("_ref"))
+    pairs = linked.join(cases, left_on="_ref", right_on="id", suffix="_ref").filter(pl.col("gold") != pl.col("gold_ref"))
+    return pairs.select(
+        pl.when(pl.col("gold") == 1).then(pl.col("pred") == 1).otherwise(pl.col("pred_ref") == 1).alias("hateful_correct"),
+        pl.when(pl.col("gold") == 0).then(pl.col("pred") == 0).otherwise(pl.col("pred_ref") == 0).alias("contrast_correct"),
+    )
+
+
+def score_cases(cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+    """Every section of METRICS.json from aligned cases (``gold``, ``pred``)."""
+    boot = {"samples": samples, "seed": seed, "level": level}
+    gold, pred = cases["gold"].to_numpy(), cases["pred"].to_numpy()
+    out: dict[str, Any] = {
+        "overall": M.summarise(gold, pred, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], **boot),
+        "by_label": {},
+    }
+    for label, value in ((M.HATEFUL, 1), (M.NON_HATEFUL, 0)):
+        part = cases.filter(pl.col("gold") == value)
+        out["by_label"][label] = M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), ["accuracy"], **boot)
+    if "functionality" in cases.columns:
+        out["by_functionality"] = _groups(cases, "functionality", ["accuracy"], boot)
+        classes = cases.with_columns(pl.col("functionality").map_elements(functionality_class, return_dtype=pl.String).alias("_class"))
+        out["by_functionality_class"] = _groups(classes, "_class", ["accuracy"], boot)
+    # Expanded suites: accuracy per functionality of the source case (the
+    # original-vs-expanded comparison, GPT-HateCheck Figure 4) and per generator.
+    if "source_functionality" in cases.columns:
+        out["by_source_functionality"] = _groups(cases, "source_functionality", ["accuracy"], boot)
+    if "generator" in cases.columns:
+        out["by_generator"] = _groups(cases, "generator", ["accuracy"], boot)
+    if {"target_ident", "from_identity_template"} <= set(cases.columns):
+        ident = cases.filter(pl.col("from_identity_template").fill_null(False))
+        out["by_target"] = _groups(ident, "target_ident", ["accuracy", "macro_f1"], boot)
+    if {"functionality", "focus_lemma"} <= set(cases.columns):
+        reclaimed = cases.filter(pl.col("functionality") == "slur_reclaimed_nh")
+        if reclaimed.height:
+            out["by_reclaimed_slur"] = _groups(reclaimed, "focus_lemma", ["accuracy"], boot)
+    pairs = contrast_pairs(cases, id_column)
+    if pairs.height:
+        out["contrast"] = M.contrast_consistency(
+            pairs["hateful_correct"].to_numpy(), pairs["contrast_correct"].to_numpy(), samples, seed, level
+        )
+    return out
+
+
+def write_metrics(doc: Mapping[str, Any], path: str | Path) -> Path:
+    """JSON in section order (not sorted: functionalities keep the suite's
+    order), written atomically."""
+    return write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", path)
+
+
+def run(
+    suite: Suite,
+    predictions: str | Path,
+    out: str | Path,
+    pred_column: str = "pred",
+    threshold: float | None = None,
+    samples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    gold: pl.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Score stage: predictions file -> METRICS.json (returns the document)."""
+    gold = gold_cases(suite) if gold is None else gold
+    preds = read_predictions(predictions, suite.id_column, pred_column, threshold)
+    cases = align(gold, preds, str(predictions))
+    doc = {
+        "suite": suite.name,
+        "dataset": suite.dataset,
+        "language": suite.language,
+        "predictions": str(predictions),
+        "bootstrap": {"samples": samples, "seed": seed, "level": level},
+        **score_cases(cases, suite.id_column, samples, seed, level),
+    }
+    write_metrics(doc, out)
+    return doc
+
+
+def score(
+    suite: Suite,
+    model: str,
+    predictions: Path,
+    gold_table: Path,
+    metrics: Path,
+    samples: int,
+    seed: int,
+    level: float,
+    threshold: float | None,
+    profile: str,
+    profiles: Mapping[str, Any],
+    model_seed: int = 42,
+) -> str:
+    """Stage ``score_<model>_<suite>``: one model's predictions on one suite
+    -> METRICS.json. ``threshold`` None scores the predicted labels, else
+    ``p_hateful >= threshold``. A profile that caps the cases predicted per
+    suite (smoke) scores the same seeded subsample the predict stage drew
+    (``max_cases_per_suite``, the model's ``seed``)."""
+    cap = active_profile(profile, profiles).get("max_cases_per_suite")
+    gold = predicted_subsample(gold_cases(suite, gold_table), "id", cap, model_seed)
+    doc = run(
+        suite, predictions, metrics, "pred" if threshold is None else "p_hateful", threshold,
+        samples, seed, level, gold=gold,
+    )
+    return f"{model}/{suite.name}: macro F1 {doc['overall']['macro_f1']['value']}"

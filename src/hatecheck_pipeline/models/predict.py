@@ -1,0 +1,118 @@
+"""Fast batched prediction: p(hateful) for every case of a suite.
+
+No per-example model calls: texts are tokenised once, sorted by length,
+cut into batches padded only to their own longest sequence, and run under
+``torch.inference_mode`` (autocast on CUDA); results go back to the input
+order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+import torch
+
+from hatecheck_pipeline.models.runtime import available_threads, encode, forward_logits, pick_device
+from hatecheck_pipeline.suites.registry import Suite
+
+HATEFUL = 1
+COLUMNS = ["id", "p_hateful", "pred", "model", "suite"]
+
+
+def predict_proba(model, tokenizer, texts: Sequence[str], max_length: int, batch_size: int, amp: bool = True, progress: bool = False) -> np.ndarray:
+    """p(hateful) per text."""
+    seqs = encode(tokenizer, texts, max_length)
+    logits = forward_logits(model, seqs, tokenizer.pad_token_id, batch_size, amp=amp, progress=progress)
+    return torch.softmax(logits, dim=-1)[:, HATEFUL].numpy()
+
+
+def load_model(model_dir: str | Path):
+    from transformers import AutoModelForSequenceClassification
+
+    from hatecheck_pipeline.models.base import load_tokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
+    model.to(pick_device()).eval()
+    return model, load_tokenizer(str(model_dir))
+
+
+def run(
+    model_dir: Path,
+    cases: pl.DataFrame,
+    model_name: str,
+    suite_name: str,
+    out: Path,
+    *,
+    max_length: int,
+    batch_size: int,
+    threshold: float = 0.5,
+    threads: int = 2,
+    amp: bool = True,
+    progress: bool = True,
+) -> pl.DataFrame:
+    """Predict ``cases`` (columns ``id``, ``text``) and write the Parquet.
+    ``threads`` <= 0 picks :func:`available_threads`."""
+    torch.set_num_threads(threads if threads > 0 else available_threads())
+    model, tokenizer = load_model(model_dir)
+    p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress)
+    frame = pl.DataFrame(
+        {
+            "id": cases["id"].cast(pl.Utf8),
+            "p_hateful": pl.Series(p, dtype=pl.Float64),
+            "pred": np.where(p >= threshold, "hateful", "non-hateful"),
+            "model": [model_name] * cases.height,
+            "suite": [suite_name] * cases.height,
+        }
+    ).select(COLUMNS)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(out).with_suffix(".tmp.parquet")
+    frame.write_parquet(tmp)
+    tmp.replace(out)
+    return frame
+
+
+def predict(
+    model: str,
+    suite: Suite,
+    model_dir: Path,
+    table: Path,
+    out: Path,
+    profile: str,
+    profiles: Mapping[str, Any],
+    scheme: str,
+    prediction: Mapping[str, Any],
+    amp: bool,
+    seed: int = 42,
+) -> str:
+    """Stage ``predict_<model>_<suite>``: p(hateful) for the suite's cases
+    of ``table`` (the suite's table preprocessed with the model's
+    ``scheme``), sorted by id; a profile capping ``max_cases_per_suite``
+    predicts a draw seeded with the model's ``seed``."""
+    from hatecheck_pipeline.core.config import active_profile
+    from hatecheck_pipeline.suites.sample import sample_cases
+
+    prof = active_profile(profile, profiles)
+    cases = (
+        suite.load(scheme, table=str(table))
+        .select(pl.col(suite.id_column).cast(pl.Utf8).alias("id"), pl.col("text"))
+        .collect()
+        .sort("id")
+    )
+    cases = sample_cases(cases, prof.get("max_cases_per_suite"), seed)
+    frame = run(
+        Path(model_dir),
+        cases,
+        model,
+        suite.name,
+        Path(out),
+        max_length=prof["max_length"],
+        batch_size=prediction["batch_size"],
+        threshold=prediction["threshold"],
+        threads=prediction["threads"],
+        amp=amp,
+    )
+    share = (frame["pred"] == "hateful").mean()
+    return f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful -> {out}"

@@ -1,1 +1,0 @@
-"""Stage builders of the later phases; each module exposes ``stages(params)``."""

@@ -1,0 +1,159 @@
+"""Stages of the audits phase (their phase label stays ``bias``):
+
+- ``crows_pairs_<scorer>``: CrowS-Pairs with one enabled scorer of
+  ``bias.crows_pairs.scorers`` (variant masked | causal);
+- ``hatexplain_standin``: the labelled TF-IDF + LR stand-in 3-class
+  classifier's HateXplain test predictions and occlusion attributions;
+- ``hatexplain_metrics_<classifier>``: performance, bias AUCs per
+  community, plausibility and faithfulness of one classifier's files;
+- ``target_bias_<model>``: Subgroup/BPSN/BNSP AUCs per ``target_ident`` on
+  the model's functional suites (HateCheck, MHC languages);
+- ``bias_summary``: everything above in ``results/bias/summary.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
+from hatecheck_pipeline.audits.hatexplain import STANDIN
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.stage import Stage, metric, out, plot
+from hatecheck_pipeline.suites.registry import Suite, suites_for_model
+
+PHASE = "bias"  # the label `dag list` shows (as before the redesign)
+
+CROWS = "hatecheck_pipeline.audits.crows:crows_pairs"
+STANDIN_RUN = "hatecheck_pipeline.audits.hatexplain:hatexplain_standin"
+METRICS = "hatecheck_pipeline.audits.hatexplain:hatexplain_metrics"
+TARGETS = "hatecheck_pipeline.audits.bias_auc:target_bias"
+SUMMARY = "hatecheck_pipeline.audits.summary:bias_summary"
+
+CROWS_MEM_MB = 4000
+STANDIN_MEM_MB = 3000
+PROFILE_KEYS = {"profile": "profile", "profiles": "profiles"}
+
+
+def crows_scorers(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The enabled CrowS-Pairs scorers (one stage each)."""
+    return {n: s for n, s in params["bias"]["crows_pairs"]["scorers"].items() if s["enabled"]}
+
+
+def functional_suites(params: Mapping[str, Any], model: str) -> list[Suite]:
+    """A model's functional suites (HateCheck, MHC languages)."""
+    return [s for s in suites_for_model(params, model) if s.functional]
+
+
+def target_models(params: Mapping[str, Any]) -> list[str]:
+    """Models audited for target-group bias (those with a functional suite)."""
+    chosen = params["bias"]["targets"]["models"] or list(params["models"])
+    return [m for m in chosen if functional_suites(params, m)]
+
+
+def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
+    return Stage(
+        f"crows_pairs_{name}",
+        PHASE,
+        CROWS,
+        inputs={"table": paths.interim_table("crows_pairs")},
+        outputs={"pairs": out(paths.crows_pairs(name)), "metrics": metric(paths.crows_metrics(name))},
+        # profile/profiles: profiles.<p>.crows_max_pairs caps the pairs (smoke)
+        params={
+            "scorer": f"bias.crows_pairs.scorers.{name}",
+            "batch_size": "bias.crows_pairs.batch_size",
+            "threads": "bias.threads",
+            "seed": "bias.seed",
+            **PROFILE_KEYS,
+        },
+        args={"name": name},
+        threads=params["bias"]["threads"],
+        mem_mb=CROWS_MEM_MB,
+    )
+
+
+def standin_stage() -> Stage:
+    return Stage(
+        "hatexplain_standin",
+        PHASE,
+        STANDIN_RUN,
+        inputs={"table": paths.interim_table("hatexplain")},
+        outputs={
+            "predictions": out(paths.hatexplain_predictions(STANDIN)),
+            "attributions": out(paths.hatexplain_attributions(STANDIN)),
+            "card": out(paths.hatexplain_card(STANDIN)),
+        },
+        params={"standin": "bias.hatexplain.standin", "top_k": "bias.hatexplain.top_k", "seed": "bias.seed"},
+        mem_mb=STANDIN_MEM_MB,
+    )
+
+
+def hatexplain_metrics_stage(classifier: str) -> Stage:
+    return Stage(
+        f"hatexplain_metrics_{classifier}",
+        PHASE,
+        METRICS,
+        inputs={
+            "table": paths.interim_table("hatexplain"),
+            "predictions": paths.hatexplain_predictions(classifier),
+            "attributions": paths.hatexplain_attributions(classifier),
+        },
+        outputs={
+            "metrics": metric(paths.hatexplain_metrics(classifier)),
+            "communities_csv": plot(paths.hatexplain_communities(classifier), **COMMUNITIES_PLOT),
+        },
+        params={k: f"bias.hatexplain.{k}" for k in ("communities", "power", "top_k", "iou_threshold", "gold_rationale")},
+        args={"classifier": classifier},
+    )
+
+
+def target_bias_stage(model: str, params: Mapping[str, Any]) -> Stage:
+    suites = functional_suites(params, model)
+    # gold tables in path order (one table may hold several suites: MHC languages)
+    gold = dict(sorted(((s.name, s.raw_table()) for s in suites), key=lambda kv: (kv[1], kv[0])))
+    return Stage(
+        f"target_bias_{model}",
+        PHASE,
+        TARGETS,
+        inputs={"gold": gold, "predictions": {s.name: paths.predictions(model, s.name) for s in suites}},
+        outputs={
+            "metrics": metric(paths.target_bias(model)),
+            "communities_csv": plot(paths.target_bias_csv(model), **COMMUNITIES_PLOT),
+        },
+        # profile: a capped profile audits the cases its predict stage drew
+        params={"power": "bias.targets.power", **PROFILE_KEYS, "seed": f"models.{model}.seed"},
+        args={"model": model, "suites": tuple(suites)},
+    )
+
+
+def summary_stage(params: Mapping[str, Any]) -> Stage:
+    return Stage(
+        "bias_summary",
+        PHASE,
+        SUMMARY,
+        inputs={
+            "crows": {n: paths.crows_metrics(n) for n in crows_scorers(params)},
+            "hatexplain": {c: paths.hatexplain_metrics(c) for c in params["bias"]["hatexplain"]["classifiers"]},
+            "targets": {m: paths.target_bias(m) for m in target_models(params)},
+        },
+        outputs={"out": metric(paths.bias_summary())},
+    )
+
+
+def stages(params: Mapping[str, Any]) -> list[Stage]:
+    if "bias" not in params:
+        return []
+    out_: list[Stage] = [crows_stage(name, params) for name in crows_scorers(params)]
+    classifiers = params["bias"]["hatexplain"]["classifiers"]
+    if STANDIN in classifiers:
+        out_.append(standin_stage())
+    out_ += [hatexplain_metrics_stage(clf) for clf in classifiers]
+    out_ += [target_bias_stage(model, params) for model in target_models(params)]
+    out_.append(summary_stage(params))
+    return out_
+
+
+def bias_summary_path(params: Mapping[str, Any]) -> str | None:
+    """results/bias/summary.json where the audits phase is configured (the
+    report reads it), None otherwise."""
+    produced = {o for s in stages(params) for o in s.all_outs}
+    return paths.bias_summary() if paths.bias_summary() in produced else None

@@ -1,0 +1,113 @@
+"""Stages of the evaluate phase.
+
+- ``score_<model>_<suite>``: one METRICS.json per prediction file (the same
+  code as ``hatecheck-pipeline score``);
+- ``tables_<group>``: the table groups declared in
+  :data:`hatecheck_pipeline.evaluation.tables.GROUPS` (the papers' tables
+  ``hatecheck`` and ``mhc``, zero- vs many-shot ``shots``, contrast
+  consistency ``contrast``, original vs expanded suites ``expanded``), as
+  long CSVs with per-cell provenance, a DVC metrics JSON and DVC plot CSVs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.stage import Stage, metric, out, plot
+from hatecheck_pipeline.evaluation.tables import GROUPS, Source
+from hatecheck_pipeline.suites.registry import Suite, suites_for_model
+
+SCORE = "hatecheck_pipeline.evaluation.scoring:score"
+TABLES = "hatecheck_pipeline.evaluation.tables:tables"
+
+# argument of evaluation.scoring:score -> params key
+SCORE_PARAMS = {
+    "samples": "evaluation.bootstrap_samples",
+    "seed": "evaluation.seed",
+    "level": "evaluation.ci_level",
+    "threshold": "evaluation.threshold",
+}
+
+
+def score_stage_name(model: str, suite: str) -> str:
+    return f"score_{model}_{suite}"
+
+
+def table_stage_name(group: str) -> str:
+    return f"tables_{group}"
+
+
+def scored(params: Mapping[str, Any]) -> list[tuple[str, Suite]]:
+    """Every (model, suite) the configured models are scored on."""
+    return [(model, s) for model in params["models"] for s in suites_for_model(params, model)]
+
+
+def sources(params: Mapping[str, Any]) -> list[Source]:
+    """Every scored (model, suite): its metrics file and score stage."""
+    return [
+        Source(model, s.name, s.dataset, s.language, paths.metrics(model, s.name), score_stage_name(model, s.name), s.kind)
+        for model, s in scored(params)
+    ]
+
+
+def group_sources(params: Mapping[str, Any], group: str) -> list[Source]:
+    """The (model, suite) metrics a table group reads."""
+    return GROUPS[group].select(sources(params))
+
+
+def group_training_tables(params: Mapping[str, Any], group: str) -> dict[str, list[str]]:
+    """model -> interim tables of its training data (for a group tagging
+    languages zero- or many-shot)."""
+    if not GROUPS[group].training_languages:
+        return {}
+    models = sorted({s.model for s in group_sources(params, group)})
+    return {m: [paths.interim_table(d) for d in params["models"][m]["train"]] for m in models}
+
+
+def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
+    keys = {**SCORE_PARAMS, "profile": "profile", "profiles": "profiles"}
+    if "seed" in params["models"][model]:
+        keys["model_seed"] = f"models.{model}.seed"
+    return Stage(
+        score_stage_name(model, suite.name),
+        "evaluate",
+        SCORE,
+        inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
+        outputs={"metrics": metric(paths.metrics(model, suite.name))},
+        params=keys,
+        args={"suite": suite, "model": model},
+    )
+
+
+def tables_stage(params: Mapping[str, Any], group: str) -> Stage | None:
+    g = GROUPS[group]
+    srcs = group_sources(params, group)
+    if not srcs:
+        return None
+    suites = {(model, s.name): s for model, s in scored(params)}
+    inputs: dict[str, Any] = {"metrics": {s.stage: s.metrics for s in srcs}}
+    training = group_training_tables(params, group)
+    if training:
+        inputs["training"] = training
+    outputs: dict[str, Any] = {"long_tables": tuple(out(paths.table(t)) for t in g.tables)}
+    if g.training_languages:
+        outputs["languages"] = out(paths.training_languages())
+    outputs["summary"] = metric(paths.table_summary(group))
+    if g.plots:
+        outputs["plots"] = tuple(plot(paths.plot_data(p.name), **p.axes) for p in g.plots)
+    name = table_stage_name(group)
+    return Stage(
+        name,
+        "evaluate",
+        TABLES,
+        inputs=inputs,
+        outputs=outputs,
+        args={"group": group, "stage_name": name, "scored": {s.stage: (s.model, suites[(s.model, s.suite)]) for s in srcs}},
+    )
+
+
+def stages(params: Mapping[str, Any]) -> list[Stage]:
+    out_: list[Stage] = [score_stage(params, model, suite) for model, suite in scored(params)]
+    out_ += [s for group in GROUPS if (s := tables_stage(params, group)) is not None]
+    return out_

@@ -1,0 +1,115 @@
+"""Stages of the models phase: convert (pipeline-built base models), train
+(one per model) and predict (one per model and evaluation suite).
+
+The active profile (``params.profile``) picks each role's base model and
+the budget; a model whose base is ``pipeline:<name>`` under any profile
+reads that base model's directory (the convert stage's output).
+
+The DAG is the same whatever the active profile (dvc.yaml is rendered once,
+and `dvc exp run -S profile=...` must not need a new one): stages that read
+the profile declare ``profile`` and the whole ``profiles`` section; only the
+Snakemake resources (memory, GPUs) follow the active profile.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.stage import Stage, metric, out
+from hatecheck_pipeline.models.base import base_ref, pipeline_base
+from hatecheck_pipeline.suites.registry import Suite, suites_for_model
+
+CONVERT = "hatecheck_pipeline.models.convert:convert"
+TRAIN = "hatecheck_pipeline.models.train:train"
+PREDICT = "hatecheck_pipeline.models.predict:predict"
+TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
+PREDICT_MEM_MB = 3000
+CONVERT_MEM_MB = 3000
+PROFILE_PARAMS = {"profile": "profile", "profiles": "profiles"}
+
+
+def pipeline_bases(params: Mapping[str, Any], model: str) -> set[str]:
+    """Pipeline-built base models the model starts from under any profile."""
+    refs = (base_ref({**params, "profile": name}, model) for name in params["profiles"])
+    return {b for ref in refs if (b := pipeline_base(ref)) is not None}
+
+
+def convert_stage(name: str) -> Stage:
+    return Stage(
+        f"convert_{name}",
+        "convert",
+        CONVERT,
+        outputs={"out": out(paths.base_model_dir(name), directory=True)},
+        args={"name": name},
+        mem_mb=CONVERT_MEM_MB,
+    )
+
+
+def convert_stages(params: Mapping[str, Any]) -> list[Stage]:
+    needed = sorted({b for m in params["models"] for b in pipeline_bases(params, m)})
+    return [convert_stage(name) for name in needed]
+
+
+def train_stage(params: Mapping[str, Any], model: str) -> Stage:
+    spec = params["models"][model]
+    prof = active_profile(params["profile"], params["profiles"])
+    return Stage(
+        f"train_{model}",
+        "train",
+        TRAIN,
+        inputs={
+            "data": [paths.processed(d, spec["scheme"]) for d in spec["train"]],
+            "bases": {b: paths.base_model_dir(b) for b in sorted(pipeline_bases(params, model))},
+        },
+        outputs={
+            "model_dir": out(paths.model_dir(model), directory=True),
+            "card": out(paths.model_card(model)),
+            "checkpoints": out(paths.checkpoints(model), directory=True, persist=True),
+            "training_log": metric(paths.training_log(model)),
+        },
+        params={
+            **PROFILE_PARAMS,
+            "spec": f"models.{model}",
+            "recipe": f"training.recipes.{spec['recipe']}",
+            "amp": "training.amp",
+        },
+        # torch CPU threads (as before, not a tracked parameter of the stage)
+        args={"model": model, "threads": params["training"]["threads"]},
+        threads=params["training"]["threads"],
+        mem_mb=prof.get("mem_mb", TRAIN_MEM_MB),
+        gpu=prof.get("gpu", 0),
+    )
+
+
+def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
+    spec = params["models"][model]
+    prof = active_profile(params["profile"], params["profiles"])
+    keys = {**PROFILE_PARAMS}
+    if "seed" in spec:  # else the function's default seed (42)
+        keys["seed"] = f"models.{model}.seed"
+    keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction"}
+    return Stage(
+        f"predict_{model}_{suite.name}",
+        "predict",
+        PREDICT,
+        inputs={"model_dir": paths.model_dir(model), "table": suite.table(spec["scheme"])},
+        outputs={"out": out(paths.predictions(model, suite.name))},
+        params=keys,
+        # autocast on CUDA follows training.amp (tracked through the model dir)
+        args={"model": model, "suite": suite, "amp": params["training"]["amp"]},
+        threads=max(1, params["prediction"]["threads"]),  # 0 (= the idle cores) counts as 1
+        mem_mb=PREDICT_MEM_MB,
+        gpu=prof.get("gpu", 0),
+    )
+
+
+def stages(params: Mapping[str, Any]) -> list[Stage]:
+    out_ = convert_stages(params)
+    for model in params["models"]:
+        out_.append(train_stage(params, model))
+    for model in params["models"]:
+        for suite in suites_for_model(params, model):
+            out_.append(predict_stage(params, model, suite))
+    return out_

@@ -1,0 +1,98 @@
+"""The one stage registry both runners are rendered from.
+
+Each phase module (``pipeline/<phase>.py``) declares its stages with
+:class:`~hatecheck_pipeline.core.stage.Stage`; this module collects them in
+DAG order, adds each stage's code dependencies (computed from the static
+import graph of its function's module), checks that no output has two
+producers, and renders ``dvc.yaml``. ``workflow/rules/stages.smk`` turns the
+same objects into Snakemake rules; ``hatecheck-pipeline run STAGE`` calls a
+stage's function with exactly its declared arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from functools import lru_cache
+from typing import Any, Mapping
+
+from hatecheck_pipeline.core import codedeps
+from hatecheck_pipeline.core.config import ConfigError, dumps
+from hatecheck_pipeline.core.stage import Stage
+
+# Phase modules in DAG order: hatecheck_pipeline.pipeline.<name>.stages(params).
+PHASES = ["data", "models", "expand", "evaluate", "audits", "report"]
+
+
+def phase_stages(params: Mapping[str, Any], phase: str) -> list[Stage]:
+    module = importlib.import_module(f"hatecheck_pipeline.pipeline.{phase}")
+    return [dataclasses.replace(s, code=tuple(codedeps.code_files(s.module))) for s in module.stages(params)]
+
+
+@lru_cache(maxsize=8)
+def _build(frozen: str) -> tuple[Stage, ...]:
+    import json
+
+    params = json.loads(frozen)
+    stages = [s for phase in PHASES for s in phase_stages(params, phase)]
+    names = [s.name for s in stages]
+    dupes = {n for n in names if names.count(n) > 1}
+    if dupes:
+        raise ValueError(f"duplicate stage names: {sorted(dupes)}")
+    producers: dict[str, str] = {}
+    for s in stages:
+        for o in s.all_outs:
+            if o in producers:
+                raise ValueError(f"{o} is produced by both {producers[o]} and {s.name}")
+            producers[o] = s.name
+    return tuple(stages)
+
+
+def build_stages(params: Mapping[str, Any]) -> list[Stage]:
+    """Every stage of the pipeline for these parameters, in DAG order."""
+    return list(_build(dumps(params)))
+
+
+def stage_by_name(params: Mapping[str, Any], name: str) -> Stage:
+    for s in build_stages(params):
+        if s.name == name:
+            return s
+    raise ConfigError(f"no stage named {name!r} in the pipeline (see `hatecheck-pipeline dag list`)")
+
+
+def producer_of(params: Mapping[str, Any], path: str) -> Stage | None:
+    """The stage that writes ``path`` (None for a source file)."""
+    for s in build_stages(params):
+        if path in s.all_outs:
+            return s
+    return None
+
+
+def final_targets(params: Mapping[str, Any]) -> list[str]:
+    """Everything the pipeline produces (Snakemake's ``rule all``)."""
+    return [o.path for s in build_stages(params) for o in s.snakemake_outs]
+
+
+def to_dvc(stages: list[Stage]) -> dict[str, Any]:
+    """Render the stages as a dvc.yaml document."""
+    doc: dict[str, Any] = {}
+    for s in stages:
+        entry: dict[str, Any] = {"cmd": s.cmd, "deps": s.deps}
+        plain = [k for k in s.param_keys if ":" not in k]
+        files: dict[str, list[str]] = {}
+        for k in s.param_keys:
+            if ":" in k:
+                file, key = k.split(":", 1)
+                files.setdefault(file, []).append(key)
+        params: list[Any] = [*plain, *({f: keys} for f, keys in files.items())]
+        if params:
+            entry["params"] = params
+        outs = [{o.path: {"persist": True}} if o.persist else o.path for o in s.outs_of("outs")]
+        if outs:
+            entry["outs"] = outs
+        if s.outs_of("metrics"):
+            entry["metrics"] = [{o.path: {"cache": False}} for o in s.outs_of("metrics")]
+        if s.outs_of("plots"):
+            entry["plots"] = [{o.path: {"cache": False, **dict(o.plot)}} for o in s.outs_of("plots")]
+        doc[s.name] = entry
+    return {"stages": doc}

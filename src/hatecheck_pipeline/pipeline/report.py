@@ -1,0 +1,90 @@
+"""Stages of the report phase.
+
+``report``: the self-contained ``reports/mhc_xtc.html`` from the evaluate
+phase's tables, the model cards, the data-validation results, the expand
+phase's coverage / reproduction reports and the audits phase's bias summary
+(each where the DAG produces it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.stage import Stage, out
+from hatecheck_pipeline.data.specs import DATASETS
+from hatecheck_pipeline.evaluation.tables import GROUPS
+from hatecheck_pipeline.pipeline import evaluate
+
+REPORT = "hatecheck_pipeline.report.html:report"
+RESOURCES = "src/hatecheck_pipeline/resources"
+PUBLISHED = f"{RESOURCES}/published.yaml"
+FUNCTIONALITIES = f"{RESOURCES}/functionalities.yaml"
+
+
+def table_files(params: Mapping[str, Any]) -> dict[str, str]:
+    """Long tables of the table groups that have sources."""
+    return {t: paths.table(t) for name, g in GROUPS.items() if evaluate.group_sources(params, name) for t in g.tables}
+
+
+def _produced(stages: list[Stage]) -> set[str]:
+    return {o for s in stages for o in s.all_outs}
+
+
+def model_cards(params: Mapping[str, Any]) -> dict[str, str]:
+    """Model cards the DAG produces (a model without one shows as such)."""
+    from hatecheck_pipeline.pipeline import models
+
+    produced = _produced(models.stages(params))
+    return {m: paths.model_card(m) for m in params["models"] if paths.model_card(m) in produced}
+
+
+def expansion_reports(params: Mapping[str, Any]) -> dict[str, str]:
+    """The expand phase's perturbation coverage and template reproduction
+    reports, where the DAG produces them."""
+    from hatecheck_pipeline.pipeline import expand
+
+    produced = _produced(expand.stages(params))
+    wanted = {
+        "coverage": paths.expansion_file("reports", "perturbation_coverage.json"),
+        "reproduction": paths.expansion_file("regenerated", "reproduction.json"),
+    }
+    return {k: v for k, v in wanted.items() if v in produced}
+
+
+def bias_summary(params: Mapping[str, Any]) -> str | None:
+    """results/bias/summary.json where the audits phase is configured."""
+    from hatecheck_pipeline.pipeline import audits
+
+    return audits.bias_summary_path(params)
+
+
+def stages(params: Mapping[str, Any]) -> list[Stage]:
+    inputs: dict[str, Any] = {"tables": table_files(params)}
+    if any(g.training_languages and evaluate.group_sources(params, name) for name, g in GROUPS.items()):
+        inputs["training_languages"] = paths.training_languages()
+    inputs["cards"] = model_cards(params)
+    if "expansion" in params:  # the section is shown (a report not produced says so)
+        inputs["expansion"] = expansion_reports(params)
+    summary = bias_summary(params)
+    if summary:
+        inputs["bias_summary"] = summary
+    inputs["validation"] = {d: paths.validation_json(d) for d in DATASETS}
+    inputs["published"] = PUBLISHED
+    inputs["functionalities"] = FUNCTIONALITIES
+    return [
+        Stage(
+            "report",
+            "report",
+            REPORT,
+            inputs=inputs,
+            outputs={"out": out(paths.report())},
+            params={
+                "title": "report.title",
+                "heatmap_models": "report.heatmap_models",
+                "below_mark": "evaluation.below_mark",
+                "profile": "profile",
+                "models": "models",
+            },
+        )
+    ]

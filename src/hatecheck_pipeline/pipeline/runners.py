@@ -1,0 +1,129 @@
+"""What makes Snakemake and DVC compose in one workspace.
+
+``dvc.lock`` is the record of what produced every artifact in the workspace;
+both runners keep it true:
+
+- **Parameters, by content.** Each stage gets a small file with the values
+  of the parameters it declares (``.snakemake/hatecheck-params/<stage>.json``,
+  one of its Snakemake inputs), rewritten only when those values change. So a
+  parameter change re-runs exactly the stages that read it, through
+  Snakemake's modification-time rule. A file whose new values ``dvc.lock``
+  already records for that stage gets an old modification time: DVC made the
+  workspace's outputs with those values (``dvc repro``), so Snakemake has
+  nothing to redo.
+- **Snakemake records in DVC.** After a successful Snakemake run,
+  :func:`record_in_dvc` commits exactly the stages that ran into ``dvc.lock``
+  (one ``dvc commit``, after every job finished: no two processes on DVC's
+  lock) and puts back the outputs' modification times, which DVC's cache
+  links change, so the next Snakemake run still has nothing to do.
+- **Threads.** :func:`machine_cores` is what the machine really has; rules
+  never ask for more, and a global ``cpu_cores`` resource stops Snakemake from
+  running more threads at once than there are cores, whatever ``--cores`` says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from hatecheck_pipeline.core.config import PARAMS_FILE
+from hatecheck_pipeline.core.stage import Stage
+
+PARAMS_DIR = ".snakemake/hatecheck-params"
+OLD = 0  # modification time of a params file the lock already records (the epoch)
+
+
+def machine_cores() -> int:
+    """CPU cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def params_file(stage: Stage) -> str:
+    return f"{PARAMS_DIR}/{stage.name}.json"
+
+
+def _canonical(values: Mapping[str, Any]) -> str:
+    return json.dumps(values, sort_keys=True, ensure_ascii=False, indent=1) + "\n"
+
+
+def locked_params(lock_path: str | Path = "dvc.lock") -> dict[str, dict[str, Any]]:
+    """stage -> {dotted key (``file:key`` for other files): value} as ``dvc.lock`` records them."""
+    path = Path(lock_path)
+    if not path.exists():
+        return {}
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    lock = yaml.load(path.read_text("utf-8"), Loader=loader) or {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, entry in (lock.get("stages") or {}).items():
+        flat: dict[str, Any] = {}
+        for file, values in (entry.get("params") or {}).items():
+            for key, value in (values or {}).items():
+                flat[key if file == PARAMS_FILE else f"{file}:{key}"] = value
+        out[name] = flat
+    return out
+
+
+def sync_params_files(stages: Iterable[Stage], params: Mapping[str, Any], lock_path: str | Path = "dvc.lock") -> list[str]:
+    """Write each stage's params file where its values changed; return the
+    stages whose file got a new modification time (they will re-run)."""
+    lock: dict[str, dict[str, Any]] | None = None
+    touched = []
+    for s in stages:
+        values = s.param_values(params)
+        text = _canonical(values)
+        path = Path(params_file(s))
+        if path.exists() and path.read_text("utf-8") == text:
+            continue
+        if lock is None:
+            lock = locked_params(lock_path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, "utf-8")
+        if _canonical(lock.get(s.name, {})) == text and s.name in lock:
+            os.utime(tmp, (OLD, OLD))
+        else:
+            touched.append(s.name)
+        os.replace(tmp, path)
+    return touched
+
+
+def _stamps(paths: Iterable[str]) -> dict[str, tuple[int, int]]:
+    out: dict[str, tuple[int, int]] = {}
+    for p in paths:
+        root = Path(p)
+        if not root.exists():
+            continue
+        entries = [root] + (sorted(root.rglob("*")) if root.is_dir() else [])
+        for e in entries:
+            st = e.stat(follow_symlinks=False)
+            out[str(e)] = (st.st_atime_ns, st.st_mtime_ns)
+    return out
+
+
+def stages_that_ran(stages: Iterable[Stage], started: float) -> list[Stage]:
+    """Stages whose Snakemake log was written since ``started`` (this run)."""
+    return [s for s in stages if Path(s.log).exists() and Path(s.log).stat().st_mtime >= started]
+
+
+def record_in_dvc(stages: Iterable[Stage], started: float, dvc: str | None = None) -> list[str]:
+    """Commit the stages that ran since ``started`` into ``dvc.lock`` (outputs
+    cached, nothing re-run), keeping their outputs' modification times."""
+    ran = stages_that_ran(stages, started)
+    if not ran:
+        return []
+    stamps = _stamps(o for s in ran for o in s.all_outs)
+    exe = dvc or str(Path(sys.executable).parent / "dvc")
+    cmd = [exe if Path(exe).exists() else "dvc", "commit", "--force", "--quiet", *(s.name for s in ran)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for path, (atime, mtime) in stamps.items():
+        if os.path.lexists(path):
+            os.utime(path, ns=(atime, mtime), follow_symlinks=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"`{' '.join(cmd[:4])} ...` failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return [s.name for s in ran]

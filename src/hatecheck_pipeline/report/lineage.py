@@ -1,0 +1,193 @@
+"""Lineage of any artifact or report number, read from ``dvc.lock``.
+
+``dvc.lock`` records, per stage, the command, the hash of every dependency
+(code included: the code version), the parameter values and the hash of
+every output. Starting from the stage whose outputs hold the target, the
+walk goes backwards through the stages producing its dependencies down to
+the ingest stages, whose raw files resolve to their URL and sha256 in the
+raw-file registry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from hatecheck_pipeline.core.errors import PipelineError
+
+CODE_PREFIX = "src/"
+
+
+class LineageError(PipelineError, ValueError):
+    """The target cannot be traced (names what is missing)."""
+
+
+@dataclass
+class Node:
+    stage: str
+    cmd: str
+    params: dict[str, Any]
+    code: dict[str, str]  # code file -> md5 (the code version)
+    inputs: dict[str, str]  # data dependency -> md5
+    outs: dict[str, str]
+    raw: list[dict[str, str]] = field(default_factory=list)  # raw files: path, url, sha256
+    parents: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Chain:
+    target: str
+    start: str  # the artifact path the walk started from
+    cell: dict[str, str] | None
+    nodes: dict[str, Node]  # stage name -> node, in walk order
+    roots: list[str]
+
+
+def read_lock(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.exists():
+        raise LineageError(f"{path}: no dvc.lock (run the pipeline with `dvc repro` first; it is the lineage record)")
+    doc = yaml.safe_load(path.read_text("utf-8")) or {}
+    return doc.get("stages", {})
+
+
+def _hash(entry: Mapping[str, Any]) -> str:
+    return str(entry.get("md5") or entry.get("hash") or entry.get("checksum") or "")
+
+
+def _norm(p: str) -> str:
+    return str(Path(p)).rstrip("/")
+
+
+def producers(lock: Mapping[str, Any]) -> dict[str, str]:
+    """Output path -> stage name."""
+    return {_norm(o["path"]): name for name, st in lock.items() for o in st.get("outs", []) or []}
+
+
+def find_producers(path: str, outs: Mapping[str, str]) -> list[str]:
+    """Stages producing ``path``: exact, an output folder holding it, or outputs inside it (a model directory)."""
+    p = _norm(path)
+    if p in outs:
+        return [outs[p]]
+    holding = [s for o, s in outs.items() if p.startswith(o + "/")]
+    if holding:
+        return holding
+    return list(dict.fromkeys(s for o, s in outs.items() if o.startswith(p + "/")))
+
+
+def raw_entry(path: str, registry: Mapping[str, Any]) -> dict[str, str] | None:
+    """A raw file's registry entry (``data/raw/<source>/<name>``)."""
+    m = re.match(r"^data/raw/([^/]+)/(.+)$", _norm(path))
+    if not m:
+        return None
+    source, name = m.groups()
+    meta = registry.get(source, {}).get("files", {}).get(name)
+    if meta is None:
+        return {"path": path, "url": "not in the raw-file registry", "sha256": ""}
+    return {"path": path, "url": meta["url"], "sha256": meta["sha256"]}
+
+
+def cell_source(cell_id: str, report: str | Path) -> dict[str, str]:
+    """The metrics file and stage of a report cell (its data attributes)."""
+    report = Path(report)
+    if not report.exists():
+        raise LineageError(f"{cell_id!r} looks like a report cell id but {report} does not exist")
+    html = report.read_text("utf-8")
+    m = re.search(r"<td[^>]*data-cell-id=\"" + re.escape(cell_id) + r"\"[^>]*>", html)
+    if not m:
+        raise LineageError(f"no cell with data-cell-id {cell_id!r} in {report}")
+    attrs = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', m.group(0)))
+    return {"cell_id": cell_id, "metrics_file": attrs.get("data-metrics", ""), "stage": attrs.get("data-stage", ""), "report": str(report)}
+
+
+def trace(target: str, lock: Mapping[str, Any], registry: Mapping[str, Any], report: str | Path = "reports/mhc_xtc.html") -> Chain:
+    """Walk ``dvc.lock`` backwards from ``target`` (path or report cell id)."""
+    outs = producers(lock)
+    cell = None
+    start = target
+    if not find_producers(target, outs) and ":" in target and not Path(target).exists():
+        cell = cell_source(target, report)
+        if cell["metrics_file"] == "published":
+            return Chain(target, "", cell, {}, [])
+        start = cell["metrics_file"]
+    first = find_producers(start, outs)
+    if not first:
+        raise LineageError(f"{start}: no stage in dvc.lock produces it (is it a pipeline output, and has the pipeline run?)")
+    nodes: dict[str, Node] = {}
+    queue = list(first)
+    while queue:
+        name = queue.pop(0)
+        if name in nodes:
+            continue
+        st = lock[name]
+        deps = {d["path"]: _hash(d) for d in st.get("deps", []) or []}
+        code = {p: h for p, h in deps.items() if p.startswith(CODE_PREFIX)}
+        inputs = {p: h for p, h in deps.items() if p not in code}
+        node = Node(name, st.get("cmd", ""), st.get("params", {}) or {}, code, inputs,
+                    {o["path"]: _hash(o) for o in st.get("outs", []) or []})
+        for p in inputs:
+            parents = [s for s in find_producers(p, outs) if s != name]
+            node.parents.extend(s for s in parents if s not in node.parents)
+            queue.extend(parents)
+        if not node.parents:
+            node.raw = [r for p in [*node.outs, *inputs] if (r := raw_entry(p, registry))]
+        nodes[name] = node
+    return Chain(target, start, cell, nodes, list(first))
+
+
+def render(chain: Chain) -> str:
+    """The chain as an indented tree (each stage once; repeats are referenced)."""
+    lines = [f"lineage of {chain.target}"]
+    if chain.cell:
+        lines.append(f"  report cell {chain.cell['cell_id']} in {chain.cell['report']}")
+        if chain.cell["metrics_file"] == "published":
+            lines.append(f"  a published number: {chain.cell['stage']} (not produced by the pipeline)")
+            return "\n".join(lines)
+        lines.append(f"  from {chain.cell['metrics_file']} (stage {chain.cell['stage']})")
+    seen: set[str] = set()
+
+    def walk(name: str, depth: int) -> None:
+        pad = "  " * depth
+        node = chain.nodes[name]
+        if name in seen:
+            lines.append(f"{pad}stage {name} (see above)")
+            return
+        seen.add(name)
+        lines.append(f"{pad}stage {name}: {node.cmd}")
+        for out, h in node.outs.items():
+            lines.append(f"{pad}  out    {out}  md5={h}")
+        for key, value in _flat(node.params):
+            lines.append(f"{pad}  param  {key} = {json.dumps(value, ensure_ascii=False, default=str)}")
+        for path, h in node.code.items():
+            lines.append(f"{pad}  code   {path}  md5={h}")
+        for raw in node.raw:
+            lines.append(f"{pad}  raw    {raw['path']}  url={raw['url']}  sha256={raw['sha256']}")
+        for parent in node.parents:
+            walk(parent, depth + 1)
+
+    for root in chain.roots:
+        walk(root, 1)
+    return "\n".join(lines)
+
+
+def _flat(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    out = []
+    for file, values in params.items():
+        for key, value in (values or {}).items():
+            out.append((f"{file}:{key}" if file != "params.yaml" else key, value))
+    return out
+
+
+def to_json(chain: Chain) -> str:
+    return json.dumps(
+        {
+            "target": chain.target, "start": chain.start, "cell": chain.cell, "roots": chain.roots,
+            "stages": {n: vars(node) for n, node in chain.nodes.items()},
+        },
+        indent=2, ensure_ascii=False, default=str,
+    )

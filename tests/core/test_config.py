@@ -1,0 +1,40 @@
+import pytest
+import yaml
+
+from hatecheck_pipeline.core import config
+from conftest import REPO
+
+
+def test_params_file_validates(params):
+    assert params["profile"] in params["profiles"]
+
+
+def test_schema_error_names_file_and_key(tmp_path):
+    doc = yaml.safe_load((REPO / "params.yaml").read_text())
+    doc["datasets"]["davidson2017"]["seed"] = "not-a-number"
+    bad = tmp_path / "params.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(config.ConfigError) as err:
+        config.load_params(bad, schema=REPO / config.SCHEMA_FILE)
+    assert "datasets.davidson2017.seed" in str(err.value)
+    assert str(bad) in str(err.value)
+
+
+def test_overrides_are_applied_then_validated():
+    p = config.load_params(REPO / "params.yaml", ["datasets.davidson2017.seed=7"])
+    assert p["datasets"]["davidson2017"]["seed"] == 7
+    with pytest.raises(config.ConfigError):
+        config.load_params(REPO / "params.yaml", ["datasets.founta2018.source=tweets"])
+
+
+def test_flat_diff_finds_snakemake_config_overrides():
+    base = yaml.safe_load((REPO / "params.yaml").read_text())
+    changed = yaml.safe_load((REPO / "params.yaml").read_text())
+    changed["profile"] = "smoke"
+    assert config.flat_diff(base, changed) == {"profile": "smoke"}
+
+
+def test_active_profile_names_the_allowed_profiles(params):
+    assert config.active_profile("smoke", params["profiles"])["name"] == "smoke"
+    with pytest.raises(config.ConfigError, match="nonexistent.*embedded"):
+        config.active_profile("nonexistent", params["profiles"])

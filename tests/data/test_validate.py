@@ -1,0 +1,60 @@
+import json
+
+import polars as pl
+import pytest
+
+from hatecheck_pipeline.data import validate
+
+
+def table(**overrides):
+    base = {
+        "id": ["1", "2", "3", "4"],
+        "text": ["a", "b", "c", "d"],
+        "label": ["hateful", "non-hateful", "non-hateful", "non-hateful"],
+        "label_original": ["1", "0", "0", "0"],
+        "language": ["english"] * 4,
+        "dataset": ["toy"] * 4,
+        "split": ["train", "train", "dev", "test"],
+    }
+    base.update(overrides)
+    return pl.DataFrame(base)
+
+
+def counts(n=4, q=0):
+    return {"raw_rows": n + q, "kept": n, "quarantined": q}
+
+
+def test_clean_table_passes():
+    report = validate.validate_table("toy", table(), counts(), 0.25, 0.01, None)
+    assert report["success"], validate.failure_message(report)
+
+
+def test_failures_name_dataset_expectation_and_rows(tmp_path):
+    bad = table(id=["1", "1", "3", "4"], label=["hateful", "maybe", "non-hateful", "non-hateful"], text=["a", "b", "c", "a"])
+    path = tmp_path / "t.parquet"
+    bad.write_parquet(path)
+    (tmp_path / "c.json").write_text(json.dumps(counts()))
+    with pytest.raises(validate.ValidationFailed) as err:
+        validate.validate("toy", path, tmp_path / "c.json", tmp_path / "r.json", tmp_path / "r.md", tolerance=0.01, published_balance=0.25)
+    msg = str(err.value)
+    assert "'toy'" in msg
+    assert "expect_column_values_to_be_unique" in msg and "id='1'" in msg
+    assert "expect_column_values_to_be_in_set" in msg and "'maybe'" in msg
+    assert "_text_in_train_and_test" in msg  # "a" is in train and test
+    saved = json.loads((tmp_path / "r.json").read_text())
+    assert saved["success"] is False
+    assert "FAIL" in (tmp_path / "r.md").read_text()
+
+
+def test_class_balance_and_row_accounting():
+    # 6 raw rows, 1 quarantined, but only 4 kept: one row went missing
+    report = validate.validate_table("toy", table(), {"raw_rows": 6, "kept": 4, "quarantined": 1}, 0.5, 0.01, None)
+    failed = {c["expectation"] for s in report["suites"] for c in s["checks"] if not c["success"]}
+    assert failed == {"expect_column_mean_to_be_between", "expect_table_row_count_to_equal"}
+
+
+def test_suite_counts_per_mhc_language():
+    t = table(language=["german", "german", "dutch", "dutch"], split=["test"] * 4)
+    report = validate.validate_table("mhc", t, counts(), None, 0.01, {"german": 2, "dutch": 3})
+    by_suite = {s["suite"]: s["success"] for s in report["suites"]}
+    assert by_suite == {"mhc": True, "mhc_dutch": False, "mhc_german": True}

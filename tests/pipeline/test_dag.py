@@ -1,0 +1,82 @@
+"""One DAG, two runners: dvc.yaml and the Snakemake rules agree."""
+
+import subprocess
+
+import yaml
+
+from conftest import REPO
+from hatecheck_pipeline.core.stage import signature_mismatch
+from hatecheck_pipeline.pipeline import registry as dag
+from pipeline_utils import BIN, dry_run_jobs
+
+
+def test_dvc_yaml_is_rendered_from_the_registry():
+    proc = subprocess.run([str(BIN / "hatecheck-pipeline"), "dag", "write", "--check"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_snakemake_rules_match_dvc_stages(params):
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    jobs = dry_run_jobs(REPO, "all", forceall=True)
+    jobs.pop("all", None)
+    assert set(jobs) == set(dvc), "stage names differ"
+    for name, entry in dvc.items():
+        persisted = {next(iter(o)) for o in entry.get("outs", []) if isinstance(o, dict) and next(iter(o.values())).get("persist")}
+        outs = {next(iter(o)) if isinstance(o, dict) else o for key in ("outs", "metrics", "plots") for o in entry.get(key, [])}
+        outs -= persisted  # checkpoints: DVC keeps them, Snakemake must not delete them
+        assert jobs[name]["output"] == outs, name
+        params_file = f".snakemake/hatecheck-params/{name}.json"  # Snakemake's view of the stage's params
+        assert jobs[name]["input"] == set(entry["deps"]) | {params_file}, name
+
+
+def test_each_stage_declares_the_params_snakemake_tracks(params):
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    for s in dag.build_stages(params):
+        declared = set()
+        for item in dvc[s.name].get("params", []):
+            if isinstance(item, dict):
+                declared |= {f"{f}:{k}" for f, keys in item.items() for k in keys}
+            else:
+                declared.add(item)
+        assert declared == set(s.param_values(params)), s.name
+
+
+def test_only_the_changed_dataset_is_downstream_of_its_params(params):
+    stages = dag.build_stages(params)
+    for s in stages:
+        if s.name.startswith("prepare_"):
+            assert s.param_keys == [f"datasets.{s.name[len('prepare_'):]}"], s.name
+    readers = {s.name for s in stages if any(k.startswith("datasets.davidson2017") for k in s.param_keys)}
+    assert readers == {"prepare_davidson2017"}
+
+
+def test_snakemake_lint_is_clean():
+    proc = subprocess.run([str(BIN / "snakemake"), "--lint"], cwd=REPO, capture_output=True, text=True)
+    assert "Congratulations" in proc.stdout + proc.stderr, proc.stdout[-3000:]
+
+
+def test_dag_does_not_depend_on_the_active_profile(params):
+    """`dvc exp run -S profile=...` needs no new dvc.yaml."""
+    rendered = {name: dag.to_dvc(dag.build_stages({**params, "profile": name})) for name in params["profiles"]}
+    first = next(iter(rendered.values()))
+    assert all(doc == first for doc in rendered.values())
+
+
+def test_every_stage_function_takes_exactly_its_declared_arguments(params):
+    """A stage's function receives only what the stage declares: every
+    declared input, output, parameter and constant is an argument, and every
+    required argument is declared."""
+    for s in dag.build_stages(params):
+        assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
+
+
+def test_every_stage_command_is_the_generic_entry_point():
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    assert all(entry["cmd"] == f"hatecheck-pipeline run {name}" for name, entry in dvc.items())
+
+
+def test_one_rule_loop_declares_threads_and_resources():
+    rules = sorted((REPO / "workflow/rules").glob("*.smk"))
+    assert [r.name for r in rules] == ["common.smk", "stages.smk"]
+    text = (REPO / "workflow/rules/stages.smk").read_text()
+    assert "for stage in STAGES" in text and "threads: stage.threads" in text and "mem_mb=stage.mem_mb" in text
