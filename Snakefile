@@ -9,6 +9,11 @@ min_version("9.0")
 configfile: "params.yaml"
 
 
+# Nested keys cannot be given as `--config a.b=1`; give them as
+# `--config set='["datasets.davidson2017.seed=7", "profiles.smoke.max_epochs=2"]'`.
+NESTED_OVERRIDES = config.pop("set", [])
+
+
 validate(config, "workflow/schemas/params.schema.yaml")
 
 

@@ -22,6 +22,9 @@ def env() -> dict[str, str]:
     e["HATECHECK_PIPELINE_MIRROR"] = str(MIRROR)
     e["PATH"] = f"{BIN}{os.pathsep}{e['PATH']}"
     e.setdefault("DVC_NO_ANALYTICS", "1")
+    for key, value in (("GIT_AUTHOR_NAME", "test"), ("GIT_AUTHOR_EMAIL", "test@localhost"),
+                       ("GIT_COMMITTER_NAME", "test"), ("GIT_COMMITTER_EMAIL", "test@localhost")):
+        e.setdefault(key, value)
     return e
 
 
@@ -32,12 +35,18 @@ def run(cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1800) -> s
     return proc
 
 
+ARTIFACT_DIRS = ("data/", "models/", "results/", "reports/", "logs/")
+
+
 def copy_project(dest: Path) -> Path:
-    """The tracked and untracked-not-ignored files, in a fresh git repo."""
-    files = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, text=True, check=True
-    ).stdout.split("\n")
-    for rel in filter(None, files):
+    """The tracked and untracked-not-ignored source files (never artifacts of
+    a run in this checkout), in a fresh git repo."""
+    def ls(*flags: str) -> list[str]:
+        out = subprocess.run(["git", "ls-files", *flags], cwd=REPO, capture_output=True, text=True, check=True).stdout
+        return [f for f in out.split("\n") if f]
+
+    files = ls("-c") + [f for f in ls("-o", "--exclude-standard") if not f.startswith(ARTIFACT_DIRS)]
+    for rel in files:
         src = REPO / rel
         if src.is_file():
             target = dest / rel
@@ -73,6 +82,25 @@ def dry_run_jobs(project: Path, *targets: str, forceall: bool = False) -> dict[s
         if m and current is not None:
             current[m.group(1)] |= {p.strip() for p in m.group(2).split(", ") if p.strip()}
     return jobs
+
+
+def git_commit_all(project: Path, message: str) -> None:
+    run(["git", "add", "-A"], project)
+    run(["git", "commit", "-q", "--allow-empty", "-m", message], project)
+
+
+def downstream(stages, names: set[str]) -> set[str]:
+    """The stages that read (transitively) what ``names`` write, and ``names``."""
+    out = set(names)
+    changed = True
+    while changed:
+        changed = False
+        produced = {o for s in stages if s.name in out for o in s.all_outs}
+        for s in stages:
+            if s.name not in out and produced & set(s.data_deps):
+                out.add(s.name)
+                changed = True
+    return out
 
 
 def dvc_ran_stages(output: str) -> set[str]:

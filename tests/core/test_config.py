@@ -38,3 +38,12 @@ def test_active_profile_names_the_allowed_profiles(params):
     assert config.active_profile("smoke", params["profiles"])["name"] == "smoke"
     with pytest.raises(config.ConfigError, match="nonexistent.*embedded"):
         config.active_profile("nonexistent", params["profiles"])
+
+
+def test_names_that_refer_to_other_sections_are_checked():
+    with pytest.raises(config.ConfigError) as err:
+        config.load_params(REPO / "params.yaml", ["profile=nope", "models.B-D.suites=[mhc_klingon]", "models.XTC.recipe=fast"])
+    msg = str(err.value)
+    assert "profile: 'nope' is not a profile (profiles: paper, embedded, smoke)" in msg or "profile: 'nope' is not a profile" in msg
+    assert "models.B-D.suites: 'mhc_klingon' is not a suite" in msg
+    assert "models.XTC.recipe: 'fast' is not a recipe" in msg

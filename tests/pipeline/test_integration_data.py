@@ -3,6 +3,7 @@ a second run of each is a no-op; a dataset's parameter change re-runs
 exactly that dataset's stages."""
 
 import json
+import re
 
 import polars as pl
 import pytest
@@ -47,6 +48,12 @@ def test_snakemake_then_dvc_build_every_table(project, params):
     # second Snakemake run: nothing to do
     again = run([str(BIN / "snakemake"), "--cores", "2", *targets], project)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+    # a nested key overridden from Snakemake's command line reaches only its stages
+    nested = run([str(BIN / "snakemake"), "-n", "--cores", "1", "--config", 'set=["datasets.davidson2017.seed=7"]', *targets], project)
+    assert set(re.findall(r"rule (\S+):", nested.stdout)) == {"prepare_davidson2017", "validate_davidson2017", "preprocess_davidson2017_bert"}
+    typo = run([str(BIN / "snakemake"), "-n", "--cores", "1", "--config", "nosuchkey=1", *targets], project, check=False)
+    assert typo.returncode != 0 and "nosuchkey" in typo.stdout + typo.stderr
 
     # a preprocessing parameter of one dataset re-runs only that dataset
     set_param(project, "datasets.davidson2017.seed", 7)

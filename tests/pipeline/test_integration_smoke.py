@@ -1,6 +1,9 @@
-"""The whole pipeline end to end on the `smoke` profile (tiny subsample, one
-epoch, real offline stand-in models): Snakemake builds the report, DVC
-records it, and one report number is traced back to the raw files."""
+"""The user's day, end to end on the `smoke` profile (tiny subsample, one
+epoch, real offline stand-in models): Snakemake builds the report and DVC
+records it at once; a parameter change through `dvc exp run` and through an
+edit + `dvc repro` re-runs exactly the stages downstream of that key;
+metrics and plots diffs show the change; one report number is traced back
+to the raw files; Snakemake then has nothing to do."""
 
 import json
 import re
@@ -9,7 +12,9 @@ import polars as pl
 import pytest
 import yaml
 
-from pipeline_utils import BIN, copy_project, dvc_ran_stages, run, set_param
+from hatecheck_pipeline.core.config import load_params
+from hatecheck_pipeline.pipeline.registry import build_stages
+from pipeline_utils import BIN, copy_project, downstream, dvc_ran_stages, git_commit_all, run, set_param
 
 pytestmark = pytest.mark.integration
 REPORT = "reports/mhc_xtc.html"
@@ -19,8 +24,14 @@ REPORT = "reports/mhc_xtc.html"
 def smoke(tmp_path_factory):
     project = copy_project(tmp_path_factory.mktemp("smoke"))
     set_param(project, "profile", "smoke")
+    git_commit_all(project, "fresh clone")
     run([str(BIN / "snakemake"), "--cores", "2", REPORT], project, timeout=3600)
     return project
+
+
+def snakemake_is_a_noop(project) -> bool:
+    again = run([str(BIN / "snakemake"), "--cores", "2", REPORT], project)
+    return "Nothing to be done" in again.stdout + again.stderr
 
 
 def test_report_builds_from_the_smoke_profile(smoke, params):
@@ -37,16 +48,14 @@ def test_report_builds_from_the_smoke_profile(smoke, params):
     assert preds["p_hateful"].is_between(0, 1).all() and set(preds["pred"]) <= {"hateful", "non-hateful"}
 
 
-def test_second_snakemake_run_does_nothing(smoke):
-    again = run([str(BIN / "snakemake"), "--cores", "2", REPORT], smoke)
-    assert "Nothing to be done" in again.stdout + again.stderr
+def test_snakemake_run_is_recorded_in_dvc_and_a_second_run_does_nothing(smoke):
+    status = run([str(BIN / "dvc"), "status"], smoke)
+    assert "Data and pipelines are up to date" in status.stdout, status.stdout[-3000:]
+    assert dvc_ran_stages(run([str(BIN / "dvc"), "repro", "--dry"], smoke).stdout) == set()
+    assert snakemake_is_a_noop(smoke)
 
 
-def test_lineage_of_a_report_number_reaches_the_raw_files(smoke):
-    # DVC records what Snakemake built (no re-run): dvc.lock is the lineage record.
-    run([str(BIN / "dvc"), "commit", "--force", "--with-deps", "report"], smoke)
-    status = run([str(BIN / "dvc"), "repro", "--dry", "report"], smoke)
-    assert dvc_ran_stages(status.stdout) == set()
+def test_lineage_of_a_report_number_reaches_the_raw_files_right_after_the_build(smoke):
     html = (smoke / REPORT).read_text()
     cells = re.findall(r'data-cell-id="([^"]+)"', html)
     cell = next(c for c in cells if "XTC" in c and "mhc" in c)
@@ -57,3 +66,37 @@ def test_lineage_of_a_report_number_reaches_the_raw_files(smoke):
     assert any(meta["url"] in out and meta["sha256"] in out for meta in mhc_files.values())
     es = registry["hateval2019"]["files"]["bas19_es.csv"]
     assert es["url"] in out and es["sha256"] in out  # through XTC's training data
+    assert "src/hatecheck_pipeline/models/train.py" in out  # the code that made it, with its hash
+
+
+def test_a_parameter_change_reruns_exactly_what_depends_on_it(smoke):
+    git_commit_all(smoke, "baseline: the smoke report, its metrics and dvc.lock")
+    stages = build_stages(load_params(smoke / "params.yaml"))
+    readers = {s.name for s in stages if any(k.startswith("datasets.davidson2017") for k in s.param_keys)}
+    assert readers == {"prepare_davidson2017"}
+    allowed = downstream(stages, readers)
+
+    exp = run([str(BIN / "dvc"), "exp", "run", "-S", "datasets.davidson2017.seed=7"], smoke, timeout=3600)
+    ran = dvc_ran_stages(exp.stdout)
+    assert readers <= ran <= allowed, sorted(ran - allowed)
+    assert {"validate_davidson2017", "preprocess_davidson2017_bert", "train_B-D", "report"} <= ran  # the new split flows down
+    assert not any(name.endswith(("XTC", "B-F")) or "_XTC_" in name or "_B-F_" in name for name in ran)
+
+    # the changed numbers show in the diffs against the baseline commit
+    metrics = run([str(BIN / "dvc"), "metrics", "diff", "--json"], smoke).stdout
+    diff = json.loads(metrics)
+    assert "results/B-D/heldout_davidson2017/metrics.json" in diff
+    assert "results/XTC/mhc_german/metrics.json" not in diff
+    plots = run([str(BIN / "dvc"), "plots", "diff", "--json"], smoke).stdout
+    assert "hatecheck_functionality.csv" in plots
+
+    # both runners agree that nothing is left to do
+    assert "Data and pipelines are up to date" in run([str(BIN / "dvc"), "status"], smoke).stdout
+    assert snakemake_is_a_noop(smoke)
+
+    # a plain edit of params.yaml and `dvc repro`: only the report reads report.title
+    set_param(smoke, "report.title", "Smoke report, retitled")
+    repro = run([str(BIN / "dvc"), "repro"], smoke, timeout=3600)
+    assert dvc_ran_stages(repro.stdout) == {"report"}
+    assert "Smoke report, retitled" in (smoke / REPORT).read_text()
+    assert snakemake_is_a_noop(smoke)

@@ -15,11 +15,14 @@ STARTED = time.time()
 # Values given with `snakemake --config key=value` reach every stage command
 # through the environment (hatecheck-pipeline reads HATECHECK_PIPELINE_SET),
 # so both runners see the same parameters and the commands stay the same.
-OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), config)
-os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 PARAMS = hc_config.apply_and_validate(
-    config, {}, Path("workflow/schemas/params.schema.yaml"), "snakemake config"
+    config,
+    NESTED_OVERRIDES,
+    Path("workflow/schemas/params.schema.yaml"),
+    "snakemake config",
 )
+OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), PARAMS)
+os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 STAGES = hc_registry.build_stages(PARAMS)
 CORES = hc_runners.machine_cores()
 # Never more threads at once than the machine has, whatever --cores says.

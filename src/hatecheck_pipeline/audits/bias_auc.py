@@ -23,7 +23,6 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import polars as pl
-from sklearn.metrics import roc_auc_score
 
 from hatecheck_pipeline.core.config import active_profile
 from hatecheck_pipeline.core.files import write_csv, write_text
@@ -45,6 +44,8 @@ HATEXPLAIN_COMMUNITIES = ["African", "Islam", "Jewish", "Homosexual", "Women", "
 def _auc(y: np.ndarray, s: np.ndarray) -> float | None:
     if len(y) == 0 or y.min() == y.max():
         return None
+    from sklearn.metrics import roc_auc_score  # heavy: imported when an AUC is computed
+
     return float(roc_auc_score(y, s))
 
 

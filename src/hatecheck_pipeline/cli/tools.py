@@ -27,11 +27,23 @@ def score(
     """Score any predictions file against a suite's gold labels."""
     from hatecheck_pipeline.evaluation import scoring
 
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.pipeline.runners import build_missing
+
     params = load()
     ev = params["evaluation"]
     try:
+        resolved = scoring.resolve_suite(suite, params)
+        if not predictions.exists():
+            fail(f"{predictions}: predictions file not found")
+        # The suite's gold table (and its validation), built through the
+        # pipeline's own stages when this workspace does not have it yet.
+        # A table built here is also validated (great-expectations) before it is used.
+        echo = lambda line: typer.echo(line, err=True)  # noqa: E731
+        if build_missing(params, [resolved.raw_table()], echo) and not resolved.expanded:
+            build_missing(params, [paths.validation_json(resolved.dataset)], echo)
         doc = scoring.run(
-            scoring.resolve_suite(suite, params), predictions, out, pred_column, threshold,
+            resolved, predictions, out, pred_column, threshold,
             ev["bootstrap_samples"], ev["seed"], ev["ci_level"],
         )
     except scoring.ScoringError as exc:
@@ -56,6 +68,8 @@ def compare(
     from hatecheck_pipeline.core.files import write_csv
     from hatecheck_pipeline.evaluation import published
 
+    if not metrics.exists():
+        fail(f"{metrics}: metrics file not found (write one with `hatecheck-pipeline score`)")
     doc = json.loads(metrics.read_text("utf-8"))
     cells = published.compare(doc, model, tolerance=tolerance)
     if cells.is_empty():

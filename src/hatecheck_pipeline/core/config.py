@@ -131,7 +131,43 @@ def apply_and_validate(
     for key, value in items:
         set_key(params, key, value)
     validate(params, schema_path, source)
+    cross_check(params, source)
     return params
+
+
+SUITE_GROUPS = ("hatecheck", "mhc", "perturbed_hatecheck", "perturbed_mhc", "extended", "gpt_hatecheck")
+
+
+def cross_check(params: Mapping[str, Any], source: str) -> None:
+    """What a schema cannot say: names that must refer to other sections
+    (the active profile, each model's scheme, recipe, role, datasets, suites)."""
+    errors = []
+    profiles = params.get("profiles", {})
+    if params.get("profile") not in profiles:
+        errors.append(f"profile: {params.get('profile')!r} is not a profile (profiles: {', '.join(profiles)})")
+    datasets = set(params.get("datasets", {}))
+    schemes = set(params.get("preprocessing", {}).get("schemes", {}))
+    recipes = set(params.get("training", {}).get("recipes", {}))
+    languages = params.get("datasets", {}).get("mhc", {}).get("languages", [])
+    suites = set(SUITE_GROUPS) | {f"mhc_{lang}" for lang in languages}
+    for name, model in params.get("models", {}).items():
+        where = f"models.{name}"
+        if model.get("scheme") not in schemes:
+            errors.append(f"{where}.scheme: {model.get('scheme')!r} is not a scheme (preprocessing.schemes: {', '.join(sorted(schemes))})")
+        if model.get("recipe") not in recipes:
+            errors.append(f"{where}.recipe: {model.get('recipe')!r} is not a recipe (training.recipes: {', '.join(sorted(recipes))})")
+        for d in model.get("train", []):
+            if d not in datasets:
+                errors.append(f"{where}.train: {d!r} is not a dataset (datasets: {', '.join(sorted(datasets))})")
+        for sname in model.get("suites", []):
+            if sname not in suites:
+                errors.append(f"{where}.suites: {sname!r} is not a suite (suites: {', '.join(sorted(suites))})")
+        for pname, prof in profiles.items():
+            roles = prof.get("base_models", {}) if isinstance(prof, Mapping) else {}
+            if roles and model.get("role") not in roles:
+                errors.append(f"{where}.role: {model.get('role')!r} has no base model in profiles.{pname}.base_models ({', '.join(sorted(roles))})")
+    if errors:
+        raise ConfigError(f"invalid parameters ({source}):\n  " + "\n  ".join(errors))
 
 
 def active_profile(profile: str, profiles: Mapping[str, Any]) -> dict[str, Any]:

@@ -452,9 +452,14 @@ def run(
     summary_file = str(summary_file or paths.table_summary(name))
     languages_of = dict(languages_of or {})
     tables, summary = g.build(load(sources), languages_of, summary_file, stage)
-    for table, file in zip(g.tables, table_files or [paths.table(t) for t in g.tables], strict=True):
+    table_files = [paths.table(t) for t in g.tables] if table_files is None else table_files
+    plot_files = [paths.plot_data(p.name) for p in g.plots] if plot_files is None else plot_files
+    if len(table_files) != len(g.tables) or len(plot_files) != len(g.plots):
+        raise ValueError(f"table group {name}: {len(g.tables)} table(s) and {len(g.plots)} plot(s) to write, "
+                         f"given {len(table_files)} and {len(plot_files)} file(s)")
+    for table, file in zip(g.tables, table_files):
         write_csv(tables[table], file)
-    for plot, file in zip(g.plots, plot_files or [paths.plot_data(p.name) for p in g.plots], strict=True):
+    for plot, file in zip(g.plots, plot_files):
         write_csv(plot.data(tables), file)
     if g.training_languages:
         write_json(languages_of, languages_file or paths.training_languages())
@@ -484,6 +489,8 @@ def tables(
         Source(model, suite.name, suite.dataset, suite.language, str(metrics[key]), key, suite.kind)
         for key, (model, suite) in scored.items()
     ]
+    if GROUPS[group].training_languages and languages is None:
+        raise ValueError(f"{stage_name}: the group writes the training languages; declare that output")
     languages_of = {model: training_languages(files) for model, files in (training or {}).items()}
     out = run(
         group, sources, stage_name, languages_of,

@@ -101,3 +101,28 @@ def run_quality(tables: Mapping[str, Path], cfg: Mapping[str, Any], out_json: Pa
 
 def api_key_present(cfg: Mapping[str, Any]) -> bool:
     return bool(cfg.get("api_key_env") and os.environ.get(cfg["api_key_env"]))
+
+
+def expand_llm_generate(language: str, demonstrations: Path, prompts_file: Path, candidates: Path, **llm_cfg: Any) -> str:
+    """Stage: candidate cases for one language through the OpenAI-compatible
+    endpoint (responses cached content-addressed). ``llm_cfg``: the declared
+    ``expansion.llm`` keys; ``prompts_file``: the prompt templates."""
+    cfg = {**llm_cfg, "prompts": str(prompts_file)}
+    res = run_generate(demonstrations, language, cfg, candidates)
+    return (f"{language}: {res['candidates']} candidates from {res['cells']} prompts "
+            f"({res['queried']} queried, {res['cached']} cached)")
+
+
+def expand_llm_validate(name: str, candidates: Path, hypotheses: Path, settings: Mapping[str, Any], targets: list[str],
+                        accepted: Path, rejected: Path, report: Path) -> str:
+    """Stage: NLI-validate one language's generated candidates
+    (``settings``: ``expansion.nli``; ``hypotheses``: the hypotheses file)."""
+    rep = run_validate(candidates, {**settings, "hypotheses": str(hypotheses)}, targets, accepted, rejected, report)
+    return f"{name}: accepted {rep['accepted']}/{rep['candidates']}"
+
+
+def expand_quality(tables: Mapping[str, Path], settings: Mapping[str, Any], report: Path) -> str:
+    """Stage: Self-BLEU 2/3/4 and perplexity of the source and generated
+    suites (``settings``: ``expansion.quality``)."""
+    rep = run_quality(tables, settings, report)
+    return f"quality: {sorted(rep['suites'])}"

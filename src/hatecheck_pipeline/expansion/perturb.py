@@ -144,15 +144,14 @@ def run(table: Path, languages: list[str] | None, generators: list[str], seed: i
 
 def run_report(coverage_files: list[Path], out_json: Path, out_csv: Path) -> dict[str, Any]:
     """Merge per-suite coverage files into one report (JSON + CSV)."""
-    from hatecheck_pipeline.core.files import read_json, write_json
+    from hatecheck_pipeline.core.files import read_json, write_csv, write_json
 
     rows = []
     for path in coverage_files:
         for row in read_json(path)["coverage"]:
             rows.append({"file": str(path), **row})
     flat = pl.DataFrame([{k: v for k, v in r.items() if k != "unchanged_examples"} for r in rows])
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    flat.write_csv(out_csv)
+    write_csv(flat, out_csv)
     never = [f"{r['language']}/{r['generator']}" for r in rows if r["changed"] == 0]
     report = {
         "rows": rows,
@@ -163,3 +162,17 @@ def run_report(coverage_files: list[Path], out_json: Path, out_csv: Path) -> dic
     }
     write_json(report, out_json)
     return report
+
+
+def expand_perturb(name: str, languages: list[str] | None, table: Path, generators: list[str], seed: int,
+                   out: Path, coverage: Path) -> str:
+    """Stage: seeded spelling perturbations of one suite's hateful cases
+    (``table``: its interim table; ``languages``: the language filter)."""
+    cov = run(table, languages, generators, seed, name, out, coverage)
+    return "; ".join(f"{name} {c['language']}/{c['generator']}: changed {c['changed']}/{c['source_cases']}" for c in cov)
+
+
+def expand_coverage_report(coverage: list[Path], report_json: Path, report_csv: Path) -> str:
+    """Stage: perturbation coverage per language and generator (JSON + CSV)."""
+    rep = run_report(coverage, report_json, report_csv)
+    return f"coverage: {len(rep['languages'])} languages; no effect: {rep['generators_without_effect'] or 'none'}"

@@ -315,7 +315,7 @@ def run_regenerate(hatecheck_dir: Path, mhc_dir: Path, languages: list[str], low
                    out_table: Path, out_json: Path, out_csv: Path) -> dict[str, Any]:
     """Regenerate every published suite from its templates and measure the
     share of published template cases reproduced, per language."""
-    from hatecheck_pipeline.core.files import write_json, write_parquet
+    from hatecheck_pipeline.core.files import write_csv, write_json, write_parquet
 
     tables, diffs, report = [], [], {}
     for lang, src in sources(hatecheck_dir, mhc_dir, languages).items():
@@ -330,8 +330,7 @@ def run_regenerate(hatecheck_dir: Path, mhc_dir: Path, languages: list[str], low
     result = {"per_language": report, "overall": {"published_template_cases": total, "reproduced": hit,
                                                  "share_reproduced": round(hit / total, 6) if total else None}}
     write_parquet(pl.concat(tables), out_table)
-    out_csv.parent.mkdir(parents=True, exist_ok=True)
-    pl.concat(diffs, how="vertical_relaxed").select("language", pl.exclude("language")).write_csv(out_csv)
+    write_csv(pl.concat(diffs, how="vertical_relaxed").select("language", pl.exclude("language")), out_csv)
     write_json(result, out_json)
     return result
 
@@ -358,3 +357,28 @@ def run_extend(terms_files: list[Path], hatecheck_dir: Path, mhc_dir: Path, lang
     frame = frame.with_columns((pl.lit("ext-") + pl.int_range(pl.len()).cast(pl.Utf8)).alias("id"))
     write_parquet(frame, out_table)
     return frame
+
+
+def raw_dirs(raw_files: list[Path]) -> tuple[Path, Path]:
+    """HateCheck's and MHC's ingested folders, from the declared raw files."""
+    hatecheck_dir = next(f.parent for f in raw_files if f.name == "all_cases.csv")
+    mhc_dir = next(f.parent.parent for f in raw_files if f.parent.name == "cases")
+    return hatecheck_dir, mhc_dir
+
+
+def expand_templates(raw_files: list[Path], languages: list[str], lowercase_languages: list[str],
+                     table: Path, differences: Path, reproduction: Path) -> str:
+    """Stage: regenerate HateCheck and MHC from their templates and
+    placeholders; the share of published cases reproduced per language."""
+    hatecheck_dir, mhc_dir = raw_dirs(raw_files)
+    res = run_regenerate(hatecheck_dir, mhc_dir, languages, lowercase_languages, table, reproduction, differences)
+    return "; ".join(f"{lang}: reproduced {s['reproduced']}/{s['published_template_cases']} ({s['share_reproduced']:.2%})"
+                     for lang, s in res["per_language"].items())
+
+
+def expand_extend(terms: list[Path], raw_files: list[Path], languages: list[str], lowercase_languages: list[str],
+                  out: Path) -> str:
+    """Stage: new cases for the identity terms / slurs of the ``terms`` CSVs."""
+    hatecheck_dir, mhc_dir = raw_dirs(raw_files)
+    frame = run_extend(terms, hatecheck_dir, mhc_dir, languages, lowercase_languages, out)
+    return f"extended: {frame.height} new cases"

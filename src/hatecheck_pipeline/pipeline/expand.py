@@ -1,5 +1,154 @@
-"""Stages of the expand phase (placeholder while the redesign lands)."""
+"""Stages of the expand phase.
+
+Template regeneration + reproduction report, extension with new terms,
+spelling perturbations per suite with a coverage report, text schemes of
+every expanded suite; the LLM branch (generate, NLI-validate, quality) only
+when ``expansion.llm.enabled`` is true."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.stage import Stage, metric, out
+from hatecheck_pipeline.data.sources import raw_files
+from hatecheck_pipeline.suites.registry import perturbed_tables
+
+RESOURCES = "src/hatecheck_pipeline/resources/expansion"
+LLM_KEYS = ("base_url", "model", "api_key_env", "temperature", "n_per_cell", "max_tokens", "timeout_s", "seed",
+            "targets", "slurs", "functionalities", "prompts", "cache_dir", "demonstrations_from")
 
 
-def stages(params):
-    return []
+def resolve(path: str) -> str:
+    """``package:NAME`` -> the file shipped in resources/expansion."""
+    return f"{RESOURCES}/{path[len('package:'):]}" if path.startswith("package:") else path
+
+
+def template_inputs(params: Mapping[str, Any]) -> list[str]:
+    """The raw files (and placeholder resource) template regeneration reads."""
+    langs = params["datasets"]["mhc"]["languages"]
+    files = [paths.raw("hatecheck", "all_cases.csv"), paths.raw("hatecheck", "template_placeholders.csv")]
+    for lang in langs:
+        files.append(paths.raw("mhc", f"templates/hatecheck_templates_{lang}.csv"))
+        files.append(paths.raw("mhc", f"cases/hatecheck_cases_final_{lang}.csv"))
+    files += [str(f.path) for f in raw_files("mhc") if any(f"placeholders/{lang}/" in f.name for lang in langs)]
+    return files + [f"{RESOURCES}/hatecheck_placeholders.yaml"]
+
+
+def expanded_names(params: Mapping[str, Any]) -> list[str]:
+    exp = params["expansion"]
+    names = list(perturbed_tables(params))
+    if exp["templates"]["new_terms"]:
+        names.append("extended")
+    if exp["llm"]["enabled"]:
+        names += [f"gpt_hatecheck_{lang}" for lang in exp["llm"]["languages"]]
+    return names
+
+
+def quality_tables(params: Mapping[str, Any]) -> dict[str, str]:
+    """Suites whose quality is measured: the demonstrations' source suite
+    and every generated suite (GPT-HateCheck Table 6)."""
+    exp = params["expansion"]
+    src = exp["llm"]["demonstrations_from"]
+    tables = {src: paths.interim_table(src)}
+    for lang in exp["llm"]["languages"]:
+        tables[f"gpt_hatecheck_{lang}"] = paths.expanded_table(f"gpt_hatecheck_{lang}")
+    return tables
+
+
+TEMPLATE_KEYS = {"languages": "datasets.mhc.languages", "lowercase_languages": "expansion.templates.lowercase_languages"}
+
+
+def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
+    exp = params["expansion"]
+    llm = exp["llm"]
+    prompts_file = resolve(llm["prompts"]) if llm["prompts"] else f"{RESOURCES}/prompts.yaml"
+    hypotheses = resolve(exp["nli"]["hypotheses"]) if exp["nli"]["hypotheses"] else f"{RESOURCES}/hypotheses.yaml"
+    out_: list[Stage] = []
+    for lang in llm["languages"]:
+        cand = paths.expansion_file(f"gpt_candidates_{lang}", "candidates.parquet")
+        name = f"gpt_hatecheck_{lang}"
+        out_.append(Stage(
+            f"expand_llm_generate_{lang}", "expand", "hatecheck_pipeline.expansion.generate:expand_llm_generate",
+            inputs={"demonstrations": paths.interim_table(llm["demonstrations_from"]), "prompts_file": prompts_file},
+            outputs={"candidates": out(cand)},
+            params={k: f"expansion.llm.{k}" for k in LLM_KEYS},
+            args={"language": lang},
+        ))
+        out_.append(Stage(
+            f"expand_llm_validate_{lang}", "expand", "hatecheck_pipeline.expansion.generate:expand_llm_validate",
+            inputs={"candidates": cand, "hypotheses": hypotheses},
+            outputs={
+                "accepted": out(paths.expanded_table(name)),
+                "rejected": out(paths.expansion_file(name, "rejected.parquet")),
+                "report": metric(paths.expansion_file(name, "nli_report.json")),
+            },
+            params={"settings": "expansion.nli", "targets": "expansion.llm.targets"},
+            args={"name": name},
+            mem_mb=4000,
+        ))
+    out_.append(Stage(
+        "expand_quality", "expand", "hatecheck_pipeline.expansion.generate:expand_quality",
+        inputs={"tables": quality_tables(params)},
+        outputs={"report": metric(paths.expansion_file("reports", "quality.json"))},
+        params={"settings": "expansion.quality"},
+        mem_mb=6000,
+    ))
+    return out_
+
+
+def stages(params: Mapping[str, Any]) -> list[Stage]:
+    if "expansion" not in params:
+        return []
+    exp = params["expansion"]
+    out_: list[Stage] = [Stage(
+        "expand_templates", "expand", "hatecheck_pipeline.expansion.templates:expand_templates",
+        inputs={"raw_files": template_inputs(params)},
+        outputs={
+            "table": out(paths.expansion_file("regenerated", "table.parquet")),
+            "differences": out(paths.expansion_file("regenerated", "differences.csv")),
+            "reproduction": metric(paths.expansion_file("regenerated", "reproduction.json")),
+        },
+        params=TEMPLATE_KEYS,
+    )]
+    if exp["templates"]["new_terms"]:
+        out_.append(Stage(
+            "expand_extend", "expand", "hatecheck_pipeline.expansion.templates:expand_extend",
+            inputs={"terms": [resolve(p) for p in exp["templates"]["new_terms"]], "raw_files": template_inputs(params)},
+            outputs={"out": out(paths.expanded_table("extended"))},
+            params=TEMPLATE_KEYS,
+        ))
+    coverage = []
+    for name in perturbed_tables(params):
+        source = "hatecheck" if name == "perturbed_hatecheck" else "mhc"
+        languages = None if source == "hatecheck" else [name[len("perturbed_mhc_"):]]
+        cov = paths.expansion_file(name, "coverage.json")
+        coverage.append(cov)
+        out_.append(Stage(
+            f"expand_{name}", "expand", "hatecheck_pipeline.expansion.perturb:expand_perturb",
+            inputs={"table": paths.interim_table(source)},
+            outputs={"out": out(paths.expanded_table(name)), "coverage": out(cov)},
+            params={"generators": "expansion.perturb.generators", "seed": "expansion.perturb.seed"},
+            args={"name": name, "languages": languages},
+        ))
+    if coverage:
+        out_.append(Stage(
+            "expand_coverage_report", "expand", "hatecheck_pipeline.expansion.perturb:expand_coverage_report",
+            inputs={"coverage": coverage},
+            outputs={
+                "report_csv": out(paths.expansion_file("reports", "perturbation_coverage.csv")),
+                "report_json": metric(paths.expansion_file("reports", "perturbation_coverage.json")),
+            },
+        ))
+    if exp["llm"]["enabled"]:
+        out_ += llm_stages(params)
+    for name in expanded_names(params):
+        for scheme in exp["schemes"]:
+            out_.append(Stage(
+                f"expand_preprocess_{name}_{scheme}", "expand", "hatecheck_pipeline.expansion.preprocess:expand_preprocess",
+                inputs={"table": paths.expanded_table(name)},
+                outputs={"out": out(paths.expanded_processed(name, scheme))},
+                params={"settings": f"preprocessing.schemes.{scheme}"},
+                args={"name": name, "scheme": scheme},
+            ))
+    return out_

@@ -127,3 +127,36 @@ def record_in_dvc(stages: Iterable[Stage], started: float, dvc: str | None = Non
     if proc.returncode != 0:
         raise RuntimeError(f"`{' '.join(cmd[:4])} ...` failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return [s.name for s in ran]
+
+
+def build_missing(params: Mapping[str, Any], targets: Iterable[str], echo=print) -> list[str]:
+    """Make the missing ``targets`` (and their missing inputs, first) by
+    running their producing stages in this process: the same stage code
+    and parameters as both runners, raw files from the mirror or downloaded
+    with their sha256 checked. Returns the stages that ran."""
+    from hatecheck_pipeline.core.errors import PipelineError
+    from hatecheck_pipeline.core.stage import call
+    from hatecheck_pipeline.pipeline.registry import build_stages
+
+    producer = {o: s for s in build_stages(params) for o in s.all_outs}
+    ran: list[str] = []
+
+    def ensure(path: str) -> None:
+        if Path(path).exists():
+            return
+        stage = producer.get(path)
+        if stage is None:
+            raise PipelineError(f"{path}: missing, and no stage of the pipeline produces it")
+        if stage.name in ran:
+            return
+        for dep in stage.data_deps:
+            ensure(dep)
+        echo(f"{path} is missing: running stage {stage.name} (`hatecheck-pipeline run {stage.name}`)")
+        result = call(stage, params)
+        ran.append(stage.name)
+        if result:
+            echo(f"  {result}")
+
+    for target in targets:
+        ensure(target)
+    return ran

@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from hatecheck_pipeline import basemodels, config, dag, paths, suites
+from hatecheck_pipeline.core import config, paths
+from hatecheck_pipeline.core.stage import signature_mismatch
+from hatecheck_pipeline.models import base as basemodels
+from hatecheck_pipeline.pipeline import models as models_phase
+from hatecheck_pipeline.pipeline import registry as dag
+from hatecheck_pipeline.suites import registry as suites
 
 
 def params(**overrides):
@@ -23,20 +28,37 @@ def test_embedded_profile_wires_convert_into_the_xlmt_models():
     assert p["profile"] == "embedded"
     stages = by_name(p)
     conv = stages["convert_multilingual-e5-small"]
-    assert conv.outs == (paths.base_model_dir("multilingual-e5-small"),)
+    assert conv.all_outs == [paths.base_model_dir("multilingual-e5-small")]
+    assert conv.run == "hatecheck_pipeline.models.convert:convert" and conv.out_list[0].directory
     for model in ("XLM-ES", "XLM-IT", "XLM-PT", "XTC"):
         assert paths.base_model_dir("multilingual-e5-small") in stages[f"train_{model}"].deps
     assert paths.base_model_dir("multilingual-e5-small") not in stages["train_B-D"].deps
     train = stages["train_XTC"]
-    assert set(train.outs) >= {paths.model_dir("XTC"), paths.model_card("XTC"), paths.checkpoints("XTC")}
-    assert train.persist == (paths.checkpoints("XTC"),) and train.metrics == (paths.training_log("XTC"),)
-    assert dict(train.resources) == {"mem_mb": 6000, "gpu": 0}
+    assert set(train.all_outs) >= {paths.model_dir("XTC"), paths.model_card("XTC"), paths.checkpoints("XTC")}
+    assert [o.path for o in train.out_list if o.persist] == [paths.checkpoints("XTC")]
+    assert [o.path for o in train.outs_of("metrics")] == [paths.training_log("XTC")]
+    assert {o.path for o in train.out_list if o.directory} == {paths.model_dir("XTC"), paths.checkpoints("XTC")}
+    assert (train.mem_mb, train.gpu) == (6000, 0)
     # Snakemake runs torch jobs side by side only while their threads fit the cores
     assert train.threads == p["training"]["threads"] and stages["predict_XTC_mhc_german"].threads == p["prediction"]["threads"]
-    assert stages["crows_pairs_smollm2-135m"].threads == p["bias"]["threads"]
-    assert "training.recipes.mhc" in train.params and {"profile", "profiles"} <= set(train.params)
-    for key in train.params:  # every declared key exists
+    assert "training.recipes.mhc" in train.param_keys and {"profile", "profiles"} <= set(train.param_keys)
+    for key in train.param_keys:  # every declared key exists
         config.get_key(p, key)
+
+
+def test_audit_stages_count_their_threads():
+    """(Split from the test above: the audits phase declares these stages.)"""
+    p = params()
+    stages = by_name(p)
+    assert stages["crows_pairs_smollm2-135m"].threads == p["bias"]["threads"]
+
+
+def test_models_stage_functions_take_exactly_their_declared_arguments():
+    p = params()
+    for s in models_phase.stages(p):
+        assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
+        prefix = s.name.split("_", 1)[0]
+        assert s.function == prefix and s.module == f"hatecheck_pipeline.models.{prefix}", s.name
 
 
 def test_paper_profile_uses_hub_models():
@@ -46,7 +68,7 @@ def test_paper_profile_uses_hub_models():
     assert [s for s in stages if s.startswith("convert_")] == ["convert_multilingual-e5-small"]
     assert basemodels.base_ref(p, "XTC") == "cardiffnlp/twitter-xlm-roberta-base"
     assert basemodels.base_ref(p, "B-D") == "bert-base-uncased"
-    assert dict(stages["train_XTC"].resources)["gpu"] == 1
+    assert stages["train_XTC"].gpu == 1
 
 
 def test_one_predict_stage_per_model_and_suite():
@@ -55,9 +77,10 @@ def test_one_predict_stage_per_model_and_suite():
     for model in p["models"]:
         for suite in suites.suites_for_model(p, model):
             st = stages[f"predict_{model}_{suite.name}"]
-            assert st.outs == (paths.predictions(model, suite.name),)
+            assert st.all_outs == [paths.predictions(model, suite.name)]
+            assert suite.table(p["models"][model]["scheme"]) in st.deps
             assert paths.model_dir(model) in st.deps
-            for key in st.params:
+            for key in st.param_keys:
                 config.get_key(p, key)
     assert "predict_XTC_mhc_hindi" in stages and "predict_B-F_heldout_founta2018" in stages
 

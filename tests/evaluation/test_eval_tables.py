@@ -6,31 +6,20 @@ import json
 
 import polars as pl
 
-from eval_synthetic import hatecheck_like, predictions
-from hatecheck_pipeline import config, dag, paths, scoring, tables
-from hatecheck_pipeline.phases import evaluate as ph
-from hatecheck_pipeline.suites import Suite
+from eval_synthetic import make_metrics
+from hatecheck_pipeline.core import config, paths
+from hatecheck_pipeline.core.stage import signature_mismatch
+from hatecheck_pipeline.evaluation import tables
+from hatecheck_pipeline.pipeline import evaluate as ph
+from hatecheck_pipeline.pipeline.registry import to_dvc
+from hatecheck_pipeline.suites.registry import HELDOUT, Suite
 from conftest import REPO
-
-
-def make_metrics(workdir, model: str, suite: Suite, accuracy: float, seed: int) -> tables.Source:
-    frame = hatecheck_like(language=suite.language or "english", id_prefix=f"{suite.language}-" if suite.language else "")
-    gold = frame.select(
-        pl.col(suite.id_column if suite.id_column in frame.columns else "case_id").alias("id"),
-        (pl.col("label") == "hateful").cast(pl.Int8).alias("gold"),
-        "functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language",
-    ).with_row_index("_order")
-    pred_file = workdir / f"{model}_{suite.name}.parquet"
-    predictions(frame, accuracy, seed, id_column=suite.id_column).write_parquet(pred_file)
-    out = paths.metrics(model, suite.name)
-    scoring.run(suite, pred_file, out, samples=50, gold=gold)
-    return tables.Source(model, suite.name, suite.dataset, suite.language, out, ph.score_stage_name(model, suite.name))
 
 
 def test_tables_from_metrics(workdir):
     srcs = [
         make_metrics(workdir, "B-D", Suite("hatecheck", "hatecheck", "case_id"), 0.8, 1),
-        make_metrics(workdir, "B-D", Suite("heldout_davidson2017", "davidson2017", "case_id", split="test"), 0.9, 2),
+        make_metrics(workdir, "B-D", Suite("heldout_davidson2017", "davidson2017", "case_id", HELDOUT, split="test"), 0.9, 2),
     ]
     for i, lang in enumerate(["spanish", "hindi", "german"]):
         srcs.append(make_metrics(workdir, "XTC", Suite(f"mhc_{lang}", "mhc", "mhc_case_id", language=lang), 0.9 - 0.2 * i, 3 + i))
@@ -60,8 +49,9 @@ def test_tables_from_metrics(workdir):
     plot = pl.read_csv(paths.plot_data("zero_many_shot"))
     assert plot.columns[-1] == "macro_f1"
     # dvc plots draws every written plot file on axes that are columns of it
+    axes = {p.name: dict(p.axes) for g in tables.GROUPS.values() for p in g.plots}
     for name in ["hatecheck_functionality", "mhc_macro_f1", "zero_many_shot"]:
-        entry = dag.plot_entry(paths.plot_data(name))[paths.plot_data(name)]
+        entry = axes[name]
         header = pl.read_csv(paths.plot_data(name)).columns
         assert entry["x"] in header and entry["y"] in header and entry["template"] == "bar_horizontal", name
     ct = tables.run("contrast", [s for s in srcs if not s.suite.startswith("heldout_")], "tables_contrast")["contrast"]
@@ -79,11 +69,58 @@ def test_registry_stages_declare_metrics_and_plots():
     params = config.load_params(REPO / "params.yaml")
     stages = {s.name: s for s in ph.stages(params)}
     s = stages["score_XTC_mhc_german"]
-    assert s.metrics == (paths.metrics("XTC", "mhc_german"),)
+    assert [o.path for o in s.outs_of("metrics")] == [paths.metrics("XTC", "mhc_german")]
     assert paths.predictions("XTC", "mhc_german") in s.deps
+    assert s.run == "hatecheck_pipeline.evaluation.scoring:score" and s.args["suite"].name == "mhc_german"
+    assert {"profile", "profiles", "models.XTC.seed", "evaluation.threshold"} <= set(s.param_keys)
     shots = stages["tables_shots"]
-    assert paths.plot_data("zero_many_shot") in shots.plots
+    assert paths.plot_data("zero_many_shot") in [o.path for o in shots.outs_of("plots")]
     assert paths.interim_table("hateval2019_es") in shots.deps
     assert paths.metrics("XTC", "mhc_german") in shots.deps
     assert paths.metrics("B-D", "hatecheck") in stages["tables_hatecheck"].deps
     assert paths.metrics("XTC", "heldout_fortuna2019") in stages["tables_mhc"].deps
+
+
+def test_stage_functions_take_exactly_the_declared_arguments():
+    params = config.load_params(REPO / "params.yaml")
+    for s in ph.stages(params):
+        assert signature_mismatch(s) is None, s.name
+
+
+def test_plot_entries_carry_the_group_axes():
+    """Each group's plots are declared once (tables.GROUPS); dvc.yaml's
+    plots entries carry their axes."""
+    params = config.load_params(REPO / "params.yaml")
+    doc = to_dvc(ph.stages(params))["stages"]
+    assert doc["tables_hatecheck"]["plots"] == [{paths.plot_data("hatecheck_functionality"): {
+        "cache": False, "template": "bar_horizontal", "x": "accuracy", "y": "functionality",
+        "title": "HateCheck accuracy (%) per functional test", "x_label": "accuracy (%)"}}]
+    for name, group in tables.GROUPS.items():
+        entries = {k: v for e in doc[f"tables_{name}"].get("plots", []) for k, v in e.items()}
+        assert entries == {paths.plot_data(p.name): {"cache": False, **p.axes} for p in group.plots}, name
+        assert [o for o in doc[f"tables_{name}"]["outs"] if o.endswith(".csv")] == [paths.table(t) for t in group.tables]
+
+
+def test_tables_stage_function_writes_its_declared_outputs(workdir):
+    """tables_<group> reads the metrics keyed by their score stage and the
+    training tables, and writes exactly the files it is given."""
+    suites = {lang: Suite(f"mhc_{lang}", "mhc", "mhc_case_id", language=lang) for lang in ("spanish", "hindi")}
+    srcs = [make_metrics(workdir, "XTC", s, 0.8, i) for i, s in enumerate(suites.values())]
+    pl.DataFrame({"language": ["spanish"]}).write_parquet("train.parquet")
+    g = tables.GROUPS["shots"]
+    out = workdir / "out"
+    summary = tables.tables(
+        group="shots", stage_name="tables_shots",
+        scored={s.stage: ("XTC", suites[s.language]) for s in srcs},
+        metrics={s.stage: workdir / s.metrics for s in srcs},
+        long_tables=[out / f"{t}.csv" for t in g.tables], summary=out / "shots.json",
+        plots=[out / f"{p.name}.csv" for p in g.plots], training={"XTC": [workdir / "train.parquet"]},
+        languages=out / "languages.json",
+    )
+    assert summary.startswith("shots: shots_languages (2 cells)")
+    assert json.loads((out / "languages.json").read_text()) == {"XTC": ["spanish"]}
+    cells = pl.read_csv(out / "shots_languages.csv")
+    assert dict(zip(cells["row"], cells["setting"])) == {"spanish": "many-shot", "hindi": "zero-shot"}
+    assert set(cells["stage"]) == {"score_XTC_mhc_spanish", "score_XTC_mhc_hindi"}
+    assert pl.read_csv(out / "zero_many_shot.csv").columns == ["model", "language", "setting", "macro_f1"]
+    assert not (workdir / paths.table_summary("shots")).exists()  # nothing outside the declared outputs

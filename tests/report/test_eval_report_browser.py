@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hatecheck_pipeline import report, tables
-from hatecheck_pipeline.suites import Suite
-from hatecheck_pipeline.expansion.registry import ExpandedSuite
-from test_eval_expanded import bias_summary_doc, expansion_reports, make_expanded_metrics
-from test_eval_tables import make_metrics
+from eval_synthetic import ExpandedSuite, bias_summary_doc, expansion_reports, make_expanded_metrics, make_metrics
+from hatecheck_pipeline.evaluation import tables
+from hatecheck_pipeline.report import html as report
+from hatecheck_pipeline.suites.registry import HELDOUT, Suite
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -24,7 +23,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
 def built_report(workdir) -> Path:
     srcs = [
         make_metrics(workdir, "B-D", Suite("hatecheck", "hatecheck", "case_id"), 0.7, 1),
-        make_metrics(workdir, "B-D", Suite("heldout_davidson2017", "davidson2017", "case_id", split="test"), 0.9, 2),
+        make_metrics(workdir, "B-D", Suite("heldout_davidson2017", "davidson2017", "case_id", HELDOUT, split="test"), 0.9, 2),
     ]
     for i, lang in enumerate(["spanish", "hindi"]):
         srcs.append(make_metrics(workdir, "XTC", Suite(f"mhc_{lang}", "mhc", "mhc_case_id", language=lang), 0.85 - 0.4 * i, 3 + i))
@@ -44,7 +43,7 @@ def built_report(workdir) -> Path:
     (workdir / "cards/B-D.json").write_text('{"base_model": "all-MiniLM-L6-v2", "stand_in": true, "profile": "smoke"}')
     (workdir / "cards/XTC.json").write_text('{"profile": "smoke"}')  # a card missing fields
     (workdir / "val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
-    names = [t for g in tables.GROUPS.values() for t in g["tables"]]
+    names = [t for g in tables.GROUPS.values() for t in g.tables]
     return report.run(
         workdir / "reports/mhc_xtc.html", "Synthetic report", "smoke",
         {"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}, "XTC": {"train": ["hateval2019_es"], "suites": ["mhc"]}},

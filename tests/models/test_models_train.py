@@ -3,6 +3,7 @@ INITIALISED BERT (2 layers, hidden 32; test values only)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -13,7 +14,9 @@ import torch
 from models_helpers import processed_table, tiny_bert
 from safetensors.torch import load_file
 
-from hatecheck_pipeline import basemodels, predict, training
+from hatecheck_pipeline.models import base as basemodels
+from hatecheck_pipeline.models import predict, runtime
+from hatecheck_pipeline.models import train as training
 
 torch.set_num_threads(1)
 
@@ -155,7 +158,7 @@ def test_early_stopping_and_keep_best_on_a_scripted_dev_curve(base, data, tmp_pa
     def snapshot(epoch):
         snapshots[epoch] = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    log = training.train(
+    log = training.train_loop(
         model, tok, train, dev, recipe, seed=0, max_length=24, ckpt_dir=tmp_path / "ck", fingerprint={"t": 1},
         progress=False, on_checkpoint=snapshot,
         scripted_dev=lambda e: {"dev_f1_hateful": curve[e], "dev_macro_f1": curve[e], "dev_loss": 1 - curve[e]},
@@ -211,12 +214,12 @@ def test_grid_search_selects_on_dev_loss_and_resumes(base, data, tmp_path):
 
 
 def test_collate_pads_dynamically_and_masks_only_when_needed():
-    b = predict.collate([[5, 6, 7], [8]], 0, torch.device("cpu"))
+    b = runtime.collate([[5, 6, 7], [8]], 0, torch.device("cpu"))
     assert b["input_ids"].tolist() == [[5, 6, 7], [8, 0, 0]]
     assert b["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
-    same = predict.collate([[5, 6], [8, 9]], 0, torch.device("cpu"))
+    same = runtime.collate([[5, 6], [8, 9]], 0, torch.device("cpu"))
     assert set(same) == {"input_ids"} and same["input_ids"].tolist() == [[5, 6], [8, 9]]
-    assert 1 <= predict.available_threads() <= (len(__import__("os").sched_getaffinity(0)))
+    assert 1 <= runtime.available_threads() <= (len(__import__("os").sched_getaffinity(0)))
 
 
 def test_training_budget_is_per_model_and_spread_evenly_over_datasets(tmp_path):
@@ -230,3 +233,56 @@ def test_training_budget_is_per_model_and_spread_evenly_over_datasets(tmp_path):
     assert [(c["dataset"], c["train_used"], c["dev_used"]) for c in counts] == [("a", 20, 5), ("b", 20, 5)]
     single, _, _ = training.load_splits([a], 40, 0)
     assert len(single.texts) == 40
+
+
+def test_train_and_predict_stage_functions(base, data, tmp_path):
+    """The stage functions through the stage model (`hatecheck-pipeline run`):
+    train starts from the active profile's base model for the role (a
+    `pipeline:` base read from the declared `bases` input), predict reads the
+    suite's cases from its declared table, capped by the profile with the
+    model's seed."""
+    from hatecheck_pipeline.core.stage import Stage, call, metric, out
+    from hatecheck_pipeline.suites.registry import Suite
+    from hatecheck_pipeline.suites.sample import sample_cases
+
+    params = {
+        "profile": "test",
+        "profiles": {"test": {**{k: v for k, v in PROFILE.items() if k != "name"}, "base_models": {"tiny": "pipeline:multilingual-e5-small"}, "max_cases_per_suite": 5}},
+        "models": {"TINY": {"role": "tiny", "scheme": "bert", "train": ["toy"], "suites": [], "recipe": "r", "seed": 7}},
+        "training": {"recipes": {"r": {**RECIPE, "epochs": 1}}, "amp": False, "threads": 1},
+        "prediction": {"batch_size": 4, "threshold": 0.5, "threads": 1},
+    }
+    final, card, ckpts, log = tmp_path / "final", tmp_path / "model_card.json", tmp_path / "checkpoints", tmp_path / "training_log.json"
+    train = Stage(
+        "train_TINY", "train", "hatecheck_pipeline.models.train:train",
+        inputs={"data": [str(data)], "bases": {"multilingual-e5-small": str(base)}},
+        outputs={"model_dir": out(str(final), directory=True), "card": out(str(card)),
+                 "checkpoints": out(str(ckpts), directory=True, persist=True), "training_log": metric(str(log))},
+        params={"profile": "profile", "profiles": "profiles", "spec": "models.TINY", "recipe": "training.recipes.r", "amp": "training.amp"},
+        args={"model": "TINY", "threads": 1},
+    )
+    summary = call(train, params)
+    assert summary.startswith("TINY: epoch 1 dev macro F1 ") and summary.endswith(f"-> {final}")
+    written = json.loads(card.read_text())
+    assert written["base_model"]["ref"] == "pipeline:multilingual-e5-small" and written["base_model"]["resolved"] == str(base)
+    assert written["profile"] == "test" and written["seed"] == 7 and (final / "model.safetensors").exists()
+    assert [r["epoch"] for r in json.loads(log.read_text())["epochs"]] == [1] and (ckpts / "epoch-1").is_dir()
+
+    suite = Suite("heldout_toy", "toy", "id", "heldout", split="test")
+    pred = tmp_path / "results" / "predictions.parquet"
+    predict_stage = Stage(
+        "predict_TINY_heldout_toy", "predict", "hatecheck_pipeline.models.predict:predict",
+        inputs={"model_dir": str(final), "table": str(data)},
+        outputs={"out": out(str(pred))},
+        params={"profile": "profile", "profiles": "profiles", "seed": "models.TINY.seed", "scheme": "models.TINY.scheme", "prediction": "prediction"},
+        args={"model": "TINY", "suite": suite, "amp": False},
+    )
+    summary = call(predict_stage, params)
+    assert summary.startswith("TINY on heldout_toy: 5 cases, ") and summary.endswith(f"-> {pred}")
+    frame = pl.read_parquet(pred)
+    cases = pl.read_parquet(data).filter(pl.col("split") == "test").select(pl.col("id").cast(pl.Utf8), "text").sort("id")
+    assert frame["id"].to_list() == sample_cases(cases, 5, 7)["id"].to_list()
+    assert frame["suite"].unique().to_list() == ["heldout_toy"] and frame["model"].unique().to_list() == ["TINY"]
+    # a base the stage does not declare is an error, not a silent path lookup
+    with pytest.raises(Exception, match="not among the stage's base model inputs"):
+        call(dataclasses.replace(train, inputs={"data": [str(data)], "bases": {}}), params)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from hatecheck_pipeline import basemodels, convert_e5
+from hatecheck_pipeline.models import base as basemodels
+from hatecheck_pipeline.models import convert as convert_e5
 
 torch.set_num_threads(2)
 

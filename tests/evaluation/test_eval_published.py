@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import REPO
-from hatecheck_pipeline import published
-from hatecheck_pipeline.cli import app
+from hatecheck_pipeline.cli.app import app
+from hatecheck_pipeline.data.sources import SOURCES_FILE
+from hatecheck_pipeline.evaluation import published
 
 PUB = published.load()
 
@@ -51,8 +52,10 @@ def hatecheck_project(workdir, mirror):
     shutil.copy(REPO / "params.yaml", workdir / "params.yaml")
     (workdir / "workflow" / "schemas").mkdir(parents=True)
     shutil.copy(REPO / "workflow/schemas/params.schema.yaml", workdir / "workflow/schemas/params.schema.yaml")
+    (workdir / SOURCES_FILE).parent.mkdir(parents=True)  # the ingest stage's params file
+    shutil.copy(REPO / SOURCES_FILE, workdir / SOURCES_FILE)
     runner = CliRunner()
-    for args in (["ingest", "hatecheck", "--mirror", str(mirror)], ["prepare", "hatecheck"]):
+    for args in (["--set", f"ingest.mirror={mirror}", "run", "ingest_hatecheck"], ["run", "prepare_hatecheck"]):
         result = runner.invoke(app, args)
         assert result.exit_code == 0, result.output
     return workdir

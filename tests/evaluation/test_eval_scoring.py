@@ -12,9 +12,11 @@ from typer.testing import CliRunner
 
 from conftest import REPO
 from eval_synthetic import hatecheck_like, predictions
-from hatecheck_pipeline import scoring
-from hatecheck_pipeline.cli import app
-from hatecheck_pipeline.suites import Suite
+from hatecheck_pipeline.cli.app import app
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.evaluation import scoring
+from hatecheck_pipeline.suites.registry import Suite
+from hatecheck_pipeline.suites.sample import predicted_subsample
 
 SUITE = Suite("hatecheck", "hatecheck", "case_id")
 
@@ -62,7 +64,7 @@ def test_contrast_counts_both_right(project):
     # right on every hateful case, wrong on every contrast: consistency 0
     pred = pl.DataFrame({"id": gold["id"], "pred": np.ones(gold.height, dtype=int)})
     cases = scoring.align(gold, pred)
-    doc = scoring.score(cases, "case_id", samples=10)
+    doc = scoring.score_cases(cases, "case_id", samples=10)
     assert doc["contrast"]["both_correct"]["value"] == 0.0
     assert doc["contrast"]["hateful_correct"] == 100.0
     assert doc["by_label"]["hateful"]["accuracy"]["value"] == 100.0
@@ -118,3 +120,44 @@ def test_score_cli(project):
     assert "59 of 60 suite case(s) have no prediction" in result.output
     result = runner.invoke(app, ["score", "--suite", "mhc:klingon", "--predictions", "short.csv", "--out", "x.json"])
     assert result.exit_code == 1 and "unknown MHC language" in result.output
+
+
+def test_score_stage_function_scores_the_predicted_subsample(project):
+    """The score stage: a capped profile scores exactly the seeded draw the
+    predict stage made (``max_cases_per_suite`` cases, the model's seed)."""
+    frame = hatecheck_like()
+    profiles = {"small": {"max_cases_per_suite": 25}, "all": {"max_cases_per_suite": None}}
+    drawn = predicted_subsample(frame, "case_id", 25, 7)
+    predictions(drawn, 0.8).write_parquet("p.parquet")
+    summary = scoring.score(
+        SUITE, "B-D", "p.parquet", "data/interim/hatecheck/table.parquet", "m.json",
+        samples=20, seed=0, level=0.95, threshold=None, profile="small", profiles=profiles, model_seed=7,
+    )
+    doc = json.loads((project / "m.json").read_text())
+    assert summary == f"B-D/hatecheck: macro F1 {doc['overall']['macro_f1']['value']}"
+    assert doc["overall"]["n"] == 25 and doc["bootstrap"] == {"samples": 20, "seed": 0, "level": 0.95}
+    with pytest.raises(scoring.ScoringError, match="35 unknown id"):  # the whole suite against the 25 drawn
+        predictions(frame, 0.8).write_parquet("all.parquet")
+        scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json",
+                      samples=20, seed=0, level=0.95, threshold=0.5, profile="small", profiles=profiles, model_seed=7)
+    scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json",
+                  samples=20, seed=0, level=0.95, threshold=0.5, profile="all", profiles=profiles, model_seed=7)
+    assert json.loads((project / "x.json").read_text())["overall"]["n"] == 60
+
+
+def test_score_stage_runs_from_the_registry(project):
+    """`hatecheck-pipeline run score_<model>_<suite>` reads the declared
+    predictions and gold table and writes the declared metrics file."""
+    predictions(hatecheck_like(), 0.8).write_parquet(_mkdir(paths.predictions("B-D", "hatecheck")))
+    result = CliRunner().invoke(app, ["run", "score_B-D_hatecheck"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads((project / paths.metrics("B-D", "hatecheck")).read_text())
+    assert result.output.strip() == f"B-D/hatecheck: macro F1 {doc['overall']['macro_f1']['value']}"
+    assert doc["suite"] == "hatecheck" and doc["overall"]["n"] == 60
+
+
+def _mkdir(path: str) -> str:
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,93 @@
+"""The audits phase's stage declarations and stage functions (small synthetic files)."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from conftest import REPO
+from hatecheck_pipeline.audits import bias_auc, crows, hatexplain, summary
+from hatecheck_pipeline.core import config, paths
+from hatecheck_pipeline.core.stage import signature_mismatch
+from hatecheck_pipeline.pipeline import audits
+from hatecheck_pipeline.suites.registry import hatecheck, mhc
+from hatecheck_pipeline.suites.sample import predicted_subsample
+
+
+@pytest.fixture(scope="module")
+def params():
+    return config.load_params(REPO / "params.yaml")
+
+
+def test_stage_declarations(params):
+    stages = {s.name: s for s in audits.stages(params)}
+    for s in stages.values():
+        assert s.phase == "bias" and signature_mismatch(s) is None, s.name
+    for name in audits.crows_scorers(params):
+        s = stages[f"crows_pairs_{name}"]
+        assert {"profile", "profiles"} <= set(s.param_keys)
+        assert s.threads == params["bias"]["threads"] and s.mem_mb == 4000
+    assert stages["hatexplain_standin"].mem_mb == 3000
+    plots = [o for s in stages.values() for o in s.outs_of("plots")]
+    assert plots and all(o.path.endswith("communities.csv") and dict(o.plot)["x"] == "bpsn_auc" for o in plots)
+    for m in audits.target_models(params):
+        s = stages[f"target_bias_{m}"]
+        assert all(suite.functional for suite in s.args["suites"])
+        assert set(s.inputs["gold"]) == set(s.inputs["predictions"]) == {suite.name for suite in s.args["suites"]}
+    assert set(stages["bias_summary"].data_deps) == {o.path for s in stages.values() if s.name != "bias_summary" for o in s.outs_of("metrics")}
+    assert audits.bias_summary_path(params) == paths.bias_summary()
+    assert audits.bias_summary_path({k: v for k, v in params.items() if k != "bias"}) is None
+
+
+def test_crows_pair_cap_from_profile(params):
+    assert crows.crows_pair_cap(None, 20) == 20 and crows.crows_pair_cap(10, 20) == 10 and crows.crows_pair_cap(None, None) is None
+    assert config.active_profile("smoke", params["profiles"])["crows_max_pairs"] == 20
+
+
+def test_target_bias_audits_the_predicted_subsample(tmp_path):
+    suites = (hatecheck(), mhc("german"))
+    hc = pl.DataFrame({"id": [str(i) for i in range(12)], "label": ["hateful", "non-hateful"] * 6, "target_ident": ["women", "Muslims", "women"] * 4})
+    mh = hc.with_columns(language=pl.lit("german"), id=pl.concat_str(pl.lit("m"), "id"))
+    gold = {"hatecheck": tmp_path / "hc.parquet", "mhc_german": tmp_path / "mhc.parquet"}
+    hc.write_parquet(gold["hatecheck"])
+    pl.concat([mh, mh.with_columns(language=pl.lit("french"), id=pl.concat_str(pl.lit("f"), "id"))]).write_parquet(gold["mhc_german"])
+    profiles = {"smoke": {"max_cases_per_suite": 6}, "paper": {"max_cases_per_suite": None}}
+    preds = {}
+    for name, frame in (("hatecheck", hc), ("mhc_german", mh)):
+        drawn = predicted_subsample(frame, "id", 6, 7)
+        preds[name] = tmp_path / f"{name}.parquet"
+        drawn.select("id", p_hateful=pl.Series([0.1, 0.9, 0.4, 0.6, 0.8, 0.2])).write_parquet(preds[name])
+    kw = dict(model="M", suites=suites, gold=gold, predictions=preds, power=-5, profiles=profiles, seed=7)
+    msg = bias_auc.target_bias(**kw, metrics=tmp_path / "m.json", communities_csv=tmp_path / "c.csv", profile="smoke")
+    assert msg == "M: target-group bias on 2 suite(s)"
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert list(doc["suites"]) == ["hatecheck", "mhc_german"] and doc["suites"]["mhc_german"]["n_cases"] == 6
+    assert set(pl.read_csv(tmp_path / "c.csv")["suite"]) == {"hatecheck", "mhc_german"}
+    with pytest.raises(ValueError, match="cover"):  # uncapped: the predictions miss cases
+        bias_auc.target_bias(**kw, metrics=tmp_path / "x.json", communities_csv=tmp_path / "x.csv", profile="paper")
+
+
+def test_hatexplain_and_summary_stage_functions(tmp_path):
+    rows = []
+    words = {"hatespeech": "vermin", "offensive": "idiot", "normal": "nice"}
+    for i in range(60):
+        label = ["hatespeech", "offensive", "normal"][i % 3]
+        group = ["Women", "Arab"][(i // 3) % 2]
+        rows.append({"id": f"p{i}", "split": "test" if i >= 30 else "train", "label3": label, "targets": [group],
+                     "post_tokens": ["the", group.lower(), words[label], "here"],
+                     "rationales": [[0, 0, 1, 0]] if label != "normal" and i >= 30 else []})
+    table = tmp_path / "hx.parquet"
+    pl.DataFrame(rows).write_parquet(table)
+    d = tmp_path / "out"
+    msg = hatexplain.hatexplain_standin(table, d / "p.parquet", d / "a.parquet", d / "card.json", {"C": 10.0, "max_features": 50}, top_k=1, seed=0)
+    assert msg == f"{hatexplain.STANDIN}: trained on 30 posts, scored 30"
+    msg = hatexplain.hatexplain_metrics(hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m.json", d / "c.csv",
+                                        ["Women", "Arab"], -5, 1, 0.5, "union")
+    assert msg.startswith(f"{hatexplain.STANDIN}: macro F1 1.000") and "token F1 1.000" in msg
+    assert not list(d.glob("*.tmp"))  # atomic writes leave no temp files
+    out = tmp_path / "summary.json"
+    msg = summary.bias_summary({}, {hatexplain.STANDIN: d / "m.json"}, {}, out)
+    assert msg == f"wrote {out} (0 CrowS-Pairs, 1 HateXplain, 0 target-bias entries)"
+    assert json.loads(out.read_text())["hatexplain"][hatexplain.STANDIN]["source"] == str(d / "m.json")

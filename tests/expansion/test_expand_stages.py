@@ -1,0 +1,50 @@
+"""The expand phase's stages: declared once, run through the generic entry
+point with exactly their declared paths and values."""
+
+import json
+
+import polars as pl
+
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.stage import call
+from hatecheck_pipeline.pipeline import expand
+from hatecheck_pipeline.pipeline.registry import build_stages
+
+
+def by_name(params, name):
+    return next(s for s in expand.stages(params) if s.name == name)
+
+
+def test_perturbed_mhc_stage_filters_its_language_from_the_declaration(params):
+    s = by_name(params, "expand_perturbed_mhc_german")
+    assert s.args == {"name": "perturbed_mhc_german", "languages": ["german"]}
+    assert s.data_deps == [paths.interim_table("mhc")]
+    assert by_name(params, "expand_perturbed_hatecheck").args["languages"] is None
+
+
+def test_perturb_and_coverage_stages_run_on_a_tiny_suite(params, workdir):
+    cases = pl.DataFrame({
+        "id": ["m1", "m2", "n1"],
+        "text": ["Ich hasse Frauen.", "我讨厌女人。", "Ich mag Katzen."],
+        "label": ["hateful", "hateful", "non-hateful"],
+        "language": ["german", "mandarin", "german"],
+        "functionality": ["derog_neg_emote_h", "derog_neg_emote_h", "ident_pos_nh"],
+        "target_ident": ["women", "women", None],
+    })
+    table = workdir / paths.interim_table("mhc")
+    table.parent.mkdir(parents=True)
+    cases.write_parquet(table)
+    line = call(by_name(params, "expand_perturbed_mhc_german"), params)
+    assert line.startswith("perturbed_mhc_german german/")
+    out = pl.read_parquet(workdir / paths.expanded_table("perturbed_mhc_german"))
+    assert set(out["language"]) == {"german"} and set(out["source_id"]) == {"m1"}
+    cov = json.loads((workdir / paths.expansion_file("perturbed_mhc_german", "coverage.json")).read_text())
+    assert cov["seed"] == params["expansion"]["perturb"]["seed"]
+
+
+def test_expanded_suites_feed_the_models_through_their_preprocess_stage(params):
+    stages = {s.name: s for s in build_stages(params)}
+    pre = stages["expand_preprocess_perturbed_hatecheck_bert"]
+    assert pre.run == "hatecheck_pipeline.expansion.preprocess:expand_preprocess"
+    assert pre.all_outs == [paths.expanded_processed("perturbed_hatecheck", "bert")]
+    assert paths.expanded_processed("perturbed_hatecheck", "bert") in stages["predict_B-D_perturbed_hatecheck"].data_deps

@@ -1,0 +1,54 @@
+"""The report stage: declared inputs and parameters, and its function reading
+only what it is given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import REPO
+from eval_synthetic import make_metrics
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.stage import signature_mismatch
+from hatecheck_pipeline.evaluation import tables
+from hatecheck_pipeline.pipeline import report as ph_report
+from hatecheck_pipeline.report import html as report
+from hatecheck_pipeline.suites.registry import HELDOUT, Suite
+
+RESOURCES = REPO / "src/hatecheck_pipeline/resources"
+
+
+def test_report_stage_declares_what_it_reads(params):
+    (stage,) = ph_report.stages(params)
+    assert stage.run == "hatecheck_pipeline.report.html:report"
+    assert signature_mismatch(stage) is None
+    assert set(stage.param_keys) == {"report.title", "report.heatmap_models", "evaluation.below_mark", "profile", "models"}
+    assert stage.all_outs == [paths.report()]
+    deps = stage.data_deps
+    for dep in ("src/hatecheck_pipeline/resources/published.yaml", "src/hatecheck_pipeline/resources/functionalities.yaml",
+                paths.training_languages(), paths.validation_json("mhc"), paths.validation_json("crows_pairs"),
+                paths.table("mhc_t7"), paths.table("hatecheck_t1"), paths.table("contrast"), paths.model_card("XTC")):
+        assert dep in deps, dep
+    assert len(deps) == len(set(deps))
+
+
+def test_report_function_writes_the_html_from_its_inputs(workdir):
+    srcs = [
+        make_metrics(workdir, "B-D", Suite("hatecheck", "hatecheck", "case_id"), 0.7, 1),
+        make_metrics(workdir, "B-D", Suite("heldout_davidson2017", "davidson2017", "case_id", HELDOUT, split="test"), 0.9, 2),
+    ]
+    tables.run("hatecheck", srcs, "tables_hatecheck")
+    Path("val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
+    summary = report.report(
+        tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
+        cards={}, validation={"hatecheck": Path("val.json")},
+        published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
+        out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile="smoke",
+        models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
+    )
+    assert summary == "wrote reports/r.html"
+    html = Path("reports/r.html").read_text("utf-8")
+    assert 'data-cell-id="hatecheck_t2:B-D:total:accuracy"' in html and "Stage report" in html
+    assert 'data-cell-id="published:hatecheck_t1:B-D:derog_neg_emote_h:B-D"' in html
+    assert 'id="expanded"' not in html and 'id="bias"' not in html  # not declared: no section
+    assert "missing model card" in html
+    assert not list(Path("reports").glob("*.tmp"))
