@@ -48,7 +48,14 @@ def processed_table(path: Path, dataset: str = "toy", n_train: int = 60, n_dev: 
 def tiny_bert(directory: Path) -> Path:
     """Save a tiny random BertModel + trained WordPiece tokenizer."""
     import torch
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import (
+        Tokenizer,
+        models,
+        normalizers,
+        pre_tokenizers,
+        processors,
+        trainers,
+    )
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     texts, _ = sentences(300, 123)

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from conftest import MIRROR, REPO
 
 BIN = Path(sys.executable).parent

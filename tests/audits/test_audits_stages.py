@@ -6,8 +6,8 @@ import json
 
 import polars as pl
 import pytest
-
 from conftest import REPO
+
 from hatecheck_pipeline.audits import bias_auc, crows, hatexplain, summary
 from hatecheck_pipeline.core import config, paths
 from hatecheck_pipeline.core.stage import signature_mismatch

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 import yaml
-
 from conftest import REPO
+
 from hatecheck_pipeline.core import codedeps
 
 

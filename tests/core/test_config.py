@@ -1,8 +1,8 @@
 import pytest
 import yaml
+from conftest import REPO
 
 from hatecheck_pipeline.core import config
-from conftest import REPO
 
 
 def test_params_file_validates(params):

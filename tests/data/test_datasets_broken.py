@@ -4,7 +4,6 @@ stops with an error naming the file and the rule; nothing disappears."""
 import json
 
 import polars as pl
-
 import pytest
 
 from hatecheck_pipeline.core.files import InputError

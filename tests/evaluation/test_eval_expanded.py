@@ -8,10 +8,17 @@ import json
 from pathlib import Path
 
 import polars as pl
-
+from conftest import REPO
 from eval_synthetic import (
-    GENERATORS, ExpandedSuite, bias_summary_doc, expanded_sources, expansion_reports, hatecheck_like, perturbed_like,
+    GENERATORS,
+    ExpandedSuite,
+    bias_summary_doc,
+    expanded_sources,
+    expansion_reports,
+    hatecheck_like,
+    perturbed_like,
 )
+
 from hatecheck_pipeline.audits.crows import crows_pair_cap
 from hatecheck_pipeline.core import config, paths
 from hatecheck_pipeline.evaluation import scoring, tables
@@ -20,7 +27,6 @@ from hatecheck_pipeline.pipeline import evaluate as ph
 from hatecheck_pipeline.pipeline import report as ph_report
 from hatecheck_pipeline.report import html as report
 from hatecheck_pipeline.suites.sample import sample_cases
-from conftest import REPO
 
 
 def test_expanded_suite_scored_per_source_functionality(workdir):

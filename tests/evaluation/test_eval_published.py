@@ -8,9 +8,9 @@ import shutil
 
 import polars as pl
 import pytest
+from conftest import REPO
 from typer.testing import CliRunner
 
-from conftest import REPO
 from hatecheck_pipeline.cli.app import app
 from hatecheck_pipeline.data.sources import SOURCES_FILE
 from hatecheck_pipeline.evaluation import published

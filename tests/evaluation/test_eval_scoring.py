@@ -8,10 +8,10 @@ import shutil
 import numpy as np
 import polars as pl
 import pytest
-from typer.testing import CliRunner
-
 from conftest import REPO
 from eval_synthetic import hatecheck_like, predictions
+from typer.testing import CliRunner
+
 from hatecheck_pipeline.cli.app import app
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import scoring

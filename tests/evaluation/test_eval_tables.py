@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 
 import polars as pl
-
+from conftest import REPO
 from eval_synthetic import make_metrics
+
 from hatecheck_pipeline.core import config, paths
 from hatecheck_pipeline.core.stage import signature_mismatch
 from hatecheck_pipeline.evaluation import tables
 from hatecheck_pipeline.pipeline import evaluate as ph
 from hatecheck_pipeline.pipeline.registry import to_dvc
 from hatecheck_pipeline.suites.registry import HELDOUT, Suite
-from conftest import REPO
 
 
 def test_tables_from_metrics(workdir):

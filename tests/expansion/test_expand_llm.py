@@ -11,8 +11,13 @@ import polars as pl
 import pytest
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import (BartConfig, BartForSequenceClassification, GPT2Config, GPT2LMHeadModel,
-                          PreTrainedTokenizerFast)
+from transformers import (
+    BartConfig,
+    BartForSequenceClassification,
+    GPT2Config,
+    GPT2LMHeadModel,
+    PreTrainedTokenizerFast,
+)
 
 from hatecheck_pipeline.expansion import generate, nli, prompts, quality
 

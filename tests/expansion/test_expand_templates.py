@@ -6,7 +6,6 @@ import polars as pl
 from hatecheck_pipeline.expansion import templates as T
 
 
-
 def test_regeneration_reproduces_published(tmp_path, mirror):
     raw = mirror  # the mirror has the data/raw layout
     res = T.run_regenerate(raw / "hatecheck", raw / "mhc", ["dutch", "german", "polish"], [],

@@ -6,7 +6,12 @@ import polars as pl
 import pytest
 
 from hatecheck_pipeline.core import config
-from hatecheck_pipeline.models.train import EarlyStopping, Recipe, class_weights, stratified_cap
+from hatecheck_pipeline.models.train import (
+    EarlyStopping,
+    Recipe,
+    class_weights,
+    stratified_cap,
+)
 
 
 def test_class_weights_follow_the_hatecheck_rule():

@@ -3,11 +3,11 @@
 import subprocess
 
 import yaml
-
 from conftest import REPO
+from pipeline_utils import BIN, dry_run_jobs
+
 from hatecheck_pipeline.core.stage import signature_mismatch
 from hatecheck_pipeline.pipeline import registry as dag
-from pipeline_utils import BIN, dry_run_jobs
 
 
 def test_dvc_yaml_is_rendered_from_the_registry():

@@ -8,10 +8,18 @@ import re
 import polars as pl
 import pytest
 import yaml
+from pipeline_utils import (
+    BIN,
+    DATA_PHASES,
+    copy_project,
+    dry_run_jobs,
+    dvc_ran_stages,
+    run,
+    set_param,
+)
 
 from hatecheck_pipeline.core import codedeps, paths
 from hatecheck_pipeline.pipeline import registry as dag
-from pipeline_utils import BIN, DATA_PHASES, copy_project, dry_run_jobs, dvc_ran_stages, run, set_param
 
 pytestmark = pytest.mark.integration
 

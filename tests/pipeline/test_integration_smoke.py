@@ -11,10 +11,18 @@ import re
 import polars as pl
 import pytest
 import yaml
+from pipeline_utils import (
+    BIN,
+    copy_project,
+    downstream,
+    dvc_ran_stages,
+    git_commit_all,
+    run,
+    set_param,
+)
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.pipeline.registry import build_stages
-from pipeline_utils import BIN, copy_project, downstream, dvc_ran_stages, git_commit_all, run, set_param
 
 pytestmark = pytest.mark.integration
 REPORT = "reports/mhc_xtc.html"

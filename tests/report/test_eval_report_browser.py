@@ -8,8 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from eval_synthetic import (
+    ExpandedSuite,
+    bias_summary_doc,
+    expansion_reports,
+    make_expanded_metrics,
+    make_metrics,
+)
 
-from eval_synthetic import ExpandedSuite, bias_summary_doc, expansion_reports, make_expanded_metrics, make_metrics
 from hatecheck_pipeline.evaluation import tables
 from hatecheck_pipeline.report import html as report
 from hatecheck_pipeline.suites.registry import HELDOUT, Suite

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from conftest import REPO
 from eval_synthetic import make_metrics
+
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.stage import signature_mismatch
 from hatecheck_pipeline.evaluation import tables

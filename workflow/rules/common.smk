@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from hatecheck_pipeline.core import config as hc_config
+from hatecheck_pipeline.core.cpu import machine_cores
 from hatecheck_pipeline.pipeline import registry as hc_registry
 from hatecheck_pipeline.pipeline import runners as hc_runners
 
@@ -24,7 +25,7 @@ PARAMS = hc_config.apply_and_validate(
 OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), PARAMS)
 os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 STAGES = hc_registry.build_stages(PARAMS)
-CORES = hc_runners.machine_cores()
+CORES = machine_cores()
 # Never more threads at once than the machine has, whatever --cores says.
 if "cpu_cores" not in workflow.global_resources:
     workflow.register_resource("cpu_cores", CORES)

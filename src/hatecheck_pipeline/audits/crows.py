@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 import polars as pl
 
 from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_parquet, write_text
 
 VARIANTS = ("masked", "causal")
@@ -263,7 +264,7 @@ def run(
     import torch
 
     torch.manual_seed(seed)
-    torch.set_num_threads(threads)
+    torch.set_num_threads(bounded_threads(threads))
     pairs = pl.read_parquet(table)
     if max_pairs is not None and max_pairs < pairs.height:
         # a seeded sample stratified by nothing: the first rows are not random

@@ -25,9 +25,8 @@ def score(
     threshold: Annotated[Optional[float], typer.Option(help="probability threshold: p >= threshold is hateful")] = None,
 ) -> None:
     """Score any predictions file against a suite's gold labels."""
-    from hatecheck_pipeline.evaluation import scoring
-
     from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.evaluation import scoring
     from hatecheck_pipeline.pipeline.runners import build_missing
 
     params = load()

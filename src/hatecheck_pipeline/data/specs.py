@@ -14,7 +14,14 @@ from typing import Any, Callable, Mapping
 
 import polars as pl
 
-from hatecheck_pipeline.core.files import REASON, ROW, SOURCE, InputError, read_jsonl, read_records
+from hatecheck_pipeline.core.files import (
+    REASON,
+    ROW,
+    SOURCE,
+    InputError,
+    read_jsonl,
+    read_records,
+)
 from hatecheck_pipeline.core.paths import raw as raw_path
 
 HATEFUL, NON_HATEFUL = "hateful", "non-hateful"

@@ -13,7 +13,6 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
-
 from hatecheck_pipeline.data.specs import HATEFUL, LABELS
 
 SPLITS = ["train", "dev", "test"]

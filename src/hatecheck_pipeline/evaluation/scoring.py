@@ -274,7 +274,7 @@ def score(
     threshold: float | None,
     profile: str,
     profiles: Mapping[str, Any],
-    model_seed: int = 42,
+    model_seed: int,
 ) -> str:
     """Stage ``score_<model>_<suite>``: one model's predictions on one suite
     -> METRICS.json. ``threshold`` None scores the predicted labels, else

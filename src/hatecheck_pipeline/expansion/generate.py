@@ -10,6 +10,7 @@ from typing import Any, Mapping
 import polars as pl
 from tqdm import tqdm
 
+from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.expansion import SUITE_COLUMNS, llm, nli, prompts, quality
 
 
@@ -57,7 +58,7 @@ def run_validate(candidates: Path, cfg: Mapping[str, Any], targets: list[str], o
 
     from hatecheck_pipeline.core.files import write_json, write_parquet
 
-    torch.set_num_threads(int(cfg.get("threads", 2)))
+    torch.set_num_threads(bounded_threads(int(cfg.get("threads", 2))))
     frame = pl.read_parquet(candidates)
     scorer = nli.NLIScorer(cfg["model"], batch_size=cfg["batch_size"])
     spec = nli.load_spec(cfg.get("hypotheses"))
@@ -87,7 +88,7 @@ def run_quality(tables: Mapping[str, Path], cfg: Mapping[str, Any], out_json: Pa
 
     from hatecheck_pipeline.core.files import write_json
 
-    torch.set_num_threads(int(cfg.get("threads", 2)))
+    torch.set_num_threads(bounded_threads(int(cfg.get("threads", 2))))
     out: dict[str, Any] = {"lm": cfg.get("lm"), "max_cases": cfg["max_cases"], "suites": {}}
     for name, path in tables.items():
         texts = pl.read_parquet(path, columns=["text"])["text"].to_list()

@@ -218,7 +218,14 @@ def precompiled_charsmap(norm_map: dict[int, list[int]], workdir: Path) -> bytes
 def build_tokenizer(e5: E5S1, workdir: Path):
     """A ``tokenizers`` XLM-R tokenizer (Unigram, Precompiled normaliser,
     space-run collapsing, Metaspace, ``<s> X </s>``)."""
-    from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, processors, decoders
+    from tokenizers import (
+        Regex,
+        Tokenizer,
+        decoders,
+        normalizers,
+        pre_tokenizers,
+        processors,
+    )
     from tokenizers.models import Unigram
 
     sp = e5.specials

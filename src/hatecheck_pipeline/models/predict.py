@@ -15,7 +15,13 @@ import numpy as np
 import polars as pl
 import torch
 
-from hatecheck_pipeline.models.runtime import available_threads, encode, forward_logits, pick_device
+from hatecheck_pipeline.core.cpu import bounded_threads
+from hatecheck_pipeline.models.runtime import (
+    available_threads,
+    encode,
+    forward_logits,
+    pick_device,
+)
 from hatecheck_pipeline.suites.registry import Suite
 
 HATEFUL = 1
@@ -55,7 +61,7 @@ def run(
 ) -> pl.DataFrame:
     """Predict ``cases`` (columns ``id``, ``text``) and write the Parquet.
     ``threads`` <= 0 picks :func:`available_threads`."""
-    torch.set_num_threads(threads if threads > 0 else available_threads())
+    torch.set_num_threads(bounded_threads(threads) if threads > 0 else available_threads())
     model, tokenizer = load_model(model_dir)
     p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress)
     frame = pl.DataFrame(
@@ -85,7 +91,7 @@ def predict(
     scheme: str,
     prediction: Mapping[str, Any],
     amp: bool,
-    seed: int = 42,
+    seed: int,
 ) -> str:
     """Stage ``predict_<model>_<suite>``: p(hateful) for the suite's cases
     of ``table`` (the suite's table preprocessed with the model's

@@ -27,7 +27,14 @@ import numpy as np
 import polars as pl
 import torch
 
-from hatecheck_pipeline.models.runtime import autocast_ctx, collate, encode, forward_logits, pick_device
+from hatecheck_pipeline.core.cpu import bounded_threads
+from hatecheck_pipeline.models.runtime import (
+    autocast_ctx,
+    collate,
+    encode,
+    forward_logits,
+    pick_device,
+)
 
 ID2LABEL = {0: "non-hateful", 1: "hateful"}
 LABEL2ID = {v: k for k, v in ID2LABEL.items()}
@@ -605,7 +612,7 @@ def run(
     from hatecheck_pipeline import __version__
     from hatecheck_pipeline.models import base as basemodels
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(bounded_threads(threads))
     resolved = basemodels.resolve(base_ref, bases)
     recipe = Recipe.from_params(recipe_params, profile.get("max_epochs"))
     train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed)
@@ -719,7 +726,7 @@ def train(
         [Path(f) for f in data],
         recipe,
         prof,
-        spec.get("seed", 42),
+        spec["seed"],
         Path(model_dir),
         Path(checkpoints),
         Path(training_log),

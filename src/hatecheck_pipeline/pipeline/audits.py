@@ -21,7 +21,7 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
-PHASE = "bias"  # the label `dag list` shows (as before the redesign)
+PHASE = "audits"  # the label `dag list` shows
 
 CROWS = "hatecheck_pipeline.audits.crows:crows_pairs"
 STANDIN_RUN = "hatecheck_pipeline.audits.hatexplain:hatexplain_standin"

@@ -67,8 +67,7 @@ def group_training_tables(params: Mapping[str, Any], group: str) -> dict[str, li
 
 def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     keys = {**SCORE_PARAMS, "profile": "profile", "profiles": "profiles"}
-    if "seed" in params["models"][model]:
-        keys["model_seed"] = f"models.{model}.seed"
+    keys["model_seed"] = f"models.{model}.seed"
     return Stage(
         score_stage_name(model, suite.name),
         "evaluate",

@@ -75,7 +75,7 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
             "recipe": f"training.recipes.{spec['recipe']}",
             "amp": "training.amp",
         },
-        # torch CPU threads (as before, not a tracked parameter of the stage)
+        # torch CPU threads: a resource (bounded by the real cores), not a parameter of the result
         args={"model": model, "threads": params["training"]["threads"]},
         threads=params["training"]["threads"],
         mem_mb=prof.get("mem_mb", TRAIN_MEM_MB),
@@ -87,9 +87,8 @@ def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     spec = params["models"][model]
     prof = active_profile(params["profile"], params["profiles"])
     keys = {**PROFILE_PARAMS}
-    if "seed" in spec:  # else the function's default seed (42)
-        keys["seed"] = f"models.{model}.seed"
-    keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction"}
+    keys["seed"] = f"models.{model}.seed"
+    keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction", "amp": "training.amp"}
     return Stage(
         f"predict_{model}_{suite.name}",
         "predict",
@@ -97,8 +96,7 @@ def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         inputs={"model_dir": paths.model_dir(model), "table": suite.table(spec["scheme"])},
         outputs={"out": out(paths.predictions(model, suite.name))},
         params=keys,
-        # autocast on CUDA follows training.amp (tracked through the model dir)
-        args={"model": model, "suite": suite, "amp": params["training"]["amp"]},
+        args={"model": model, "suite": suite},
         threads=max(1, params["prediction"]["threads"]),  # 0 (= the idle cores) counts as 1
         mem_mb=PREDICT_MEM_MB,
         gpu=prof.get("gpu", 0),

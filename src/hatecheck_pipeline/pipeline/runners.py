@@ -16,7 +16,7 @@ both runners keep it true:
   (one ``dvc commit``, after every job finished: no two processes on DVC's
   lock) and puts back the outputs' modification times, which DVC's cache
   links change, so the next Snakemake run still has nothing to do.
-- **Threads.** :func:`machine_cores` is what the machine really has; rules
+- **Threads.** ``core.cpu.machine_cores`` is what the machine really has; rules
   never ask for more, and a global ``cpu_cores`` resource stops Snakemake from
   running more threads at once than there are cores, whatever ``--cores`` says.
 """
@@ -37,11 +37,6 @@ from hatecheck_pipeline.core.stage import Stage
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
 OLD = 0  # modification time of a params file the lock already records (the epoch)
-
-
-def machine_cores() -> int:
-    """CPU cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def params_file(stage: Stage) -> str:

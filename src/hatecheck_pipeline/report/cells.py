@@ -1,0 +1,109 @@
+"""Table cells of the report: every cell carries its provenance
+(``data-cell-id`` accepted by ``hatecheck-pipeline lineage``, ``data-metrics``,
+``data-stage``, a tooltip), next to the published figure where one exists."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Mapping
+
+import polars as pl
+
+from hatecheck_pipeline.evaluation import published as P
+from hatecheck_pipeline.evaluation.tables import cell_id
+
+
+def fmt(value: Any) -> str:
+    return "–" if value is None else f"{value:.1f}"
+
+
+def provenance(cell: Mapping[str, Any]) -> str:
+    """Tooltip text of a cell: figure, interval, n, and where it came from."""
+    ci = "" if cell.get("ci_low") is None else f" [95% CI {fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}]"
+    n = "" if cell.get("n") is None else f", n={cell['n']}"
+    return f"{fmt(cell.get('value'))}{ci}{n}. From {cell['metrics_file']} (stage {cell['stage']}); lineage: hatecheck-pipeline lineage {cell['cell_id']}"
+
+
+def td(cell: Mapping[str, Any] | None, below_mark: float | None) -> str:
+    if cell is None:
+        return '<td class="missing">–</td>'
+    value = cell.get("value")
+    cls = ' class="below"' if below_mark is not None and value is not None and value < below_mark else ""
+    return (
+        f'<td{cls} data-cell-id="{escape(cell["cell_id"])}" data-metrics="{escape(cell["metrics_file"])}"'
+        f' data-stage="{escape(cell["stage"])}" title="{escape(provenance(cell))}">{fmt(value)}</td>'
+    )
+
+
+def published_td(table: str, model: str, row: str, column: str, value: float | None, source: str) -> str:
+    if value is None:
+        return '<td class="missing">–</td>'
+    cid = cell_id("published", table, model, row, column)
+    return f'<td class="published" data-cell-id="{escape(cid)}" data-metrics="published" data-stage="{escape(source)}" title="{escape("Published: " + source)}">{value:.1f}</td>'
+
+
+def pivot(
+    cells: pl.DataFrame,
+    table_id: str,
+    rows: str,
+    columns: str,
+    below_mark: float | None,
+    caption: str = "",
+    published: dict[tuple[str, str], tuple[float | None, str, str]] | None = None,
+    functionalities_of: str | None = None,
+) -> str:
+    """An HTML table: one row per ``rows`` value, one column per ``columns``
+    value, each cell with provenance; ``published`` adds a paper column per
+    column key: (row, column) -> (value, table, source).
+    ``functionalities_of`` (``hatecheck`` / ``mhc``): rows are functionality
+    codes, shown as the paper's ``F<i> description (code)`` in its order."""
+    if cells.is_empty():
+        return f'<p class="note" id="{escape(table_id)}">No results for this table.</p>'
+    row_keys = list(dict.fromkeys(cells[rows].to_list()))
+    if functionalities_of:
+        row_keys.sort(key=lambda code: P.functionality_order(code, functionalities_of))
+    col_keys = list(dict.fromkeys(cells[columns].to_list()))
+    lookup = {(r[rows], r[columns]): r for r in cells.iter_rows(named=True)}
+    head = "".join(
+        f"<th>{escape(str(c))}</th>" + (f'<th>{escape(str(c))} (paper)</th>' if published is not None else "") for c in col_keys
+    )
+    body = []
+    for rk in row_keys:
+        tds = []
+        for ck in col_keys:
+            tds.append(td(lookup.get((rk, ck)), below_mark))
+            if published is not None:
+                value, table, source = published.get((rk, ck), (None, "", ""))
+                model = (lookup.get((rk, ck)) or {}).get("model", "")
+                tds.append(published_td(table, model, str(rk), str(ck), value, source))
+        label = P.functionality_label(rk, functionalities_of) if functionalities_of else str(rk)
+        body.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return f'<table id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead"></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+
+
+def json_td(value: Any, cid: str, source: str, stage: str, digits: int = 1, note: str = "", cls: str = "") -> str:
+    """A cell of a figure read from a JSON artifact, with its provenance."""
+    if value is None:
+        return '<td class="missing">–</td>'
+    text = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    tip = f"{text}{note}. From {source} (stage {stage}); lineage: hatecheck-pipeline lineage {cid}"
+    c = f' class="{cls}"' if cls else ""
+    return (
+        f'<td{c} data-cell-id="{escape(cid)}" data-metrics="{escape(source)}" data-stage="{escape(stage)}"'
+        f' title="{escape(tip)}">{escape(text)}</td>'
+    )
+
+
+def html_table(table_id: str, head: list[str], rows: list[str], caption: str = "") -> str:
+    cap = f"<caption>{escape(caption)}</caption>" if caption else ""
+    ths = "".join(f'<th class="rowhead">{escape(h)}</th>' if i == 0 else f"<th>{escape(h)}</th>" for i, h in enumerate(head))
+    return f'<table id="{escape(table_id)}">{cap}<thead><tr>{ths}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def slug(*parts: str) -> str:
+    return "-".join(cell_id(p).replace(":", "-").replace("_", "-").lower() for p in parts)
+
+
+def per_model(cells: pl.DataFrame, fn) -> str:
+    return "".join(fn(model, cells.filter(pl.col("model") == model)) for model in dict.fromkeys(cells["model"].to_list()))

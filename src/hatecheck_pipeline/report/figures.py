@@ -1,0 +1,133 @@
+"""Figures of the report: matplotlib (Agg) plots inlined as base64 PNG."""
+
+from __future__ import annotations
+
+import base64
+import io
+from html import escape
+from typing import Any
+
+import polars as pl
+
+from hatecheck_pipeline.evaluation import published as P
+
+
+def png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def heatmap(cells: pl.DataFrame, title: str, below_mark: float, functionalities_of: str = "mhc") -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = sorted(dict.fromkeys(cells["row"].to_list()), key=lambda code: P.functionality_order(code, functionalities_of))
+    cols = sorted(set(cells["column"].to_list()))
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for r in cells.iter_rows(named=True):
+        if r["value"] is not None:
+            grid[rows.index(r["row"]), cols.index(r["column"])] = r["value"]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(cols), 1.0 + 0.28 * len(rows)))
+    im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
+    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
+    ax.set_yticks(range(len(rows)), [P.functionality_label(r, functionalities_of, short=True) for r in rows], fontsize=7)
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=6,
+                        fontweight="bold" if grid[i, j] < below_mark else "normal")
+    fig.colorbar(im, ax=ax, label="accuracy (%)")
+    ax.set_title(title)
+    return png(fig)
+
+
+def grouped_bars(cells: pl.DataFrame, x: str, hue: str, title: str, ylabel: str, below_mark: float | None = None) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    xs = list(dict.fromkeys(cells[x].to_list()))
+    hues = list(dict.fromkeys(cells[hue].to_list()))
+    width = 0.8 / max(len(hues), 1)
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(xs) * max(1, len(hues) / 2)), 3.6))
+    for k, h in enumerate(hues):
+        part = {r[x]: r["value"] for r in cells.filter(pl.col(hue) == h).iter_rows(named=True)}
+        vals = [part.get(v) if part.get(v) is not None else np.nan for v in xs]
+        ax.bar(np.arange(len(xs)) + k * width - 0.4 + width / 2, vals, width, label=str(h))
+    if below_mark is not None:
+        ax.axhline(below_mark, color="grey", ls="--", lw=0.8)
+    ax.set_xticks(range(len(xs)), xs, rotation=30, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7, ncols=min(len(hues), 4))
+    return png(fig)
+
+
+def figure(src: str, caption: str, fig_id: str) -> str:
+    return f'<figure id="{escape(fig_id)}"><img alt="{escape(caption)}" src="{src}"><figcaption class="note">{escape(caption)}</figcaption></figure>'
+
+
+def expanded_bars(cells: pl.DataFrame, title: str) -> str:
+    """Original vs expanded accuracy per functionality, one panel per expanded suite."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    suites = list(dict.fromkeys(cells["suite"].to_list()))
+    ncols = 1 if len(suites) == 1 else 2
+    nrows = -(-len(suites) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7 * ncols, 3.2 * nrows), squeeze=False)
+    for ax, suite in zip(axes.flat, suites):
+        part = cells.filter(pl.col("suite") == suite)
+        funcs = list(dict.fromkeys(part["row"].to_list()))
+        for k, (col, colour) in enumerate((("original", "#7f8fa6"), ("expanded", "#e1a33b"))):
+            vals = {r["row"]: r["value"] for r in part.filter(pl.col("column") == col).iter_rows(named=True)}
+            ys = [vals[f] if vals.get(f) is not None else np.nan for f in funcs]
+            ax.bar(np.arange(len(funcs)) + (k - 0.5) * 0.4, ys, 0.4, label=col, color=colour)
+        ax.set_xticks(range(len(funcs)), funcs, rotation=60, ha="right", fontsize=6)
+        ax.set_ylim(0, 100)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(f"{suite} vs {part['setting'][0]}", fontsize=9)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(suites):]:
+        ax.axis("off")
+    fig.suptitle(title)
+    fig.tight_layout()
+    return png(fig)
+
+
+def auc_heatmaps(rows: list[dict[str, Any]], title: str) -> str:
+    """Subgroup / BPSN / BNSP AUC per community (rows) and suite (columns)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    suites = list(dict.fromkeys(r["suite"] for r in rows))
+    comms = sorted({r["community"] for r in rows})
+    fig, axes = plt.subplots(1, 3, figsize=(3 + 3 * max(2, 0.55 * len(suites)), 1.5 + 0.3 * len(comms)), squeeze=False)
+    for ax, (key, name) in zip(axes[0], (("subgroup_auc", "Subgroup AUC"), ("bpsn_auc", "BPSN AUC"), ("bnsp_auc", "BNSP AUC"))):
+        grid = np.full((len(comms), len(suites)), np.nan)
+        for r in rows:
+            if r.get(key) is not None:
+                grid[comms.index(r["community"]), suites.index(r["suite"])] = r[key]
+        im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(range(len(suites)), suites, rotation=60, ha="right", fontsize=7)
+        ax.set_yticks(range(len(comms)), comms, fontsize=7)
+        ax.set_title(name, fontsize=9)
+    fig.colorbar(im, ax=list(axes[0]), label="AUC")
+    fig.suptitle(title, y=1.06)
+    return png(fig)

@@ -1,0 +1,244 @@
+"""Sections of the report: models, data validation, expanded suites, bias
+and explainability audits."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Mapping
+
+import polars as pl
+
+from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.report.cells import html_table, json_td, published_td, slug, td
+from hatecheck_pipeline.report.figures import auc_heatmaps, expanded_bars, figure
+
+CROWS_TOTAL = 1508
+
+
+def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, Mapping[str, Any] | None], profile: str, training_languages: Mapping[str, list[str]]) -> str:
+    rows = []
+    for name, spec in models.items():
+        card = cards.get(name) or {}
+        base = card.get("base_model") or ("not stated in the model card" if card else "unknown (no model card)")
+        if isinstance(base, Mapping):  # the training stage's card: {ref, description, content_sha256, stand_in}
+            card = {**card, "stand_in": base.get("stand_in", card.get("stand_in"))}
+            sha = str(base.get("content_sha256", ""))[:12]
+            base = base.get("description") or base.get("ref") or "not stated"
+            base += f" (sha256 {sha}…)" if sha else ""
+        stand_in = card.get("stand_in")
+        if not card:
+            kind = "missing model card"
+        elif "stand_in" not in card:
+            kind = "not stated in the model card"
+        elif stand_in:
+            kind = "named stand-in" + (f": {stand_in}" if isinstance(stand_in, str) else "")
+        else:
+            kind = "paper model"
+        langs = ", ".join(training_languages.get(name, [])) or "–"
+        rows.append(
+            f"<tr><td class='rowhead'>{escape(name)}</td><td class='rowhead'>{escape(str(base))}</td><td class='rowhead'>{escape(kind)}</td>"
+            f"<td class='rowhead'>{escape(str(card.get('profile', profile)))}</td><td class='rowhead'>{escape(', '.join(spec.get('train', [])))}</td>"
+            f"<td class='rowhead'>{escape(langs)}</td><td class='rowhead'>{escape(', '.join(spec.get('suites', [])))}</td>"
+            f"<td class='rowhead'>{escape(str(card.get('budget_note', '–')))}</td></tr>"
+        )
+    return (
+        '<table id="models"><thead><tr><th class="rowhead">model</th><th class="rowhead">base model</th><th class="rowhead">paper model or stand-in</th>'
+        '<th class="rowhead">profile</th><th class="rowhead">training data</th><th class="rowhead">training languages</th><th class="rowhead">suites</th><th class="rowhead">training budget</th></tr></thead><tbody>'
+        + "".join(rows) + "</tbody></table>"
+    )
+
+
+def validation_section(validation: Mapping[str, Mapping[str, Any] | None]) -> str:
+    rows = []
+    for dataset, doc in validation.items():
+        if doc is None:
+            rows.append(f"<tr><td class='rowhead'>{escape(dataset)}</td><td class='fail'>not run</td><td>–</td><td>–</td><td>–</td></tr>")
+            continue
+        counts = doc.get("counts", {})
+        ok = doc.get("success")
+        n_checks = sum(len(s.get("checks", [])) for s in doc.get("suites", []))
+        rows.append(
+            f"<tr><td class='rowhead'>{escape(dataset)}</td><td class='{'ok' if ok else 'fail'}'>{'passed' if ok else 'FAILED'}</td>"
+            f"<td>{n_checks}</td><td>{counts.get('kept', '–')}</td><td>{counts.get('quarantined', '–')}</td></tr>"
+        )
+    return (
+        '<table id="validation"><thead><tr><th class="rowhead">dataset</th><th>great-expectations</th><th>expectations</th><th>rows kept</th><th>quarantined</th></tr></thead><tbody>'
+        + "".join(rows) + "</tbody></table>"
+    )
+
+
+def expanded_section(
+    cells: pl.DataFrame,
+    below_mark: float | None,
+    coverage: Mapping[str, Any] | None,
+    coverage_file: str,
+    reproduction: Mapping[str, Any] | None,
+    reproduction_file: str,
+) -> str:
+    """Original vs expanded per functionality, perturbation coverage, template reproduction."""
+    out = (
+        "<p class='note'>Per-functionality accuracy on each published suite and its expansion (as GPT-HateCheck's "
+        "Figure 4). Perturbed cases are grouped by the functionality of the case they were perturbed from; "
+        "<i>change</i> = expanded − original (percentage points). Expanded suites are never mixed into the "
+        "HateCheck / MHC tables above. With a capped profile both suites are seeded samples.</p>"
+    )
+    if cells.is_empty():
+        out += "<p class='note'>No model is scored on both a published suite and its expansion.</p>"
+    for model in dict.fromkeys(cells["model"].to_list()):
+        mc = cells.filter(pl.col("model") == model)
+        out += f"<h3>{escape(model)}</h3>"
+        out += figure(expanded_bars(mc, f"{model}: original vs expanded suites"), f"{model}: accuracy per functionality, original vs expanded suite", f"fig-expanded-{slug(model)}")
+        for suite in dict.fromkeys(mc["suite"].to_list()):
+            sc = mc.filter(pl.col("suite") == suite)
+            lookup = {(r["row"], r["column"]): r for r in sc.iter_rows(named=True)}
+            rows = []
+            for func in dict.fromkeys(sc["row"].to_list()):
+                tds = "".join(td(lookup.get((func, c)), below_mark if c != "change" else None) for c in ("original", "expanded", "change"))
+                rows.append(f'<tr><td class="rowhead">{escape(func)}</td>{tds}</tr>')
+            orig = sc["setting"][0]
+            out += html_table(f"expanded-{slug(model, suite)}", ["functionality", f"original ({orig})", f"expanded ({suite})", "change (pp)"], rows,
+                          caption=f"{model}: {suite} vs {orig}, accuracy (%)")
+    out += "<h3>Perturbation coverage</h3>"
+    if coverage is None:
+        out += f"<p class='fail'>{escape(coverage_file)} not found.</p>"
+    else:
+        rows_in = coverage.get("rows", [])
+        gens = list(dict.fromkeys(r["generator"] for r in rows_in))
+        by = {(r["language"], r["generator"]): r for r in rows_in}
+        rows = []
+        for lang in coverage.get("languages") or list(dict.fromkeys(r["language"] for r in rows_in)):
+            tds = []
+            for g in gens:
+                r = by.get((lang, g))
+                if r is None:
+                    tds.append('<td class="missing">–</td>')
+                    continue
+                share = 100.0 * (r.get("share_changed") or 0.0)
+                tds.append(json_td(share, cell_id("expansion", "coverage", lang, g), coverage_file, "expand_coverage_report",
+                                   note=f"% of {r.get('source_cases')} hateful cases changed ({r.get('changed')}; {r.get('unchanged')} unchanged, not counted as tests)",
+                                   cls="below" if not r.get("changed") else ""))
+            rows.append(f'<tr><td class="rowhead">{escape(lang)}</td>{"".join(tds)}</tr>')
+        out += "<p class='note'>Share (%) of each language's hateful cases a spelling generator actually changed; unchanged cases are dropped, never counted as tests.</p>"
+        out += html_table("perturbation-coverage", ["language", *gens], rows, caption="perturbation coverage (% of source cases changed)")
+        without = coverage.get("generators_without_effect") or []
+        out += f"<p>Generators without effect: <b>{escape(', '.join(without)) if without else 'none'}</b>.</p>"
+    out += "<h3>Template regeneration: share of published cases reproduced</h3>"
+    if reproduction is None:
+        out += f"<p class='fail'>{escape(reproduction_file)} not found.</p>"
+    else:
+        cols = [("published_template_cases", "published template cases", 0), ("generated", "generated", 0),
+                ("reproduced", "reproduced", 0), ("generated_not_published", "generated, not published", 0),
+                ("share_reproduced", "share reproduced (%)", 1)]
+        entries = [*reproduction.get("per_language", {}).items(), ("overall", reproduction.get("overall", {}))]
+        rows = []
+        for lang, e in entries:
+            tds = []
+            for key, _, digits in cols:
+                v = e.get(key)
+                v = 100.0 * v if key == "share_reproduced" and v is not None else v
+                tds.append(json_td(v, cell_id("expansion", "reproduction", lang, key), reproduction_file, "expand_templates", digits))
+            rows.append(f'<tr><td class="rowhead">{escape(lang)}</td>{"".join(tds)}</tr>')
+        out += html_table("template-reproduction", ["language", *(h for _, h, _ in cols)], rows)
+    return out
+
+
+def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None = None) -> str:
+    """CrowS-Pairs, HateXplain (stand-in) and target-group bias from results/bias/summary.json."""
+    if doc is None:
+        return f"<p class='fail'>{escape(summary_file)} not found: the bias stages have not run.</p>"
+    out = ""
+    # CrowS-Pairs
+    crows = doc.get("crows_pairs") or {}
+    out += "<h3>CrowS-Pairs (share of pairs where the more-stereotyping sentence scores higher; ideal 50%)</h3>"
+    cols = [("metric_score", "metric score"), ("stereo_score", "stereo"), ("antistereo_score", "anti-stereo"), ("n_pairs", "pairs")]
+    rows = []
+    for name, e in crows.items():
+        stage = f"crows_pairs_{name}"
+        source = e.get("source") or summary_file
+        n = e.get("n_pairs")
+        incomplete = not e.get("complete")
+        note = f" (INCOMPLETE: {n} of {CROWS_TOTAL:,} pairs, a seeded sample)" if incomplete else ""
+        tds = "".join(json_td(e.get(k), cell_id("bias", "crows", name, k), source, stage, 1 if k != "n_pairs" else 0, note,
+                              "incomplete" if incomplete else "") for k, _ in cols)
+        label = f"{name} ({e.get('variant')} variant; model {e.get('model')})" + (" — incomplete run" if incomplete else "")
+        rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{tds}</tr>')
+    for model, vals in (doc.get("crows_pairs_paper_table2") or {}).items():
+        tds = "".join(published_td("crows_pairs_t2", model, "paper", k, vals.get(k), "Nangia et al. 2020, Table 2 (masked LM metric)") for k, _ in cols[:3])
+        rows.append(f'<tr><td class="rowhead">{escape(model)} (paper Table 2, masked)</td>{tds}<td class="missing">1,508</td></tr>')
+    out += html_table("crows-pairs", ["scorer", *(h for _, h in cols)], rows)
+    out += ("<p class='note'>The <b>masked</b> variant is the paper's pseudo-log-likelihood metric; the <b>causal</b> variant scores "
+            "whole-sentence log-likelihood as lm-evaluation-harness does and is not comparable with the paper's masked-LM figures. "
+            "Runs over fewer than all 1,508 pairs (e.g. the smoke profile's <code>crows_max_pairs</code>) are marked incomplete.</p>")
+    types = sorted({t for e in crows.values() for t in (e.get("bias_types") or {})})
+    if types:
+        rows = []
+        for t in types:
+            tds = []
+            for name, e in crows.items():
+                bt = (e.get("bias_types") or {}).get(t) or {}
+                tds.append(json_td(bt.get("score"), cell_id("bias", "crows", name, "bias_type", t), e.get("source") or summary_file,
+                                   f"crows_pairs_{name}", note=f", n={bt.get('n')}"))
+            rows.append(f'<tr><td class="rowhead">{escape(t)}</td>{"".join(tds)}</tr>')
+        out += html_table("crows-pairs-bias-types", ["bias type", *crows], rows, caption="CrowS-Pairs metric score per bias type (%)")
+    # HateXplain
+    hx = doc.get("hatexplain") or {}
+    paper6 = doc.get("hatexplain_paper_table6") or {}
+    out += "<h3>HateXplain: performance, bias and explainability (test set)</h3>"
+    names = {clf: (f"{clf} (stand-in)" if "standin" in clf or "stand-in" in str(e.get("model", "")) else clf) for clf, e in hx.items()}
+    standins = [c for c, n in names.items() if n.endswith("(stand-in)")]
+    if standins:
+        out += ("<p class='note'><b>Stand-in, not the paper's model:</b> " + escape(", ".join(standins)) + " is a TF-IDF + "
+                "logistic-regression classifier the pipeline trains on HateXplain's official split, with occlusion attributions; "
+                "its figures sit next to the paper's BERT [LIME] row of Table 6 for orientation only, not as a reproduction.</p>")
+    metrics6 = [("accuracy", "accuracy"), ("macro_f1", "macro F1"), ("auroc", "AUROC"), ("gmb_subgroup", "GMB-Subgroup"),
+                ("gmb_bpsn", "GMB-BPSN"), ("gmb_bnsp", "GMB-BNSP"), ("iou_f1", "IOU F1"), ("token_f1", "token F1"),
+                ("auprc", "AUPRC"), ("comprehensiveness", "comprehensiveness"), ("sufficiency", "sufficiency")]
+    rows = []
+    for key, label in metrics6:
+        tds = [json_td(e.get(key), cell_id("bias", "hatexplain", clf, key), e.get("source") or summary_file,
+                       f"hatexplain_metrics_{clf}", 3, f" ({e.get('method', '')} attributions, top {e.get('top_k')})" if key in ("iou_f1", "token_f1", "auprc", "comprehensiveness", "sufficiency") else "")
+               for clf, e in hx.items()]
+        pv = paper6.get(key)
+        if pv is None:
+            tds.append('<td class="missing">–</td>')
+        else:
+            cid = cell_id("published", "hatexplain_t6", "BERT", key)
+            src = paper6.get("model", "Mathew et al. 2021, Table 6")
+            tds.append(f'<td class="published" data-cell-id="{escape(cid)}" data-metrics="published" data-stage="{escape(src)}" title="{escape("Published: " + src)}">{pv:.3f}</td>')
+        rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
+    out += html_table("hatexplain-table6", ["metric", *names.values(), str(paper6.get("model", "paper Table 6"))], rows)
+    for clf, e in hx.items():
+        comm = e.get("communities") or []
+        rows = []
+        for r in comm:
+            tds = "".join(json_td(r.get(k), cell_id("bias", "hatexplain", clf, r["community"], k), e.get("source") or summary_file,
+                                  f"hatexplain_metrics_{clf}", 3, f", n={r.get('n')}") for k in ("subgroup_auc", "bpsn_auc", "bnsp_auc"))
+            rows.append(f'<tr><td class="rowhead">{escape(r["community"])}</td>{tds}</tr>')
+        out += html_table(f"hatexplain-communities-{slug(clf)}", ["community", "Subgroup AUC", "BPSN AUC", "BNSP AUC"], rows,
+                      caption=f"{names[clf]}: bias AUCs per community (toxic = hate speech or offensive)")
+    # target groups of the functional suites
+    targets = doc.get("targets") or {}
+    out += ("<h3>Target-group bias on the functional suites</h3><p class='note'>Subgroup / BPSN / BNSP AUCs with <code>target_ident</code> "
+            "as the community and p(hateful) as the score, per model and suite; GMB = generalised power mean (p = −5) over communities.</p>")
+    for model, e in targets.items():
+        source, stage = e.get("source") or summary_file, f"target_bias_{model}"
+        suites = e.get("suites") or {}
+        rows, flat = [], []
+        for suite, s in suites.items():
+            tds = "".join(json_td(s.get(k), cell_id("bias", "targets", model, suite, k), source, stage, 3 if k != "n_cases" else 0)
+                          for k in ("n_cases", "overall_auc", "gmb_subgroup", "gmb_bpsn", "gmb_bnsp"))
+            rows.append(f'<tr><td class="rowhead">{escape(suite)}</td>{tds}</tr>')
+            flat += [{"suite": suite, **r} for r in s.get("communities") or []]
+        out += f"<h4>{escape(model)}</h4>"
+        out += html_table(f"target-bias-{slug(model)}", ["suite", "cases", "overall AUC", "GMB-Subgroup", "GMB-BPSN", "GMB-BNSP"], rows)
+        if flat:
+            out += figure(auc_heatmaps(flat, f"{model}: target-group bias AUCs"), f"{model}: Subgroup / BPSN / BNSP AUC per target group and suite", f"fig-target-bias-{slug(model)}")
+            crow = []
+            for r in flat:
+                tds = "".join(json_td(r.get(k), cell_id("bias", "targets", model, r["suite"], r["community"], k), source, stage, 3, f", n={r.get('n')}")
+                              for k in ("subgroup_auc", "bpsn_auc", "bnsp_auc"))
+                crow.append(f'<tr><td class="rowhead">{escape(r["suite"])}</td><td class="rowhead">{escape(r["community"])}</td>{tds}</tr>')
+            out += ("<details><summary>per target group</summary>"
+                    + html_table(f"target-bias-communities-{slug(model)}", ["suite", "target group", "Subgroup AUC", "BPSN AUC", "BNSP AUC"], crow)
+                    + "</details>")
+    return out
