@@ -58,9 +58,9 @@ def test_snakemake_then_dvc_build_every_table(project, params):
     assert "Nothing to be done" in again.stdout + again.stderr
 
     # a nested key overridden from Snakemake's command line reaches only its stages
-    nested = run([str(BIN / "snakemake"), "-n", "--cores", "1", "--config", 'set=["datasets.davidson2017.seed=7"]', *targets], project)
+    nested = run([str(BIN / "snakemake"), "-n", "--cores", "1", *targets, "--config", 'set=["datasets.davidson2017.seed=7"]'], project)
     assert set(re.findall(r"rule (\S+):", nested.stdout)) == {"prepare_davidson2017", "validate_davidson2017", "preprocess_davidson2017_bert"}
-    typo = run([str(BIN / "snakemake"), "-n", "--cores", "1", "--config", "nosuchkey=1", *targets], project, check=False)
+    typo = run([str(BIN / "snakemake"), "-n", "--cores", "1", *targets, "--config", "nosuchkey=1"], project, check=False)
     assert typo.returncode != 0 and "nosuchkey" in typo.stdout + typo.stderr
 
     # a preprocessing parameter of one dataset re-runs only that dataset
