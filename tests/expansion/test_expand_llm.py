@@ -168,3 +168,30 @@ def test_quality_self_bleu_and_perplexity(tmp_path):
     ppl = quality.perplexity(["they are all them", "i hate the text"], str(tmp_path / "lm"))
     # a random model is close to uniform over the tiny vocabulary
     assert ppl["tokens"] > 9 and 5 < ppl["perplexity"] < 60
+
+
+def test_generate_stage_runs_with_its_declared_arguments(server, params, workdir, monkeypatch):
+    """`hatecheck-pipeline run expand_llm_generate_<language>`: the stage
+    function gets every declared expansion.llm key and the declared prompts file."""
+    import shutil
+
+    from conftest import REPO
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.core.stage import call
+    from hatecheck_pipeline.pipeline import expand
+
+    monkeypatch.setenv("FAKE_LLM_KEY", SECRET)
+    llm = {**llm_cfg(server, workdir / "cache"), "enabled": True, "languages": ["english"]}
+    on = {**params, "expansion": {**params["expansion"], "llm": llm}}
+    stage = next(s for s in expand.stages(on) if s.name == "expand_llm_generate_english")
+    for dep in stage.data_deps:
+        if dep.startswith("src/"):  # the shipped prompts file, at its declared path
+            (workdir / dep).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(REPO / dep, workdir / dep)
+    table = workdir / paths.interim_table("hatecheck")
+    table.parent.mkdir(parents=True)
+    pl.DataFrame({"functionality": ["derog_neg_emote_h"], "case_templ": ["I hate [IDENTITY_P]."], "text": ["x"],
+                  "language": ["english"]}).write_parquet(table)
+    line = call(stage, on)
+    assert line == "english: 9 candidates from 3 prompts (3 queried, 0 cached)"
+    assert pl.read_parquet(workdir / stage.all_outs[0]).height == 9

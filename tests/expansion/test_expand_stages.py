@@ -6,7 +6,7 @@ import json
 import polars as pl
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.stage import call
+from hatecheck_pipeline.core.stage import call, signature_mismatch
 from hatecheck_pipeline.pipeline import expand
 from hatecheck_pipeline.pipeline.registry import build_stages
 
@@ -48,3 +48,16 @@ def test_expanded_suites_feed_the_models_through_their_preprocess_stage(params):
     assert pre.run == "hatecheck_pipeline.expansion.preprocess:expand_preprocess"
     assert pre.all_outs == [paths.expanded_processed("perturbed_hatecheck", "bert")]
     assert paths.expanded_processed("perturbed_hatecheck", "bert") in stages["predict_B-D_perturbed_hatecheck"].data_deps
+
+
+def test_llm_branch_stages_take_exactly_their_declared_arguments(params):
+    """The LLM branch is off by default: check its stages with it switched on
+    (`dvc exp run -S expansion.llm.enabled=true`)."""
+    on = {**params, "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": True}}}
+    stages = {s.name: s for s in expand.stages(on)}
+    assert {"expand_llm_generate_english", "expand_llm_validate_english", "expand_quality"} <= set(stages)
+    for s in stages.values():
+        assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
+    gen = stages["expand_llm_generate_english"]
+    assert set(gen.params) >= {"base_url", "model", "prompts", "cache_dir", "demonstrations_from"}
+    assert gen.data_deps == [paths.interim_table("hatecheck"), "src/hatecheck_pipeline/resources/expansion/prompts.yaml"]

@@ -182,8 +182,6 @@ def signature_mismatch(stage: Stage) -> str | None:
     the function does not accept."""
     sig = inspect.signature(function_of(stage))
     names = {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    if any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values()):  # **settings: takes any declared name
-        names |= set(stage.args) | set(stage.inputs) | set(stage.outputs) | set(stage.params)
     required = {n for n in names if sig.parameters[n].default is inspect.Parameter.empty}
     declared = set(stage.args) | set(stage.inputs) | set(stage.outputs) | set(stage.params)
     problems = []

@@ -104,11 +104,20 @@ def api_key_present(cfg: Mapping[str, Any]) -> bool:
     return bool(cfg.get("api_key_env") and os.environ.get(cfg["api_key_env"]))
 
 
-def expand_llm_generate(language: str, demonstrations: Path, prompts_file: Path, candidates: Path, **llm_cfg: Any) -> str:
+def expand_llm_generate(language: str, demonstrations: Path, prompts_file: Path, candidates: Path, *, base_url: str,
+                        model: str, api_key_env: str | None, temperature: float, n_per_cell: int, max_tokens: int,
+                        timeout_s: float, seed: int, targets: list[str], slurs: Mapping[str, list[str]] | None,
+                        functionalities: list[str], prompts: str | None, cache_dir: str,
+                        demonstrations_from: str) -> str:
     """Stage: candidate cases for one language through the OpenAI-compatible
-    endpoint (responses cached content-addressed). ``llm_cfg``: the declared
-    ``expansion.llm`` keys; ``prompts_file``: the prompt templates."""
-    cfg = {**llm_cfg, "prompts": str(prompts_file)}
+    endpoint (responses cached content-addressed). The keyword arguments are
+    the declared ``expansion.llm`` keys; ``prompts_file``: the prompt
+    templates ``prompts`` names (or the shipped ones), ``demonstrations``:
+    the table of the ``demonstrations_from`` suite."""
+    cfg = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "temperature": temperature,
+           "n_per_cell": n_per_cell, "max_tokens": max_tokens, "timeout_s": timeout_s, "seed": seed,
+           "targets": targets, "slurs": slurs, "functionalities": functionalities, "prompts": str(prompts_file),
+           "cache_dir": cache_dir, "demonstrations_from": demonstrations_from}
     res = run_generate(demonstrations, language, cfg, candidates)
     return (f"{language}: {res['candidates']} candidates from {res['cells']} prompts "
             f"({res['queried']} queried, {res['cached']} cached)")

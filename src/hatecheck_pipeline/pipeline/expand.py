@@ -35,6 +35,14 @@ def template_inputs(params: Mapping[str, Any]) -> list[str]:
     return files + [f"{RESOURCES}/hatecheck_placeholders.yaml"]
 
 
+def perturb_sources(params: Mapping[str, Any]) -> dict[str, tuple[str, list[str] | None]]:
+    """Each perturbed table -> (the dataset it perturbs, its language filter;
+    None = all languages), built forwards from the configuration."""
+    known: dict[str, tuple[str, list[str] | None]] = {"perturbed_hatecheck": ("hatecheck", None)}
+    known |= {f"perturbed_mhc_{lang}": ("mhc", [lang]) for lang in params["datasets"]["mhc"]["languages"]}
+    return {name: known[name] for name in perturbed_tables(params)}
+
+
 def expanded_names(params: Mapping[str, Any]) -> list[str]:
     exp = params["expansion"]
     names = list(perturbed_tables(params))
@@ -119,9 +127,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
             params=TEMPLATE_KEYS,
         ))
     coverage = []
-    for name in perturbed_tables(params):
-        source = "hatecheck" if name == "perturbed_hatecheck" else "mhc"
-        languages = None if source == "hatecheck" else [name[len("perturbed_mhc_"):]]
+    for name, (source, languages) in perturb_sources(params).items():
         cov = paths.expansion_file(name, "coverage.json")
         coverage.append(cov)
         out_.append(Stage(

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -106,21 +104,42 @@ def stages_that_ran(stages: Iterable[Stage], started: float) -> list[Stage]:
     return [s for s in stages if Path(s.log).exists() and Path(s.log).stat().st_mtime >= started]
 
 
-def record_in_dvc(stages: Iterable[Stage], started: float, dvc: str | None = None) -> list[str]:
+def commit_stages(names: list[str], root: str | Path = ".") -> None:
+    """Record ``names`` in ``dvc.lock`` through DVC's API, in one process and
+    one write of the lock file: hash deps and outputs, put outputs in the
+    cache without re-linking them (the workspace files stay as they are), as
+    ``dvc commit --force`` does per target (which re-reads the project and
+    rewrites the lock once per stage: minutes for a whole report)."""
+    from dvc.repo import Repo
+
+    wanted = set(names)
+    with Repo(str(root)) as repo, repo.lock:
+        stages = [s for s in repo.index.stages if getattr(s, "name", None) in wanted]
+        missing = wanted - {s.name for s in stages}
+        if missing:
+            raise RuntimeError(f"dvc.yaml has no stage(s) {sorted(missing)}: run `hatecheck-pipeline dag write`")
+        by_file: dict[Any, list[Any]] = {}
+        for stage in stages:
+            stage.save()
+            stage.commit(relink=False)
+            by_file.setdefault(stage.dvcfile, []).append(stage)
+        for dvcfile, group in by_file.items():
+            dvcfile.dump_stages(group, update_pipeline=False)
+
+
+def record_in_dvc(stages: Iterable[Stage], started: float) -> list[str]:
     """Commit the stages that ran since ``started`` into ``dvc.lock`` (outputs
     cached, nothing re-run), keeping their outputs' modification times."""
     ran = stages_that_ran(stages, started)
     if not ran:
         return []
     stamps = _stamps(o for s in ran for o in s.all_outs)
-    exe = dvc or str(Path(sys.executable).parent / "dvc")
-    cmd = [exe if Path(exe).exists() else "dvc", "commit", "--force", "--quiet", *(s.name for s in ran)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    for path, (atime, mtime) in stamps.items():
-        if os.path.lexists(path):
-            os.utime(path, ns=(atime, mtime), follow_symlinks=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"`{' '.join(cmd[:4])} ...` failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    try:
+        commit_stages([s.name for s in ran])
+    finally:
+        for path, (atime, mtime) in stamps.items():
+            if os.path.lexists(path):
+                os.utime(path, ns=(atime, mtime), follow_symlinks=False)
     return [s.name for s in ran]
 
 
