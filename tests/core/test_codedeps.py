@@ -17,21 +17,22 @@ def test_closure_follows_imports_transitively_including_function_level_ones():
     assert "hatecheck_pipeline.data.validate" in closure
     assert "hatecheck_pipeline.data.schemes" in closure
     assert "hatecheck_pipeline.core.files" in closure
-    assert "hatecheck_pipeline" in closure and "hatecheck_pipeline.data" in closure  # packages run on import
+    assert "hatecheck_pipeline" in closure  # a package __init__ that runs code (sets __version__)
+    assert "hatecheck_pipeline.data" not in closure  # a docstring-only package __init__ runs nothing
     assert "hatecheck_pipeline.models.train" not in closure
 
 
 def test_relative_and_submodule_imports_are_resolved(tmp_path):
     pkg = tmp_path / "hatecheck_pipeline"
     (pkg / "sub").mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text('"""Only a docstring."""\n')
+    (pkg / "sub" / "__init__.py").write_text("VERSION = 1\n")
     (pkg / "sub" / "a.py").write_text("from . import b\nfrom .c import thing\n")
     (pkg / "sub" / "b.py").write_text("def f():\n    from hatecheck_pipeline import d\n")
     (pkg / "sub" / "c.py").write_text("thing = 1\n")
     (pkg / "d.py").write_text("import json\n")
     closure = codedeps.closure.__wrapped__("hatecheck_pipeline.sub.a", tmp_path)
-    assert set(closure) == {"hatecheck_pipeline", "hatecheck_pipeline.sub", "hatecheck_pipeline.sub.a",
+    assert set(closure) == {"hatecheck_pipeline.sub", "hatecheck_pipeline.sub.a",
                             "hatecheck_pipeline.sub.b", "hatecheck_pipeline.sub.c", "hatecheck_pipeline.d"}
 
 

@@ -3,7 +3,8 @@
 A stage's code is its function's module plus every project module that
 module imports, transitively (imports inside functions count too: they run
 when the stage runs), plus the ``__init__.py`` of every package on the way
-(Python executes them on import). The graph is read with :mod:`ast`, never
+that runs code (Python executes them on import; one holding only a
+docstring runs nothing and is left out). The graph is read with :mod:`ast`, never
 by importing, so it is cheap and has no side effects.
 """
 
@@ -67,6 +68,21 @@ def with_parents(module: str) -> list[str]:
 
 
 @lru_cache(maxsize=None)
+def runs_code(module: str, src: Path = SRC) -> bool:
+    """Whether importing the module's own file executes anything (a package
+    ``__init__.py`` holding only a docstring does not)."""
+    file = module_file(module, src)
+    if file is None:
+        return False
+    if file.name != "__init__.py":
+        return True
+    body = ast.parse(file.read_text("utf-8"), str(file)).body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        body = body[1:]
+    return bool(body)
+
+
+@lru_cache(maxsize=None)
 def closure(module: str, src: Path = SRC) -> tuple[str, ...]:
     """The module and every project module it imports, transitively (sorted)."""
     seen: set[str] = set()
@@ -77,7 +93,7 @@ def closure(module: str, src: Path = SRC) -> tuple[str, ...]:
             if m not in seen and module_file(m, src) is not None:
                 seen.add(m)
                 todo.extend(direct_imports(m, src))
-    return tuple(sorted(seen))
+    return tuple(sorted(m for m in seen if runs_code(m, src)))
 
 
 def code_files(module: str, src: Path = SRC) -> list[str]:

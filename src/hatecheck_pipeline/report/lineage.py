@@ -51,8 +51,10 @@ class Chain:
 def read_lock(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
-        raise LineageError(f"{path}: no dvc.lock (run the pipeline with `dvc repro` first; it is the lineage record)")
-    doc = yaml.safe_load(path.read_text("utf-8")) or {}
+        raise LineageError(f"{path}: no lineage record yet: build the target with `snakemake --cores 2 <target>` "
+                           "or `dvc repro` (both write dvc.lock)")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the lock of a whole report is ~0.5 MB
+    doc = yaml.load(path.read_text("utf-8"), Loader=loader) or {}
     return doc.get("stages", {})
 
 
