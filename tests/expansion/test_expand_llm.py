@@ -176,6 +176,7 @@ def test_generate_stage_runs_with_its_declared_arguments(server, params, workdir
     import shutil
 
     from conftest import REPO
+
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.core.stage import call
     from hatecheck_pipeline.pipeline import expand

@@ -41,7 +41,17 @@ def final_targets():
     return hc_registry.final_targets(PARAMS)
 
 
+onstart:
+    # DVC's repository lock, held for the run: `dvc repro` meanwhile refuses.
+    hc_runners.hold_dvc_lock()
+
+
+onerror:
+    hc_runners.release_dvc_lock()
+
+
 onsuccess:
+    hc_runners.release_dvc_lock()
     # Record exactly the stages that ran in dvc.lock (outputs cached, nothing re-run).
     ran = hc_runners.record_in_dvc(STAGES, STARTED)
     if ran:

@@ -174,3 +174,62 @@ def build_missing(params: Mapping[str, Any], targets: Iterable[str], echo=print)
     for target in targets:
         ensure(target)
     return ran
+
+
+_HELD: dict[str, Any] = {}
+DVC_LOCK = ".dvc/tmp/lock"
+
+
+def hold_dvc_lock(root: str | Path = ".") -> bool:
+    """Hold DVC's repository lock for the length of a Snakemake run, so that
+    a `dvc repro` (or `dvc commit`) started meanwhile refuses instead of
+    writing the same outputs, and a Snakemake run started while DVC works
+    refuses too. False where the workspace is not a DVC project."""
+    from dvc.lock import LockError, make_lock
+
+    from hatecheck_pipeline.core.errors import PipelineError
+
+    lockfile = Path(root) / DVC_LOCK
+    if not lockfile.parent.parent.is_dir():
+        return False
+    lockfile.parent.mkdir(exist_ok=True)
+    lock = make_lock(str(lockfile), tmp_dir=str(lockfile.parent))
+    try:
+        lock.lock()
+    except LockError as exc:
+        raise PipelineError(f"{lockfile}: DVC is running in this workspace (its repository lock is held); "
+                            "wait for it to finish, then run Snakemake again") from exc
+    busy = dvc_stage_runs(lockfile.parent / "rwlock")
+    if busy:
+        lock.unlock()
+        raise PipelineError(f"{lockfile.parent / 'rwlock'}: DVC is running a stage in this workspace ({busy}); "
+                            "wait for it to finish, then run Snakemake again")
+    _HELD["lock"] = lock
+    return True
+
+
+def dvc_stage_runs(rwlock: Path) -> str:
+    """The live DVC processes that hold stage outputs (``dvc repro`` releases
+    the repository lock while a stage's command runs, and records it here)."""
+    import json
+
+    try:
+        doc = json.loads(rwlock.read_text("utf-8"))
+    except (OSError, ValueError):
+        return ""
+    infos = [i for group in ("read", "write") for entries in (doc.get(group) or {}).values()
+             for i in (entries if isinstance(entries, list) else [entries])]
+    live = {}
+    for info in infos:
+        try:
+            os.kill(int(info["pid"]), 0)
+        except (OSError, KeyError, ValueError, TypeError):
+            continue
+        live[info["pid"]] = info.get("cmd", "")
+    return "; ".join(f"PID {pid}: {cmd}" for pid, cmd in live.items())
+
+
+def release_dvc_lock() -> None:
+    lock = _HELD.pop("lock", None)
+    if lock is not None and lock.is_locked:
+        lock.unlock()

@@ -1,0 +1,94 @@
+"""The glue that makes Snakemake and DVC compose: parameter files tracked by
+content, the lock record, and one runner at a time per workspace."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.stage import Stage, out
+from hatecheck_pipeline.pipeline import runners
+
+
+def stage(name="prepare_x", key="datasets.x"):
+    return Stage(name, "prepare", "m:f", outputs={"o": out(f"data/{name}.parquet")}, params={"settings": key})
+
+
+PARAMS = {"datasets": {"x": {"seed": 1}}}
+
+
+def write_lock(workdir, seed):
+    (workdir / "dvc.lock").write_text(
+        "schema: '2.0'\nstages:\n  prepare_x:\n    cmd: c\n    params:\n      params.yaml:\n"
+        f"        datasets.x:\n          seed: {seed}\n"
+    )
+
+
+def test_params_file_changes_only_with_the_values(workdir):
+    s = stage()
+    assert runners.sync_params_files([s], PARAMS) == ["prepare_x"]
+    path = workdir / runners.params_file(s)
+    assert json.loads(path.read_text()) == {"datasets.x": {"seed": 1}}
+    before = path.stat().st_mtime_ns
+    time.sleep(0.01)
+    assert runners.sync_params_files([s], PARAMS) == []  # same values: untouched
+    assert path.stat().st_mtime_ns == before
+    assert runners.sync_params_files([s], {"datasets": {"x": {"seed": 2}}}) == ["prepare_x"]
+    assert path.stat().st_mtime > before / 1e9 - 1
+
+
+def test_values_the_lock_already_records_are_no_reason_to_run(workdir):
+    """After `dvc repro` with new values, Snakemake must not redo the stage."""
+    s = stage()
+    runners.sync_params_files([s], PARAMS)
+    write_lock(workdir, 2)  # DVC ran the stage with seed 2
+    assert runners.sync_params_files([s], {"datasets": {"x": {"seed": 2}}}) == []
+    assert (workdir / runners.params_file(s)).stat().st_mtime == runners.OLD
+    assert runners.sync_params_files([s], {"datasets": {"x": {"seed": 3}}}) == ["prepare_x"]  # not recorded: run
+
+
+def test_stages_that_ran_are_read_from_their_logs(workdir):
+    a, b = stage("a"), stage("b")
+    (workdir / "logs").mkdir()
+    (workdir / a.log).write_text("old")
+    os.utime(workdir / a.log, (1, 1))
+    started = time.time() - 1
+    (workdir / b.log).write_text("new")
+    assert [s.name for s in runners.stages_that_ran([a, b], started)] == ["b"]
+
+
+def test_a_live_dvc_stage_run_blocks_snakemake_naming_it(workdir):
+    (workdir / ".dvc" / "tmp").mkdir(parents=True)
+    rw = {"read": {}, "write": {str(workdir / "data/x"): {"pid": os.getpid(), "cmd": "dvc repro prepare_x"}}}
+    (workdir / ".dvc/tmp/rwlock").write_text(json.dumps(rw))
+    with pytest.raises(PipelineError, match=r"rwlock: DVC is running a stage.*dvc repro prepare_x"):
+        runners.hold_dvc_lock()
+    rw["write"][str(workdir / "data/x")]["pid"] = 2**22 + 12345  # a dead process: stale entry, ignored
+    (workdir / ".dvc/tmp/rwlock").write_text(json.dumps(rw))
+    assert runners.hold_dvc_lock() is True
+    runners.release_dvc_lock()
+
+
+def test_the_dvc_repository_lock_held_elsewhere_blocks_snakemake(workdir):
+    (workdir / ".dvc" / "tmp").mkdir(parents=True)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time; from dvc.lock import make_lock\n"
+        "l = make_lock('.dvc/tmp/lock', tmp_dir='.dvc/tmp'); l.lock(); print('held', flush=True); time.sleep(30)")],
+        cwd=workdir, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(PipelineError, match=r"\.dvc/tmp/lock: DVC is running"):
+            runners.hold_dvc_lock()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert runners.hold_dvc_lock() is True
+    runners.release_dvc_lock()
+
+
+def test_no_dvc_project_no_lock(workdir):
+    assert runners.hold_dvc_lock() is False
