@@ -24,7 +24,7 @@ def params():
 def test_stage_declarations(params):
     stages = {s.name: s for s in audits.stages(params)}
     for s in stages.values():
-        assert s.phase == "bias" and signature_mismatch(s) is None, s.name
+        assert s.phase == "audits" and signature_mismatch(s) is None, s.name
     for name in audits.crows_scorers(params):
         s = stages[f"crows_pairs_{name}"]
         assert {"profile", "profiles"} <= set(s.param_keys)
