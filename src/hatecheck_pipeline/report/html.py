@@ -43,21 +43,6 @@ td.incomplete{background:#fff3cd}
 nav a{margin-right:1em}
 """
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;line-height:1.4}
-h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.4em}
-table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.2em .5em;text-align:right}th{background:#f3f3f3}
-td.rowhead,th.rowhead{text-align:left}
-td.below{background:#f8d7da;color:#842029;font-weight:600}
-td.published{background:#eef3fb;font-style:italic}
-td.missing{color:#999}
-td.incomplete{background:#fff3cd}
-.ok{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
-.note{color:#555;font-size:.9em}figure{margin:1em 0}figure img{max-width:100%}
-nav a{margin-right:1em}
-"""
-
 
 def read_cells(table_files: Mapping[str, str | Path]) -> dict[str, pl.DataFrame]:
     """Long tables by name; a table not produced (no such models) is empty."""
