@@ -32,9 +32,12 @@ def project_root(start: Path | None = None) -> Path:
     return (start or Path.cwd()).resolve()
 
 
-def read_yaml(path: Path) -> Any:
+def read_yaml(path: str | Path) -> Any:
+    """A YAML file, parsed safely (libyaml's C loader where it is built:
+    a whole report's dvc.lock is ~0.5 MB)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with open(path, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return yaml.load(fh, Loader=loader)
 
 
 def parse_override(item: str) -> tuple[str, Any]:

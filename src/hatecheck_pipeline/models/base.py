@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import ConfigError, active_profile
+from hatecheck_pipeline.core.config import ConfigError, profile
 
 # What each symbolic name really is (for model cards, logs and the report:
 # a stand-in is never called XLM-T or BERT-base).
@@ -78,14 +78,14 @@ def describe(ref: str) -> str:
     return DESCRIPTIONS.get(ref, ref)
 
 
-def role_ref(profile: Mapping[str, Any], role: str) -> str:
-    """A profile's base model reference for a role."""
-    return profile["base_models"][role]
+def role_ref(settings: Mapping[str, Any], role: str) -> str:
+    """A profile's base model reference for a role (``settings``: the profile)."""
+    return settings["base_models"][role]
 
 
 def base_ref(params: Mapping[str, Any], model: str) -> str:
     """The active profile's base model reference for a model's role."""
-    return role_ref(active_profile(params["profile"], params["profiles"]), params["models"][model]["role"])
+    return role_ref(profile(params), params["models"][model]["role"])
 
 
 def content_hash(path: str | Path, chunk: int = 1 << 20) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.config import profile
 from hatecheck_pipeline.core.stage import Stage, metric, out
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -54,7 +54,7 @@ def convert_stages(params: Mapping[str, Any]) -> list[Stage]:
 
 def train_stage(params: Mapping[str, Any], model: str) -> Stage:
     spec = params["models"][model]
-    prof = active_profile(params["profile"], params["profiles"])
+    prof = profile(params)
     return Stage(
         f"train_{model}",
         "train",
@@ -85,7 +85,7 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
 
 def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     spec = params["models"][model]
-    prof = active_profile(params["profile"], params["profiles"])
+    prof = profile(params)
     keys = {**PROFILE_PARAMS}
     keys["seed"] = f"models.{model}.seed"
     keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction", "amp": "training.amp"}

@@ -13,9 +13,12 @@ both runners keep it true:
   nothing to redo.
 - **Snakemake records in DVC.** After a successful Snakemake run,
   :func:`record_in_dvc` commits exactly the stages that ran into ``dvc.lock``
-  (one ``dvc commit``, after every job finished: no two processes on DVC's
-  lock) and puts back the outputs' modification times, which DVC's cache
-  links change, so the next Snakemake run still has nothing to do.
+  (through DVC's API in this one process, after every job finished, one
+  write of the lock; outputs cached without re-linking them) and keeps the
+  outputs' modification times, so the next Snakemake run still has nothing
+  to do.
+- **One runner at a time.** :func:`hold_dvc_lock` holds DVC's repository
+  lock for a Snakemake run and refuses while a ``dvc repro`` stage runs.
 - **Threads.** ``core.cpu.machine_cores`` is what the machine really has; rules
   never ask for more, and a global ``cpu_cores`` resource stops Snakemake from
   running more threads at once than there are cores, whatever ``--cores`` says.
@@ -28,9 +31,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-import yaml
-
-from hatecheck_pipeline.core.config import PARAMS_FILE
+from hatecheck_pipeline.core.config import PARAMS_FILE, read_yaml
 from hatecheck_pipeline.core.stage import Stage
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
@@ -50,8 +51,7 @@ def locked_params(lock_path: str | Path = "dvc.lock") -> dict[str, dict[str, Any
     path = Path(lock_path)
     if not path.exists():
         return {}
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    lock = yaml.load(path.read_text("utf-8"), Loader=loader) or {}
+    lock = read_yaml(path) or {}
     out: dict[str, dict[str, Any]] = {}
     for name, entry in (lock.get("stages") or {}).items():
         flat: dict[str, Any] = {}
@@ -78,7 +78,7 @@ def sync_params_files(stages: Iterable[Stage], params: Mapping[str, Any], lock_p
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, "utf-8")
-        if _canonical(lock.get(s.name, {})) == text and s.name in lock:
+        if s.name in lock and _canonical(lock[s.name]) == text:
             os.utime(tmp, (OLD, OLD))
         else:
             touched.append(s.name)
@@ -211,8 +211,6 @@ def hold_dvc_lock(root: str | Path = ".") -> bool:
 def dvc_stage_runs(rwlock: Path) -> str:
     """The live DVC processes that hold stage outputs (``dvc repro`` releases
     the repository lock while a stage's command runs, and records it here)."""
-    import json
-
     try:
         doc = json.loads(rwlock.read_text("utf-8"))
     except (OSError, ValueError):

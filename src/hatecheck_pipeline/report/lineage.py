@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import yaml
-
+from hatecheck_pipeline.core.config import read_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 
 CODE_PREFIX = "src/"
@@ -53,8 +52,7 @@ def read_lock(path: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise LineageError(f"{path}: no lineage record yet: build the target with `snakemake --cores 2 <target>` "
                            "or `dvc repro` (both write dvc.lock)")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the lock of a whole report is ~0.5 MB
-    doc = yaml.load(path.read_text("utf-8"), Loader=loader) or {}
+    doc = read_yaml(path) or {}
     return doc.get("stages", {})
 
 
