@@ -53,9 +53,6 @@ def plot(path: str, **axes: str) -> Out:
     return Out(path, "plots", plot=tuple(axes.items()))
 
 
-Inputs = Mapping[str, "str | list[str] | Mapping[str, str]"]
-
-
 def flatten(value: Any) -> Iterator[str]:
     """The paths of one named input (a path, a list or a mapping of paths)."""
     if isinstance(value, str):

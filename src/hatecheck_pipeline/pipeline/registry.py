@@ -60,14 +60,6 @@ def stage_by_name(params: Mapping[str, Any], name: str) -> Stage:
     raise ConfigError(f"no stage named {name!r} in the pipeline (see `hatecheck-pipeline dag list`)")
 
 
-def producer_of(params: Mapping[str, Any], path: str) -> Stage | None:
-    """The stage that writes ``path`` (None for a source file)."""
-    for s in build_stages(params):
-        if path in s.all_outs:
-            return s
-    return None
-
-
 def final_targets(params: Mapping[str, Any]) -> list[str]:
     """Everything the pipeline produces (Snakemake's ``rule all``)."""
     return [o.path for s in build_stages(params) for o in s.snakemake_outs]
