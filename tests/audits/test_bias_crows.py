@@ -75,8 +75,10 @@ def test_causal_log_likelihood_padding_and_prefix(tokenizer):
 
     torch.manual_seed(1)
     lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=16, n_layer=1, n_head=2, n_positions=32)).eval()
-    sents = ["the man is a good doctor .", "poor kids ."]
+    # lengths 8, 4, 6, 3 tokens: batched by length ([4, 3], [8, 6]), returned in input order
+    sents = ["the man is a good doctor .", "poor kids .", "rich people are lazy .", "a nurse ."]
     got = crows.causal_log_likelihoods(lm, tokenizer, sents, batch_size=2)
+    assert len(got) == len(sents)
     for s, g in zip(sents, got):
         ids = [tokenizer.bos_token_id] + tokenizer(s, add_special_tokens=False)["input_ids"]
         with torch.no_grad():

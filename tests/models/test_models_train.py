@@ -286,3 +286,26 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
     # a base the stage does not declare is an error, not a silent path lookup
     with pytest.raises(Exception, match="not among the stage's base model inputs"):
         call(dataclasses.replace(train, inputs={"data": [str(data)], "bases": {}}), params)
+
+
+def test_frozen_word_embeddings_keep_their_pretrained_values(base, data, tmp_path):
+    frozen = {**PROFILE, "freeze_embeddings": True}
+    log = training.run(
+        "TINY", str(base), [data], RECIPE, frozen, 7, tmp_path / "final", tmp_path / "ckpt",
+        tmp_path / "log.json", tmp_path / "card.json", threads=1, progress=False,
+    )  # fmt: skip
+    assert log["freeze_embeddings"] is True
+    before = load_file(str(base / "model.safetensors"))
+    after = load_file(str(tmp_path / "final" / "model.safetensors"))
+    key = next(k for k in after if k.endswith("word_embeddings.weight"))
+    base_key = next(k for k in before if k.endswith("word_embeddings.weight"))
+    assert torch.equal(after[key], before[base_key])
+    # everything else trained: the encoder's first layer moved away from the base
+    plain = {k.removeprefix("bert."): v for k, v in before.items()}
+    moved = [k for k in after if "layer.0." in k and k.removeprefix("bert.") in plain]
+    assert moved and any(not torch.equal(after[k], plain[k.removeprefix("bert.")]) for k in moved)
+    card = json.loads((tmp_path / "card.json").read_text())
+    assert card["budget"]["freeze_embeddings"] is True and "word embeddings frozen" in card["budget_note"]
+    # a different freezing choice is a different training run (checkpoints not reused)
+    unfrozen = run_training(base, data, tmp_path / "unfrozen")
+    assert unfrozen["freeze_embeddings"] is False

@@ -103,28 +103,38 @@ def masked_pair_scores(model, tokenizer, sent1: str, sent2: str, batch_size: int
     return s1, s2, len(keep)
 
 
-def causal_log_likelihoods(model, tokenizer, sentences: Sequence[str], batch_size: int = 16) -> list[float]:
+def causal_log_likelihoods(model, tokenizer, sentences: Sequence[str], batch_size: int = 16, progress: bool = False) -> list[float]:
     """Sum of log P(token | prefix, previous tokens) over each whole
     sentence, the prefix being BOS (else EOS) as in lm-evaluation-harness
-    for an empty context."""
+    for an empty context.
+
+    Sentences are tokenised once and batched by length (one forward per
+    batch of similar lengths, little padding); results come back in the
+    input order. Right padding keeps the real tokens' positions, so a
+    sentence's score does not depend on its batch."""
     import torch
+    from tqdm.auto import tqdm
 
     prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else prefix
-    out: list[float] = []
-    with torch.no_grad():
-        for start in range(0, len(sentences), batch_size):
-            seqs = [[prefix] + tokenizer(s, add_special_tokens=False)["input_ids"] for s in sentences[start : start + batch_size]]
-            width = max(map(len, seqs))
-            ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-            att = torch.zeros((len(seqs), width), dtype=torch.long)
-            for i, s in enumerate(seqs):  # right padding: positions of real tokens unchanged
-                ids[i, : len(s)] = torch.tensor(s)
-                att[i, : len(s)] = 1
+    seqs = [[prefix] + ids for ids in tokenizer(list(sentences), add_special_tokens=False)["input_ids"]]
+    order = sorted(range(len(seqs)), key=lambda i: (len(seqs[i]), i))
+    out = [0.0] * len(seqs)
+    starts = range(0, len(order), batch_size)
+    with torch.inference_mode():
+        for start in tqdm(starts, desc="crows-pairs (causal)", disable=not progress, mininterval=10):
+            chunk = order[start : start + batch_size]
+            width = max(len(seqs[i]) for i in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            att = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, i in enumerate(chunk):
+                ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
+                att[row, : len(seqs[i])] = 1
             logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
             target = logits.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).double()
             logp = target - torch.logsumexp(logits, dim=-1).double()  # log-softmax of the target only
-            out += (logp * att[:, 1:]).sum(dim=1).tolist()
+            for row, value in zip(chunk, (logp * att[:, 1:]).sum(dim=1).tolist()):
+                out[row] = value
     return out
 
 
@@ -157,12 +167,10 @@ def score_pairs(
             sc1, sc2, n = masked_scorer(s1, s2)
             more, less = (sc1, sc2) if r["stereo_antistereo"] == "stereo" else (sc2, sc1)
             rows.append({**r, "sent_more_score": more, "sent_less_score": less, "n_masked": n})
-    elif variant == "causal":
-        for start in tqdm(range(0, len(records), batch_size), desc="crows-pairs (causal)", mininterval=10):
-            chunk = records[start : start + batch_size]
-            scores = causal_scorer([s for r in chunk for s in (r["sent_more"], r["sent_less"])])
-            for i, r in enumerate(chunk):
-                rows.append({**r, "sent_more_score": scores[2 * i], "sent_less_score": scores[2 * i + 1], "n_masked": None})
+    elif variant == "causal":  # every sentence at once: the scorer batches them by length
+        scores = causal_scorer([s for r in records for s in (r["sent_more"], r["sent_less"])])
+        for i, r in enumerate(records):
+            rows.append({**r, "sent_more_score": scores[2 * i], "sent_less_score": scores[2 * i + 1], "n_masked": None})
     else:
         raise ValueError(f"unknown CrowS-Pairs variant {variant!r}: use one of {VARIANTS}")
     frame = pl.DataFrame(rows, schema_overrides={"n_masked": pl.Int64})
@@ -276,7 +284,7 @@ def run(
         variant,
         model,
         masked_scorer=(lambda a, b: masked_pair_scores(net, tok, a, b, batch_size)) if variant == "masked" else None,
-        causal_scorer=(lambda s: causal_log_likelihoods(net, tok, s, batch_size)) if variant == "causal" else None,
+        causal_scorer=(lambda s: causal_log_likelihoods(net, tok, s, batch_size, progress=True)) if variant == "causal" else None,
         batch_size=batch_size,
     )
     seconds = time.perf_counter() - started

@@ -46,10 +46,13 @@ def run_stage(stage: str) -> None:
     """Run one stage of the registry (see `dag list`) with exactly its
     declared inputs, outputs and parameters."""
     from hatecheck_pipeline.core.stage import call
+    from hatecheck_pipeline.core.usage import recorded
     from hatecheck_pipeline.pipeline.registry import stage_by_name
 
     params = load()
-    result = call(stage_by_name(params, stage), params)
+    found = stage_by_name(params, stage)
+    with recorded(found.name, found.phase):  # logs/benchmarks/<stage>.json
+        result = call(found, params)
     if result:
         typer.echo(result)
 

@@ -40,8 +40,14 @@ def segment_hashtags(text: str) -> str:
     >>> segment_hashtags("so #BuildTheWall now")
     'so build the wall now'
     """
-    seg = _segmenter()
-    return HASHTAG_RE.sub(lambda m: " ".join(seg.segment(m.group(1))) or m.group(0), text)
+    return HASHTAG_RE.sub(lambda m: _segment_tag(m.group(1)) or m.group(0), text)
+
+
+@lru_cache(maxsize=65536)
+def _segment_tag(tag: str) -> str:
+    """One hashtag's words (memoised: a corpus repeats its hashtags, and
+    HTML entities such as ``&#128514;`` match the hashtag pattern too)."""
+    return " ".join(_segmenter().segment(tag))
 
 
 def apply_scheme(text: pl.Expr, scheme: Mapping[str, Any]) -> pl.Expr:

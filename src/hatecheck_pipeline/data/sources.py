@@ -8,9 +8,11 @@ check; with a mirror, nothing touches the network.
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -45,8 +47,14 @@ class RawFile:
 
 
 def load_registry() -> dict:
+    """The raw-file registry (parsed once per process, libyaml's C loader)."""
+    return copy.deepcopy(_registry())
+
+
+@lru_cache(maxsize=1)
+def _registry() -> dict:
     text = resources.files("hatecheck_pipeline").joinpath("resources/raw_sources.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def raw_files(source: str, registry: dict | None = None) -> list[RawFile]:

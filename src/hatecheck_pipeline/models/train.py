@@ -304,12 +304,17 @@ def save_best(ckpt_dir: Path, model) -> None:
 # The loop
 
 
-def load_for_training(base: str, dropout: float, seed: int):
-    """A 2-label classifier from a base model (head seeded)."""
+def load_for_training(base: str, dropout: float, seed: int, freeze_embeddings: bool = False):
+    """A 2-label classifier from a base model (head seeded). With
+    ``freeze_embeddings`` the word-embedding matrix keeps its pretrained
+    values (no gradient, no optimiser state): most of a multilingual
+    encoder's parameters, and a known aid to zero-shot cross-lingual
+    transfer, since languages unseen in fine-tuning keep embeddings that
+    stay aligned with the fine-tuned encoder."""
     from transformers import AutoModelForSequenceClassification
 
     torch.manual_seed(seed)
-    return AutoModelForSequenceClassification.from_pretrained(
+    model = AutoModelForSequenceClassification.from_pretrained(
         base,
         num_labels=2,
         id2label=ID2LABEL,
@@ -317,6 +322,9 @@ def load_for_training(base: str, dropout: float, seed: int):
         hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
     )
+    if freeze_embeddings:
+        model.get_input_embeddings().weight.requires_grad_(False)
+    return model
 
 
 def train_loop(
@@ -361,9 +369,10 @@ def train_loop(
     total = steps_per_epoch * recipe.epochs
 
     no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+    trainable = [(nm, p) for nm, p in model.named_parameters() if p.requires_grad]
     groups = [
-        {"params": [p for nm, p in model.named_parameters() if not nm.endswith(no_decay)], "weight_decay": recipe.weight_decay},
-        {"params": [p for nm, p in model.named_parameters() if nm.endswith(no_decay)], "weight_decay": 0.0},
+        {"params": [p for nm, p in trainable if not nm.endswith(no_decay)], "weight_decay": recipe.weight_decay},
+        {"params": [p for nm, p in trainable if nm.endswith(no_decay)], "weight_decay": 0.0},
     ]
     opt = torch.optim.AdamW(groups, lr=recipe.lr)
     sched = get_linear_schedule_with_warmup(opt, int(recipe.warmup_ratio * total), total)
@@ -482,6 +491,7 @@ def grid_search(
     ckpt_dir: Path,
     fingerprint: Mapping[str, Any],
     max_epochs: int | None = None,
+    freeze_embeddings: bool = False,
     amp: bool = True,
     eval_batch_size: int = 64,
     progress: bool = True,
@@ -523,7 +533,7 @@ def grid_search(
             print(f"grid trial {i}/{len(trials)} {name}: recorded, skipped", flush=True)
             continue
         print(f"grid trial {i}/{len(trials)} {name}", flush=True)
-        model = load_for_training(base, r.dropout, seed)
+        model = load_for_training(base, r.dropout, seed, freeze_embeddings)
         log = train_loop(
             model, tokenizer, train_split, dev_split, r,
             seed=seed, max_length=max_length, ckpt_dir=ckpt_dir / "trials" / name,
@@ -545,7 +555,7 @@ def grid_search(
         os.replace(tmp, record)
         shutil.rmtree(ckpt_dir / "trials" / name, ignore_errors=True)
     assert best is not None
-    model = load_for_training(base, recipe.dropout, seed)
+    model = load_for_training(base, recipe.dropout, seed, freeze_embeddings)
     load_model(model, str(ckpt_dir / "grid" / "best" / "model.safetensors"), device="cpu")
     model.to(pick_device())
     ordered = [done[trial_name(r)] for r in trials]
@@ -615,6 +625,7 @@ def run(
     torch.set_num_threads(bounded_threads(threads))
     resolved = basemodels.resolve(base_ref, bases)
     recipe = Recipe.from_params(recipe_params, profile.get("max_epochs"))
+    freeze = bool(profile.get("freeze_embeddings", False))
     train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed)
     data_hashes = {str(f): basemodels.content_hash(f) for f in data_files}
     base_hash = basemodels.local_hash(resolved)
@@ -626,6 +637,7 @@ def run(
         "seed": seed,
         "max_length": profile["max_length"],
         "max_train_per_model": profile.get("max_train_per_model"),
+        "freeze_embeddings": freeze,
     }
     tokenizer = basemodels.load_tokenizer(resolved)
     common = dict(
@@ -639,12 +651,16 @@ def run(
         on_checkpoint=on_checkpoint,
     )
     if recipe.grid_search:
-        model, log = grid_search(resolved, tokenizer, train_split, dev_split, recipe, max_epochs=profile.get("max_epochs"), **common)
+        model, log = grid_search(
+            resolved, tokenizer, train_split, dev_split, recipe,
+            max_epochs=profile.get("max_epochs"), freeze_embeddings=freeze, **common,
+        )  # fmt: skip
     else:
-        model = load_for_training(resolved, recipe.dropout, seed)
+        model = load_for_training(resolved, recipe.dropout, seed, freeze)
         log = train_loop(model, tokenizer, train_split, dev_split, recipe, **common)
     log["model"] = model_name
     log["data"] = counts
+    log["freeze_embeddings"] = freeze
 
     def write(tmp: Path) -> None:
         model.cpu().save_pretrained(tmp)
@@ -664,14 +680,15 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings")},
         "budget_note": (
             f"training data subsampled to at most {profile['max_train_per_model']} train examples"
             f" ({per_dataset_cap(profile['max_train_per_model'], len(data_files))} per dataset, stratified)"
             if profile.get("max_train_per_model")
             else "full training data"
         )
-        + (f"; epochs capped at {profile['max_epochs']}" if profile.get("max_epochs") else "; the recipe's epochs"),
+        + (f"; epochs capped at {profile['max_epochs']}" if profile.get("max_epochs") else "; the recipe's epochs")
+        + ("; word embeddings frozen" if freeze else ""),
         "training_data": counts,
         "training_data_sha256": data_hashes,
         "recipe": asdict(recipe),

@@ -24,17 +24,19 @@ from hatecheck_pipeline.core.stage import Stage
 PHASES = ["data", "models", "expand", "evaluate", "audits", "report"]
 
 
-def phase_stages(params: Mapping[str, Any], phase: str) -> list[Stage]:
+def phase_stages(params: Mapping[str, Any], phase: str, with_code: bool = True) -> list[Stage]:
     module = importlib.import_module(f"hatecheck_pipeline.pipeline.{phase}")
+    if not with_code:
+        return list(module.stages(params))
     return [dataclasses.replace(s, code=tuple(codedeps.code_files(s.module))) for s in module.stages(params)]
 
 
 @lru_cache(maxsize=8)
-def _build(frozen: str) -> tuple[Stage, ...]:
+def _build(frozen: str, with_code: bool = True) -> tuple[Stage, ...]:
     import json
 
     params = json.loads(frozen)
-    stages = [s for phase in PHASES for s in phase_stages(params, phase)]
+    stages = [s for phase in PHASES for s in phase_stages(params, phase, with_code)]
     names = [s.name for s in stages]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
@@ -54,7 +56,9 @@ def build_stages(params: Mapping[str, Any]) -> list[Stage]:
 
 
 def stage_by_name(params: Mapping[str, Any], name: str) -> Stage:
-    for s in build_stages(params):
+    """One stage, to run it: its code deps (what the runners track) are not
+    computed here, which saves every stage command the import-graph walk."""
+    for s in _build(dumps(params), with_code=False):
         if s.name == name:
             return s
     raise ConfigError(f"no stage named {name!r} in the pipeline (see `hatecheck-pipeline dag list`)")

@@ -1,0 +1,96 @@
+"""Per-stage and per-phase time and memory of a pipeline run.
+
+Every ``hatecheck-pipeline run STAGE`` (under Snakemake or ``dvc repro``)
+writes ``logs/benchmarks/<stage>.json`` (wall and CPU seconds, peak RSS;
+``hatecheck_pipeline.core.usage``). This script reads those records and
+prints Markdown tables: the stages sorted by wall time with their share of
+the summed stage time, and the phases. With ``--run TARGET`` it first builds
+TARGET with Snakemake from the current state of the workspace and also
+prints the run's wall-clock time (parallel stages overlap, so it is less
+than the summed stage time).
+
+    python benchmarks/bench_pipeline.py [--project DIR] [--run reports/mhc_xtc.html --cores 2] [--top 25]
+    python benchmarks/bench_pipeline.py --phases data   # only the data stages, with their total
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def load_records(project: Path) -> list[dict]:
+    folder = project / "logs" / "benchmarks"
+    return [json.loads(p.read_text("utf-8")) for p in sorted(folder.glob("*.json"))]
+
+
+def fmt_s(seconds: float) -> str:
+    return f"{seconds:,.1f}"
+
+
+def stage_table(records: list[dict], top: int | None) -> list[str]:
+    total = sum(r["wall_s"] for r in records) or 1.0
+    rows = sorted(records, key=lambda r: -r["wall_s"])
+    lines = ["| stage | phase | wall s | CPU s | peak RSS MiB | share |", "|---|---|---|---|---|---|"]
+    for r in rows[:top] if top else rows:
+        lines.append(
+            f"| {r['stage']} | {r['phase']} | {fmt_s(r['wall_s'])} | {fmt_s(r['cpu_s'])} | {r['max_rss_mb']:,.0f} | {100 * r['wall_s'] / total:.1f}% |"
+        )
+    if top and len(rows) > top:
+        rest = rows[top:]
+        lines.append(f"| ({len(rest)} more stages) | | {fmt_s(sum(r['wall_s'] for r in rest))} | {fmt_s(sum(r['cpu_s'] for r in rest))} | | {100 * sum(r['wall_s'] for r in rest) / total:.1f}% |")
+    return lines
+
+
+def phase_table(records: list[dict]) -> list[str]:
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in records:
+        by[r["phase"]].append(r)
+    total = sum(r["wall_s"] for r in records) or 1.0
+    lines = ["| phase | stages | wall s (summed) | CPU s | peak RSS MiB (max) | share |", "|---|---|---|---|---|---|"]
+    for phase, rs in sorted(by.items(), key=lambda kv: -sum(r["wall_s"] for r in kv[1])):
+        wall = sum(r["wall_s"] for r in rs)
+        lines.append(
+            f"| {phase} | {len(rs)} | {fmt_s(wall)} | {fmt_s(sum(r['cpu_s'] for r in rs))} | {max(r['max_rss_mb'] for r in rs):,.0f} | {100 * wall / total:.1f}% |"
+        )
+    lines.append(f"| **all** | {len(records)} | {fmt_s(sum(r['wall_s'] for r in records))} | {fmt_s(sum(r['cpu_s'] for r in records))} | | 100% |")
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--project", type=Path, default=Path("."))
+    ap.add_argument("--run", metavar="TARGET", help="build TARGET with snakemake first and time the whole run")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--phases", nargs="*", help="only these phases (e.g. data)")
+    ap.add_argument("--top", type=int, default=25, help="stages listed (0 = all)")
+    args = ap.parse_args()
+    project = args.project.resolve()
+    run_wall = None
+    if args.run:
+        start = time.perf_counter()
+        proc = subprocess.run([str(BIN / "snakemake"), "--cores", str(args.cores), args.run], cwd=project)
+        run_wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(f"snakemake {args.run} failed ({proc.returncode}) after {run_wall:.0f} s")
+    records = load_records(project)
+    if args.phases:
+        records = [r for r in records if r["phase"] in args.phases]
+    if not records:
+        raise SystemExit(f"no stage records under {project / 'logs/benchmarks'}: run the pipeline first")
+    if run_wall is not None:
+        print(f"snakemake --cores {args.cores} {args.run}: {run_wall / 60:.1f} min wall\n")
+    print("\n".join(phase_table(records)))
+    print()
+    print("\n".join(stage_table(records, args.top or None)))
+
+
+if __name__ == "__main__":
+    main()
