@@ -67,7 +67,7 @@ def phase_table(records: list[dict]) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--project", type=Path, default=Path("."))
-    ap.add_argument("--run", metavar="TARGET", help="build TARGET with snakemake first and time the whole run")
+    ap.add_argument("--run", metavar="TARGET", nargs="+", help="build the TARGET(s) with snakemake first and time the whole run")
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--phases", nargs="*", help="only these phases (e.g. data)")
     ap.add_argument("--top", type=int, default=25, help="stages listed (0 = all)")
@@ -76,17 +76,18 @@ def main() -> None:
     run_wall = None
     if args.run:
         start = time.perf_counter()
-        proc = subprocess.run([str(BIN / "snakemake"), "--cores", str(args.cores), args.run], cwd=project)
+        proc = subprocess.run([str(BIN / "snakemake"), "--cores", str(args.cores), *args.run], cwd=project)
         run_wall = time.perf_counter() - start
         if proc.returncode != 0:
-            raise SystemExit(f"snakemake {args.run} failed ({proc.returncode}) after {run_wall:.0f} s")
+            raise SystemExit(f"snakemake failed ({proc.returncode}) after {run_wall:.0f} s")
     records = load_records(project)
     if args.phases:
         records = [r for r in records if r["phase"] in args.phases]
     if not records:
         raise SystemExit(f"no stage records under {project / 'logs/benchmarks'}: run the pipeline first")
     if run_wall is not None:
-        print(f"snakemake --cores {args.cores} {args.run}: {run_wall / 60:.1f} min wall\n")
+        what = args.run[0] if len(args.run) == 1 else f"{len(args.run)} targets"
+        print(f"snakemake --cores {args.cores} ({what}): {run_wall:.1f} s wall ({run_wall / 60:.1f} min)\n")
     print("\n".join(phase_table(records)))
     print()
     print("\n".join(stage_table(records, args.top or None)))

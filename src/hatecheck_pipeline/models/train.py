@@ -19,6 +19,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -650,6 +651,7 @@ def run(
         progress=progress,
         on_checkpoint=on_checkpoint,
     )
+    started = time.perf_counter()
     if recipe.grid_search:
         model, log = grid_search(
             resolved, tokenizer, train_split, dev_split, recipe,
@@ -661,6 +663,7 @@ def run(
     log["model"] = model_name
     log["data"] = counts
     log["freeze_embeddings"] = freeze
+    log["train_seconds"] = round(time.perf_counter() - started, 1)  # this run (a resumed run: since the resume)
 
     def write(tmp: Path) -> None:
         model.cpu().save_pretrained(tmp)
@@ -702,6 +705,7 @@ def run(
         "selected_recipe": log["recipe"],
         "seed": seed,
         "selected_epoch": log["selected_epoch"],
+        "train_seconds": log["train_seconds"],
         "final_dev": next((r for r in log["epochs"] if r["epoch"] == log["selected_epoch"]), None),
         "device": log["device"],
         "code_version": __version__,

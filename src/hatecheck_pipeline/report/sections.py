@@ -39,13 +39,28 @@ def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, 
             f"<tr><td class='rowhead'>{escape(name)}</td><td class='rowhead'>{escape(str(base))}</td><td class='rowhead'>{escape(kind)}</td>"
             f"<td class='rowhead'>{escape(str(card.get('profile', profile)))}</td><td class='rowhead'>{escape(', '.join(spec.get('train', [])))}</td>"
             f"<td class='rowhead'>{escape(langs)}</td><td class='rowhead'>{escape(', '.join(spec.get('suites', [])))}</td>"
-            f"<td class='rowhead'>{escape(str(card.get('budget_note', '–')))}</td></tr>"
+            f"<td class='rowhead'>{escape(str(card.get('budget_note', '–')))}</td>"
+            f"<td>{escape(training_time(card))}</td></tr>"
         )
     return (
         '<table id="models"><thead><tr><th class="rowhead">model</th><th class="rowhead">base model</th><th class="rowhead">paper model or stand-in</th>'
-        '<th class="rowhead">profile</th><th class="rowhead">training data</th><th class="rowhead">training languages</th><th class="rowhead">suites</th><th class="rowhead">training budget</th></tr></thead><tbody>'
+        '<th class="rowhead">profile</th><th class="rowhead">training data</th><th class="rowhead">training languages</th><th class="rowhead">suites</th><th class="rowhead">training budget</th><th>training time</th></tr></thead><tbody>'
         + "".join(rows) + "</tbody></table>"
     )
+
+
+def training_time(card: Mapping[str, Any]) -> str:
+    """How long the model's training stage took, from its card.
+
+    >>> training_time({"train_seconds": 612.4, "device": "cpu"})
+    '10.2 min (cpu)'
+    >>> training_time({})
+    '–'
+    """
+    seconds = card.get("train_seconds")
+    if seconds is None:
+        return "–"
+    return f"{seconds / 60:.1f} min ({card.get('device', '?')})"
 
 
 def validation_section(validation: Mapping[str, Mapping[str, Any] | None]) -> str:

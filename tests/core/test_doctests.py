@@ -1,0 +1,17 @@
+"""Docstring examples of modules outside the evaluation layer (that layer's
+are run in tests/evaluation/test_eval_metrics.py)."""
+
+import doctest
+
+import pytest
+
+from hatecheck_pipeline.audits import crows
+from hatecheck_pipeline.core import cpu
+from hatecheck_pipeline.data import schemes
+from hatecheck_pipeline.report import sections
+
+
+@pytest.mark.parametrize("module", [crows, cpu, schemes, sections], ids=lambda m: m.__name__)
+def test_docstring_examples_run(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
