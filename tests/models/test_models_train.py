@@ -309,3 +309,23 @@ def test_frozen_word_embeddings_keep_their_pretrained_values(base, data, tmp_pat
     # a different freezing choice is a different training run (checkpoints not reused)
     unfrozen = run_training(base, data, tmp_path / "unfrozen")
     assert unfrozen["freeze_embeddings"] is False
+
+
+def test_length_bucketed_training_is_seeded_and_recorded(base, data, tmp_path):
+    bucketed = {**PROFILE, "length_bucketing": True}
+
+    def once(root):
+        return training.run(
+            "TINY", str(base), [data], RECIPE, bucketed, 7, root / "final", root / "ckpt",
+            root / "log.json", root / "card.json", threads=1, progress=False,
+        )  # fmt: skip
+
+    a, b = once(tmp_path / "a"), once(tmp_path / "b")
+    assert a["epochs"] == b["epochs"]  # same seed, same batches, same losses
+    wa = load_file(str(tmp_path / "a" / "final" / "model.safetensors"))
+    wb = load_file(str(tmp_path / "b" / "final" / "model.safetensors"))
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    card = json.loads((tmp_path / "a" / "card.json").read_text())
+    assert card["budget"]["length_bucketing"] is True
+    plain = run_training(base, data, tmp_path / "plain")
+    assert plain["epochs"][0]["train_loss"] != a["epochs"][0]["train_loss"]  # a different batch order

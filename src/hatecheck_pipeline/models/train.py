@@ -31,6 +31,7 @@ import torch
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.models.runtime import (
     autocast_ctx,
+    bucketed_batches,
     collate,
     encode,
     forward_logits,
@@ -340,6 +341,7 @@ def train_loop(
     ckpt_dir: Path,
     fingerprint: Mapping[str, Any],
     amp: bool = True,
+    length_bucketing: bool = False,
     eval_batch_size: int = 64,
     progress: bool = True,
     on_checkpoint: Callable[[int], None] | None = None,
@@ -413,11 +415,15 @@ def train_loop(
         if stopped:
             break
         model.train()
-        order = torch.randperm(n, generator=torch.Generator().manual_seed(seed * 100_003 + epoch))
+        gen = torch.Generator().manual_seed(seed * 100_003 + epoch)
+        if length_bucketing:
+            batches = bucketed_batches([len(x) for x in train_ids], recipe.batch_size, gen)
+        else:
+            order = torch.randperm(n, generator=gen)
+            batches = [order[i : i + recipe.batch_size] for i in range(0, n, recipe.batch_size)]
         total_loss, seen = 0.0, 0
-        bar = tqdm(range(steps_per_epoch), desc=f"epoch {epoch}/{recipe.epochs}", disable=not progress, mininterval=5)
-        for step in bar:
-            idx = order[step * recipe.batch_size : (step + 1) * recipe.batch_size]
+        bar = tqdm(batches, desc=f"epoch {epoch}/{recipe.epochs}", disable=not progress, mininterval=5)
+        for idx in bar:
             batch = collate([train_ids[i] for i in idx.tolist()], tokenizer.pad_token_id, device)
             y = train_y[idx].to(device)
             with autocast_ctx(device, amp):
@@ -494,6 +500,7 @@ def grid_search(
     max_epochs: int | None = None,
     freeze_embeddings: bool = False,
     amp: bool = True,
+    length_bucketing: bool = False,
     eval_batch_size: int = 64,
     progress: bool = True,
     on_checkpoint: Callable[[int], None] | None = None,
@@ -538,7 +545,7 @@ def grid_search(
         log = train_loop(
             model, tokenizer, train_split, dev_split, r,
             seed=seed, max_length=max_length, ckpt_dir=ckpt_dir / "trials" / name,
-            fingerprint={**fp, "trial": asdict(r)}, amp=amp, eval_batch_size=eval_batch_size,
+            fingerprint={**fp, "trial": asdict(r)}, amp=amp, length_bucketing=length_bucketing, eval_batch_size=eval_batch_size,
             progress=progress, on_checkpoint=on_checkpoint,
         )
         row = next(x for x in log["epochs"] if x["epoch"] == log["selected_epoch"])
@@ -627,6 +634,7 @@ def run(
     resolved = basemodels.resolve(base_ref, bases)
     recipe = Recipe.from_params(recipe_params, profile.get("max_epochs"))
     freeze = bool(profile.get("freeze_embeddings", False))
+    bucketing = bool(profile.get("length_bucketing", False))
     train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed)
     data_hashes = {str(f): basemodels.content_hash(f) for f in data_files}
     base_hash = basemodels.local_hash(resolved)
@@ -639,6 +647,7 @@ def run(
         "max_length": profile["max_length"],
         "max_train_per_model": profile.get("max_train_per_model"),
         "freeze_embeddings": freeze,
+        "length_bucketing": bucketing,
     }
     tokenizer = basemodels.load_tokenizer(resolved)
     common = dict(
@@ -647,6 +656,7 @@ def run(
         ckpt_dir=ckpt_dir,
         fingerprint=fingerprint,
         amp=amp,
+        length_bucketing=bucketing,
         eval_batch_size=eval_batch_size,
         progress=progress,
         on_checkpoint=on_checkpoint,
@@ -683,7 +693,7 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings", "length_bucketing")},
         "budget_note": (
             f"training data subsampled to at most {profile['max_train_per_model']} train examples"
             f" ({per_dataset_cap(profile['max_train_per_model'], len(data_files))} per dataset, stratified)"
