@@ -16,12 +16,18 @@ STARTED = time.time()
 # Values given with `snakemake --config key=value` reach every stage command
 # through the environment (hatecheck-pipeline reads HATECHECK_PIPELINE_SET),
 # so both runners see the same parameters and the commands stay the same.
-PARAMS = hc_config.apply_and_validate(
-    config,
-    NESTED_OVERRIDES,
-    Path("workflow/schemas/params.schema.yaml"),
-    "snakemake config",
-)
+try:
+    PARAMS = hc_config.apply_and_validate(
+        config,
+        NESTED_OVERRIDES,
+        Path("workflow/schemas/params.schema.yaml"),
+        "params.yaml with snakemake --config",
+    )
+except hc_config.ConfigError as exc:
+    # One line, before any job starts (raised, Snakemake would add three
+    # lines of traceback into this file and the config module).
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(1)
 OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), PARAMS)
 os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 STAGES = hc_registry.build_stages(PARAMS)

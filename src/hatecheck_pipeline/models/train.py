@@ -28,6 +28,7 @@ import polars as pl
 import torch
 
 from hatecheck_pipeline.core.cpu import bounded_threads
+from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.models.runtime import (
     autocast_ctx,
     collate,
@@ -651,8 +652,7 @@ def run(
         tokenizer.save_pretrained(tmp)
 
     save_dir_atomic(Path(out_dir), write)
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(log_path).write_text(json.dumps(log, indent=2), "utf-8")
+    write_text(json.dumps(log, indent=2), log_path)  # atomic: a killed run leaves no partial log
     stand_in = not base_ref.startswith(("bert-base", "cardiffnlp/"))
     card = {
         "model": model_name,
@@ -691,8 +691,7 @@ def run(
         "git_commit": git_commit(),
         "labels": ID2LABEL,
     }
-    Path(card_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(card_path).write_text(json.dumps(card, indent=2), "utf-8")
+    write_text(json.dumps(card, indent=2), card_path)
     return log
 
 
