@@ -575,8 +575,11 @@ def git_commit() -> str | None:
 
 
 def save_dir_atomic(out_dir: Path, write: Callable[[Path], None]) -> None:
-    """Write a directory under a temporary name, then rename it into place."""
+    """Write a directory under a temporary name, then rename it into place
+    (a half-written one left by a killed run is removed first)."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in out_dir.parent.glob(out_dir.name + ".tmp-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".tmp-", dir=out_dir.parent))
     try:
         write(tmp)

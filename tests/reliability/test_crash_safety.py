@@ -1,0 +1,164 @@
+"""Crashes and concurrent runs on the smoke profile, on one model's chain
+(Davidson's data stages -> train B-D -> predict -> score its held-out test):
+
+- ``kill -9`` of a whole Snakemake run (its process group) in the middle of a
+  data stage, then in the middle of training; each re-run redoes what was
+  interrupted and nothing that was complete, and the final metrics are
+  byte-identical to an uninterrupted run's;
+- the same for ``dvc repro`` killed during training;
+- a second run started while one is live refuses, naming the lock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from fault_matrix import outcome  # noqa: F401  (fixture)
+from pipeline_utils import BIN, copy_project, dvc_ran_stages, env, git_commit_all, run, set_param
+
+pytestmark = pytest.mark.integration
+
+METRICS = "results/B-D/heldout_davidson2017/metrics.json"
+PREDICTIONS = "results/B-D/heldout_davidson2017/predictions.parquet"
+DATA_STAGES = {"ingest_davidson2017", "prepare_davidson2017", "validate_davidson2017", "preprocess_davidson2017_bert"}
+MODEL_STAGES = {"train_B-D", "predict_B-D_heldout_davidson2017", "score_B-D_heldout_davidson2017"}
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def smoke_project(root: Path) -> Path:
+    project = copy_project(root)
+    set_param(project, "profile", "smoke")
+    git_commit_all(project, "fresh clone, smoke profile")
+    return project
+
+
+def snakemake(*args: str) -> list[str]:
+    return [str(BIN / "snakemake"), "--cores", "2", *args]
+
+
+def start(cmd: list[str], project: Path, name: str) -> tuple[subprocess.Popen, Path]:
+    """A run in its own process group (so that kill -9 takes its jobs too)."""
+    log = project / f"{name}.out"
+    fh = open(log, "w")
+    proc = subprocess.Popen(cmd, cwd=project, env=env(), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, log
+
+
+def kill_when(proc: subprocess.Popen, ready, timeout: float = 900) -> None:
+    """``kill -9`` the run's whole process group as soon as ``ready()`` holds."""
+    deadline = time.time() + timeout
+    while not ready():
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.time() < deadline, "timed out waiting for the moment to kill"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def jobs_in(output: str) -> set[str]:
+    return set(re.findall(r"^(?:local)?rule (\S+):$", output, flags=re.M))
+
+
+def finish(project: Path, *targets: str) -> tuple[set[str], str]:
+    proc = run(snakemake(*targets), project, timeout=1800)
+    out = proc.stdout + proc.stderr
+    return jobs_in(out), out
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> dict[str, str]:
+    """An uninterrupted run: the metrics and predictions to compare with."""
+    project = smoke_project(tmp_path_factory.mktemp("uninterrupted"))
+    finish(project, METRICS)
+    return {"project": project, "metrics": sha(project / METRICS), "predictions": sha(project / PREDICTIONS)}
+
+
+def test_snakemake_killed_mid_data_stage_then_mid_training_resumes_exactly(tmp_path, reference, outcome):
+    project = smoke_project(tmp_path / "crash")
+
+    # 1. kill -9 while Davidson's prepare stage runs
+    proc, _ = start(snakemake(METRICS), project, "run1")
+    kill_when(proc, lambda: (project / "logs/prepare_davidson2017.log").exists())
+    assert not (project / "data/interim/davidson2017/counts.json").exists(), "prepare finished before the kill"
+    assert (project / "data/raw/davidson2017/labeled_data.csv").exists()  # ingest was complete
+    assert list((project / ".snakemake/locks").glob("*")), "a killed run leaves Snakemake's locks"
+    assert list((project / ".snakemake/incomplete").rglob("*")), "and marks the interrupted job's outputs incomplete"
+    ingested = (project / "logs/ingest_davidson2017.log").stat().st_mtime_ns
+
+    # 2. re-run, killed -9 in the middle of training
+    proc, log = start(snakemake(METRICS), project, "run2")
+    train_log = project / "logs/train_B-D.log"
+    kill_when(proc, lambda: train_log.exists() and time.sleep(3) is None and train_log.exists())
+    second = log.read_text()
+    assert "removed a stale Snakemake lock left by a killed run" in second  # no `snakemake --unlock` needed
+    ran = jobs_in(second)
+    assert "ingest_davidson2017" not in ran and {"prepare_davidson2017", "train_B-D"} <= ran, ran
+    assert not (project / "models/B-D/model_card.json").exists(), "training finished before the kill"
+    assert not (project / METRICS).exists()
+
+    # 3. re-run to the end: only the interrupted work and what follows it
+    ran, out = finish(project, METRICS)
+    assert ran == MODEL_STAGES, ran
+    assert "removed a stale Snakemake lock" in out
+    assert (project / "logs/ingest_davidson2017.log").stat().st_mtime_ns == ingested
+    assert sha(project / METRICS) == reference["metrics"]
+    assert sha(project / PREDICTIONS) == reference["predictions"]
+    assert not list(project.glob("models/B-D.tmp-*")) and not list((project / "models/B-D").glob("*.tmp-*"))
+    # nothing left to do, and nothing to be trusted that was partial: a dry run is empty
+    assert "Nothing to be done" in run(snakemake("-n", METRICS), project).stdout
+    outcome(f"killed in prepare, then in training; re-runs ran {sorted(ran)}; metrics sha256 {reference['metrics'][:12]} = uninterrupted")
+
+
+def test_dvc_repro_killed_mid_training_resumes_exactly(reference, outcome):
+    project = reference["project"]  # data stages recorded in dvc.lock by the Snakemake run
+    git_commit_all(project, "the uninterrupted run")
+    for rel in ("models/B-D", "results/B-D"):
+        subprocess.run(["rm", "-rf", str(project / rel)], check=True)
+    target = "score_B-D_heldout_davidson2017"
+    proc, log = start([str(BIN / "dvc"), "repro", target], project, "dvc1")
+    kill_when(proc, lambda: "Running stage 'train_B-D'" in log.read_text() and time.sleep(3) is None)
+    assert not (project / "models/B-D/model_card.json").exists(), "training finished before the kill"
+    again = run([str(BIN / "dvc"), "repro", target], project, timeout=1800)
+    ran = dvc_ran_stages(again.stdout)
+    assert ran == MODEL_STAGES, ran  # no data stage redone
+    assert sha(project / METRICS) == reference["metrics"]
+    assert sha(project / PREDICTIONS) == reference["predictions"]
+    outcome(f"dvc repro killed in training; re-run ran {sorted(ran)}; metrics sha256 equal to the uninterrupted run's")
+
+
+def test_a_second_run_refuses_while_one_is_live(reference, outcome):
+    project = reference["project"]
+    subprocess.run(["rm", "-rf", str(project / "models/B-D"), str(project / "results/B-D")], check=True)
+    proc, log = start(snakemake(METRICS), project, "live")
+    try:
+        deadline = time.time() + 600
+        while not (project / "logs/train_B-D.log").exists() or "train_B-D" not in log.read_text():
+            assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.1)
+        # a second Snakemake on the same outputs: Snakemake's own lock
+        two = run(snakemake(METRICS), project, check=False)
+        assert two.returncode != 0 and "Directory cannot be locked" in two.stdout + two.stderr
+        # a second Snakemake on other outputs: DVC's repository lock, which the live run holds
+        other = run(snakemake("data/interim/hatecheck/table.parquet"), project, check=False)
+        other_err = [line for line in (other.stdout + other.stderr).splitlines() if line.startswith("error:")]
+        assert other.returncode != 0 and other_err and ".dvc/tmp/lock" in other_err[0], other.stdout + other.stderr
+        # dvc repro meanwhile
+        dvc = run([str(BIN / "dvc"), "repro", "prepare_hatecheck"], project, check=False)
+        assert dvc.returncode != 0 and "lock" in (dvc.stdout + dvc.stderr).lower()
+        assert not (project / "data/interim/hatecheck/table.parquet").exists()
+    finally:
+        if proc.poll() is None:
+            proc.wait(timeout=1800)
+    assert proc.returncode == 0, log.read_text()[-3000:]
+    assert sha(project / METRICS) == reference["metrics"]  # the live run was not disturbed
+    outcome(f"second snakemake: 'Directory cannot be locked'; other targets: {other_err[0][:120]}; dvc repro refused")
