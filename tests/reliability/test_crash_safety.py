@@ -50,7 +50,8 @@ def start(cmd: list[str], project: Path, name: str) -> tuple[subprocess.Popen, P
     """A run in its own process group (so that kill -9 takes its jobs too)."""
     log = project / f"{name}.out"
     fh = open(log, "w")
-    proc = subprocess.Popen(cmd, cwd=project, env=env(), stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    environment = {**env(), "PYTHONUNBUFFERED": "1"}  # its output is what says when to kill
+    proc = subprocess.Popen(cmd, cwd=project, env=environment, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     return proc, log
 
 
@@ -75,16 +76,32 @@ def finish(project: Path, *targets: str) -> tuple[set[str], str]:
     return jobs_in(out), out
 
 
+SENTINEL = "sk-SENTINEL-9f2c41d7e0b6-never-written"  # an API key no file may ever hold
+KEY_VARIABLES = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
+PROJECTS: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def api_keys_in_the_environment():
+    """Every run of this module has API keys in its environment."""
+    with pytest.MonkeyPatch.context() as mp:
+        for name in KEY_VARIABLES:
+            mp.setenv(name, SENTINEL)
+        yield
+
+
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory) -> dict[str, str]:
     """An uninterrupted run: the metrics and predictions to compare with."""
     project = smoke_project(tmp_path_factory.mktemp("uninterrupted"))
+    PROJECTS.append(project)
     finish(project, METRICS)
     return {"project": project, "metrics": sha(project / METRICS), "predictions": sha(project / PREDICTIONS)}
 
 
 def test_snakemake_killed_mid_data_stage_then_mid_training_resumes_exactly(tmp_path, reference, outcome):
     project = smoke_project(tmp_path / "crash")
+    PROJECTS.append(project)
 
     # 1. kill -9 while Davidson's prepare stage runs
     proc, _ = start(snakemake(METRICS), project, "run1")
@@ -121,14 +138,14 @@ def test_snakemake_killed_mid_data_stage_then_mid_training_resumes_exactly(tmp_p
 
 def test_dvc_repro_killed_mid_training_resumes_exactly(reference, outcome):
     project = reference["project"]  # data stages recorded in dvc.lock by the Snakemake run
-    git_commit_all(project, "the uninterrupted run")
     for rel in ("models/B-D", "results/B-D"):
         subprocess.run(["rm", "-rf", str(project / rel)], check=True)
     target = "score_B-D_heldout_davidson2017"
-    proc, log = start([str(BIN / "dvc"), "repro", target], project, "dvc1")
+    # --no-run-cache: run the commands (not restore the outputs DVC cached when it recorded the Snakemake run)
+    proc, log = start([str(BIN / "dvc"), "repro", "--no-run-cache", target], project, "dvc1")
     kill_when(proc, lambda: "Running stage 'train_B-D'" in log.read_text() and time.sleep(3) is None)
     assert not (project / "models/B-D/model_card.json").exists(), "training finished before the kill"
-    again = run([str(BIN / "dvc"), "repro", target], project, timeout=1800)
+    again = run([str(BIN / "dvc"), "repro", "--no-run-cache", target], project, timeout=1800)
     ran = dvc_ran_stages(again.stdout)
     assert ran == MODEL_STAGES, ran  # no data stage redone
     assert sha(project / METRICS) == reference["metrics"]
@@ -162,3 +179,19 @@ def test_a_second_run_refuses_while_one_is_live(reference, outcome):
     assert proc.returncode == 0, log.read_text()[-3000:]
     assert sha(project / METRICS) == reference["metrics"]  # the live run was not disturbed
     outcome(f"second snakemake: 'Directory cannot be locked'; other targets: {other_err[0][:120]}; dvc repro refused")
+
+
+def test_api_keys_never_reach_an_artifact_log_or_lock(reference, outcome):
+    """After every run above (Snakemake, killed runs, dvc repro), no file of
+    either workspace holds the key: outputs, logs, dvc.lock, .snakemake,
+    .dvc (cache, tmp), git objects."""
+    scanned, found = 0, []
+    needle = SENTINEL.encode()
+    for project in PROJECTS:
+        for path in project.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                scanned += 1
+                if needle in path.read_bytes():
+                    found.append(str(path.relative_to(project)))
+    assert scanned > 100 and found == []
+    outcome(f"{scanned} files of {len(PROJECTS)} workspaces scanned after runs with {', '.join(KEY_VARIABLES)} set: key in none")
