@@ -190,6 +190,15 @@ def _(workdir, write_raw):
                    "unterminated quote", "remaining 3 line(s)")
 
 
+@case("raw: a literal quote in the last, unquoted field (not an unterminated quote)")
+def _(workdir, write_raw):
+    davidson(write_raw, HEADER + davidson_rows(3) + '3,3,0,0,3,2,I am 5\'10" tall')
+    out = quarantined(workdir, {}, raw_rows=4)
+    kept, _, _ = prepared(workdir)
+    assert "I am 5'10\" tall" in kept["text"].to_list()
+    return out
+
+
 @case("raw: 1 MB text")
 def _(workdir, write_raw):
     davidson(write_raw, HEADER + davidson_rows(3) + "3,3,0,0,3,2," + "a" * 1_000_000 + "\n")

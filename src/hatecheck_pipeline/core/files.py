@@ -99,7 +99,8 @@ def read_records(
         lines.next_record()
         rows: list[list[str | None]] = []
         for number, record in enumerate(reader, start=1):
-            if quoting and lines.at_eof() and lines.record_text().count('"') % 2:
+            # at the end of the file, spanning lines, with an odd number of quotes
+            if quoting and lines.at_eof() and lines.line > lines.start and lines.record_text().count('"') % 2:
                 raise InputError(
                     f"{path}: row {number} (line {lines.start}): unterminated quote: a quoted field opened there "
                     f"never closes, so the remaining {lines.line - lines.start + 1} line(s) would be read as one field"
