@@ -1,7 +1,7 @@
 # Functional testing of hate-speech detection models across languages.
 # The stages come from one registry (src/hatecheck_pipeline/pipeline), which
 # also renders dvc.yaml: both runners execute the same DAG.
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -11,10 +11,9 @@ configfile: "params.yaml"
 
 # Nested keys cannot be given as `--config a.b=1`; give them as
 # `--config set='["datasets.davidson2017.seed=7", "profiles.smoke.max_epochs=2"]'`.
+# The parameters are validated once, after the overrides, in common.smk (a
+# bad value stops the run before any job with one line naming the key).
 NESTED_OVERRIDES = config.pop("set", [])
-
-
-validate(config, "workflow/schemas/params.schema.yaml")
 
 
 include: "workflow/rules/common.smk"

@@ -6,20 +6,11 @@ import json
 import polars as pl
 import pytest
 
+from broken_raw import HEADER, SPLIT, davidson_rows, reasons
+
 from hatecheck_pipeline.core.files import InputError
 from hatecheck_pipeline.data import prepare
 from hatecheck_pipeline.data import specs as datasets
-
-HEADER = ",count,hate_speech,offensive_language,neither,class,tweet\n"
-SPLIT = {"seed": 1, "split": {"train": 0.8, "dev": 0.1, "test": 0.1}}
-
-
-def davidson_rows(n: int = 20) -> str:
-    return "".join(f"{i},3,0,0,3,{0 if i % 5 == 0 else 2},tweet number {i}\n" for i in range(n))
-
-
-def reasons(h):
-    return dict(zip(h.quarantine["row"].to_list(), h.quarantine["reason"].to_list()))
 
 
 def test_clean_file_keeps_every_row(write_raw):

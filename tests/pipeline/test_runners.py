@@ -81,7 +81,7 @@ def test_the_dvc_repository_lock_held_elsewhere_blocks_snakemake(workdir):
         cwd=workdir, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        with pytest.raises(PipelineError, match=r"\.dvc/tmp/lock: DVC is running"):
+        with pytest.raises(PipelineError, match=r"\.dvc/tmp/lock: DVC or another Snakemake run is working"):
             runners.hold_dvc_lock()
     finally:
         holder.kill()
@@ -92,3 +92,26 @@ def test_the_dvc_repository_lock_held_elsewhere_blocks_snakemake(workdir):
 
 def test_no_dvc_project_no_lock(workdir):
     assert runners.hold_dvc_lock() is False
+
+
+def test_stale_snakemake_locks_go_only_when_no_run_is_alive(workdir):
+    """A run killed with kill -9 leaves .snakemake/locks behind; they are
+    removed once no run of the workspace holds its live-run file."""
+    locks = workdir / ".snakemake/locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").write_text("data/x\n")
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from hatecheck_pipeline.pipeline import runners\n"
+        "runners.register_run(); print('live', flush=True); time.sleep(30)")],
+        cwd=workdir, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "live"
+        assert runners.live_runs() == [str(holder.pid)]
+        assert runners.clear_stale_locks() == []  # a live run: its locks stay
+        assert (locks / "0.input.lock").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert runners.live_runs() == []  # the dead run's file is gone
+    assert runners.clear_stale_locks() == [".snakemake/locks/0.input.lock"]
+    assert not list(locks.iterdir())

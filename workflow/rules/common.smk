@@ -13,15 +13,27 @@ from hatecheck_pipeline.pipeline import registry as hc_registry
 from hatecheck_pipeline.pipeline import runners as hc_runners
 
 STARTED = time.time()
+# Locks left by a killed run (kill -9, power loss) would stop every later run
+# with "Directory cannot be locked": removed when no run of this workspace is
+# alive. Then this process marks itself live (before Snakemake locks).
+for stale in hc_runners.clear_stale_locks():
+    print(f"removed a stale Snakemake lock left by a killed run: {stale}", file=sys.stderr)
+hc_runners.register_run()
 # Values given with `snakemake --config key=value` reach every stage command
 # through the environment (hatecheck-pipeline reads HATECHECK_PIPELINE_SET),
 # so both runners see the same parameters and the commands stay the same.
-PARAMS = hc_config.apply_and_validate(
-    config,
-    NESTED_OVERRIDES,
-    Path("workflow/schemas/params.schema.yaml"),
-    "snakemake config",
-)
+try:
+    PARAMS = hc_config.apply_and_validate(
+        config,
+        NESTED_OVERRIDES,
+        Path("workflow/schemas/params.schema.yaml"),
+        "params.yaml with snakemake --config",
+    )
+except hc_config.ConfigError as exc:
+    # One line, before any job starts (raised, Snakemake would add three
+    # lines of traceback into this file and the config module).
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(1)
 OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), PARAMS)
 os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 STAGES = hc_registry.build_stages(PARAMS)
@@ -42,8 +54,13 @@ def final_targets():
 
 
 onstart:
-    # DVC's repository lock, held for the run: `dvc repro` meanwhile refuses.
-    hc_runners.hold_dvc_lock()
+    # DVC's repository lock, held for the run: `dvc repro` meanwhile refuses,
+    # and this run refuses (one line) while DVC or another run holds it.
+    try:
+        hc_runners.hold_dvc_lock()
+    except hc_runners.PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(1)
 
 
 onerror:

@@ -91,13 +91,28 @@ def flat_diff(base: Mapping, changed: Mapping, prefix: str = "") -> dict[str, An
     return out
 
 
+def describe(error: jsonschema.ValidationError) -> str:
+    """One schema error as ``key.path: what is wrong (what is allowed)``."""
+    path = ".".join(map(str, error.absolute_path))
+    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
+        allowed = sorted((error.schema.get("properties") or {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        where = ", ".join(f"{path}.{k}" if path else k for k in extra)
+        return f"{where}: unknown key (allowed here: {', '.join(allowed) or 'none'})"
+    return f"{path or '<root>'}: {error.message}"
+
+
+def one_line(source: str, problems: list[str]) -> str:
+    """The message of a :class:`ConfigError`: one line, every problem."""
+    return f"invalid parameters ({source}): " + "; ".join(problems)
+
+
 def validate(params: Mapping, schema_path: Path, source: str) -> None:
     schema = read_yaml(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(params), key=lambda e: list(e.path))
+    errors = sorted(validator.iter_errors(params), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        lines = [f"{source}: {'.'.join(map(str, e.path)) or '<root>'}: {e.message}" for e in errors]
-        raise ConfigError("invalid parameters (schema " + str(schema_path) + "):\n  " + "\n  ".join(lines))
+        raise ConfigError(one_line(f"{source}, schema {schema_path}", [describe(e) for e in errors]))
 
 
 def env_overrides() -> dict[str, Any]:
@@ -130,6 +145,8 @@ def apply_and_validate(
     source: str,
 ) -> dict[str, Any]:
     params = copy.deepcopy(dict(params))
+    if isinstance(overrides, str):  # `--config set=a.b=1`: one override, not a list
+        overrides = [overrides]
     items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides or [])
     for key, value in items:
         set_key(params, key, value)
@@ -165,12 +182,19 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
         for sname in model.get("suites", []):
             if sname not in suites:
                 errors.append(f"{where}.suites: {sname!r} is not a suite (suites: {', '.join(sorted(suites))})")
-        for pname, prof in profiles.items():
-            roles = prof.get("base_models", {}) if isinstance(prof, Mapping) else {}
-            if roles and model.get("role") not in roles:
-                errors.append(f"{where}.role: {model.get('role')!r} has no base model in profiles.{pname}.base_models ({', '.join(sorted(roles))})")
+        lacking = {pname: sorted(prof.get("base_models", {})) for pname, prof in profiles.items()
+                   if isinstance(prof, Mapping) and prof.get("base_models") and model.get("role") not in prof["base_models"]}
+        if lacking:
+            roles = sorted({r for rs in lacking.values() for r in rs})
+            errors.append(f"{where}.role: {model.get('role')!r} has no base model in profiles "
+                          f"{', '.join(lacking)} (roles: {', '.join(roles)})")
+    for name, settings in params.get("datasets", {}).items():
+        split = settings.get("split") if isinstance(settings, Mapping) else None
+        if isinstance(split, Mapping) and abs(sum(split.values()) - 1) > 1e-9:
+            shares = " + ".join(f"{k} {v:g}" for k, v in split.items())
+            errors.append(f"datasets.{name}.split: the fractions must sum to 1 ({shares} = {sum(split.values()):g})")
     if errors:
-        raise ConfigError(f"invalid parameters ({source}):\n  " + "\n  ".join(errors))
+        raise ConfigError(one_line(source, errors))
 
 
 def active_profile(profile: str, profiles: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,48 @@ def _has_bad_bytes(value: str) -> bool:
     return any("\udc80" <= ch <= "\udcff" for ch in value)
 
 
+class _LineTracker:
+    """The lines the CSV reader consumes, so that a record that runs to the
+    end of the file with an open quote is recognised (``csv`` silently
+    takes the rest of the file as one field there)."""
+
+    def __init__(self, fh):
+        self._it = iter(fh)
+        self._next: str | None = next(self._it, None)
+        self.line = 0  # lines consumed
+        self.start = 1  # first line of the current record
+        self._buffer: list[str] = []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if self._next is None:
+            raise StopIteration
+        current, self._next = self._next, next(self._it, None)
+        self.line += 1
+        self._buffer.append(current)
+        return current
+
+    def at_eof(self) -> bool:
+        return self._next is None
+
+    def record_text(self) -> str:
+        return "".join(self._buffer)
+
+    def next_record(self) -> None:
+        self._buffer = []
+        self.start = self.line + 1
+
+
+def _delimiter_hint(header: list[str], delimiter: str) -> str:
+    if len(header) == 1:
+        found = [d for d in (";", "\t", "|", ",") if d != delimiter and d in header[0]]
+        if found:
+            return f" (the header holds {found[0]!r}, not {delimiter!r}: wrong delimiter?)"
+    return ""
+
+
 def read_records(
     path: str | Path,
     required: list[str],
@@ -43,7 +85,8 @@ def read_records(
     """
     path = Path(path)
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
-        reader = csv.reader(fh, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE)
+        lines = _LineTracker(fh)
+        reader = csv.reader(lines, delimiter=delimiter, quoting=csv.QUOTE_MINIMAL if quoting else csv.QUOTE_NONE)
         try:
             header = next(reader)
         except StopIteration:
@@ -51,9 +94,18 @@ def read_records(
         header = [h.lstrip("\ufeff").strip() for h in header]
         missing = [c for c in required if c not in header]
         if missing:
-            raise InputError(f"{path}: missing required column(s) {missing}; found columns {header}")
+            raise InputError(f"{path}: row 0 (header): missing required column(s) {missing}; found columns {header}"
+                             + _delimiter_hint(header, delimiter))
+        lines.next_record()
         rows: list[list[str | None]] = []
         for number, record in enumerate(reader, start=1):
+            # at the end of the file, spanning lines, with an odd number of quotes
+            if quoting and lines.at_eof() and lines.line > lines.start and lines.record_text().count('"') % 2:
+                raise InputError(
+                    f"{path}: row {number} (line {lines.start}): unterminated quote: a quoted field opened there "
+                    f"never closes, so the remaining {lines.line - lines.start + 1} line(s) would be read as one field"
+                )
+            lines.next_record()
             reason = None
             if len(record) != len(header):
                 reason = f"malformed_row: expected {len(header)} fields, found {len(record)}"
@@ -64,7 +116,8 @@ def read_records(
                 record = [v.encode("utf-8", "surrogateescape").decode("utf-8", "replace") for v in record]
             rows.append([*record, str(number), reason])
     names = [h or "_index" for h in header]
-    return pl.DataFrame(rows, schema=[*names, ROW, REASON], orient="row").with_columns(
+    schema = [(n, pl.String) for n in [*names, ROW, REASON]]  # typed even when there are no rows
+    return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
         pl.col(ROW).cast(pl.Int64), pl.lit(str(path)).alias(SOURCE)
     )
 

@@ -19,6 +19,8 @@ def prepare(dataset: str, settings: Mapping[str, Any], raw_files: list[Path], ta
                          f"(run `hatecheck-pipeline run ingest_{dataset_spec(dataset).source}`)")
     harmonised = dataset_spec(dataset).build(settings)
     summary = harmonised.counts()
+    if summary["raw_rows"] == 0:
+        raise InputError(f"{', '.join(map(str, raw_files))}: no data rows (a header only): nothing to prepare for {dataset}")
     if summary["raw_rows"] != summary["kept"] + summary["quarantined"]:
         raise AssertionError(f"{dataset}: raw rows {summary['raw_rows']} != kept + quarantined")
     write_parquet(harmonised.kept, table)

@@ -74,18 +74,45 @@ def first_only(key: str, reason: str) -> pl.Expr:
     ok = pl.col(REASON).is_null()
     repeat = pl.int_range(pl.len()).over(pl.col(key), ok) > 0
     first_row = pl.col(ROW).first().over(pl.col(key), ok)
-    return flag(pl.format(reason + ": first seen at row {}", first_row), repeat)
+    first_file = pl.col(SOURCE).first().over(pl.col(key), ok)
+    elsewhere = pl.when(first_file != pl.col(SOURCE)).then(pl.format(" of {}", first_file)).otherwise(pl.lit(""))
+    return flag(pl.format(reason + ": first seen at row {}{}", first_row, elsewhere), repeat)
+
+
+MAX_TEXT_CHARS = 10_000  # longest text kept (the longest in the mirrored datasets: 846 characters, HatEval)
+
+
+def conflicting_labels() -> pl.Expr:
+    """Flag every copy of an id that appears with different labels: which
+    label is right cannot be told, so none is kept."""
+    ok = pl.col(REASON).is_null()
+    labels = pl.col("label_original").unique().sort().over(pl.col("id"), ok, mapping_strategy="join")
+    rows = pl.col(ROW).sort().over(pl.col("id"), ok, mapping_strategy="join")
+    conflict = pl.col("label").n_unique().over(pl.col("id"), ok) > 1
+    return flag(
+        pl.format("conflicting_labels: id {} has labels {} (rows {})", pl.col("id"),
+                  labels.list.join(" | "), rows.cast(pl.List(pl.String)).list.join(", ")),
+        conflict,
+    )
 
 
 def quarantine_checks(frame: pl.LazyFrame, dedupe_text: bool) -> pl.LazyFrame:
-    """Empty text, unknown label, duplicate id, optionally duplicate text."""
+    """Empty text, NUL characters, over-long text, unknown label,
+    conflicting labels of one id, duplicate id, optionally duplicate text."""
+    missing = pl.col("label_original").is_null() | (pl.col("label_original").str.strip_chars() == "")
+    shown = pl.when(missing).then(pl.lit("<missing>")).otherwise(pl.col("label_original"))
+    length = pl.col("text").str.len_chars()
     steps = [
         flag(pl.lit("empty_text"), pl.col("text").is_null() | (pl.col("text").str.strip_chars() == "")),
-        flag(pl.format("unknown_label: {}", pl.col("label_original").fill_null("<missing>")), pl.col("label").is_null()),
+        flag(pl.format("nul_character: text holds {} NUL character(s)", pl.col("text").str.count_matches("\x00", literal=True)),
+             pl.col("text").str.contains("\x00", literal=True)),
+        flag(pl.format("text_too_long: {} characters (limit {})", length, pl.lit(MAX_TEXT_CHARS)), length > MAX_TEXT_CHARS),
+        flag(pl.format("unknown_label: {}", shown), pl.col("label").is_null()),
     ]
     frame = frame.with_columns(pl.col(REASON).cast(pl.String))
     for step in steps:
         frame = frame.with_columns(step)
+    frame = frame.with_columns(conflicting_labels())
     frame = frame.with_columns(first_only("id", "duplicate_id"))
     if dedupe_text:
         frame = frame.with_columns(first_only("text", "duplicate_text"))

@@ -111,12 +111,15 @@ def run_suite(name: str, frame: pl.DataFrame, expectations: list) -> dict[str, A
         cfg = item["expectation_config"]
         res = item.get("result") or {}
         idx = (res.get("unexpected_index_list") or [])[:5]
+        observed = res.get("observed_value")
+        if observed is None and cfg["type"] == "expect_column_distinct_values_to_equal_set":
+            observed = sorted(frame[cfg["kwargs"]["column"]].drop_nulls().unique().to_list())  # GX leaves it out
         checks.append(
             {
                 "expectation": cfg["type"],
                 "kwargs": {k: v for k, v in cfg["kwargs"].items() if k != "batch_id"},
                 "success": bool(item["success"]),
-                "observed_value": _plain(res.get("observed_value")),
+                "observed_value": _plain(observed),
                 "unexpected_count": res.get("unexpected_count"),
                 "examples": [
                     {"row": int(i), "id": ids[int(i)] if ids else None, "value": _plain(v)}
@@ -142,16 +145,24 @@ def validate_table(
     published_balance: float | None,
     tolerance: float,
     suite_counts: Any,
+    functionalities: list[str] | None = None,
 ) -> dict[str, Any]:
-    """All suites of one dataset (MHC: one per language)."""
+    """All suites of one dataset (MHC: one per language). ``functionalities``:
+    the suite's functional tests as published (HateCheck: every one must be
+    there; MHC: no other may be, languages differ in which they have)."""
     raw_rows, quarantined = counts["raw_rows"], counts["quarantined"]
     results = []
+    E = _gx().expectations
+    extra = []
+    if functionalities and dataset == "mhc":
+        extra = [E.ExpectColumnValuesToBeInSet(column="functionality", value_set=list(functionalities))]
+    elif functionalities:
+        extra = [E.ExpectColumnDistinctValuesToEqualSet(column="functionality", value_set=list(functionalities))]
     if dataset == "crows_pairs":
         results.append(run_suite(dataset, table, crows_expectations(table, raw_rows, quarantined, suite_counts)))
     elif dataset == "mhc":
         table = with_helper_columns(table)
-        results.append(run_suite(dataset, table, classification_expectations(table, raw_rows, quarantined, None, tolerance, None)))
-        E = _gx().expectations
+        results.append(run_suite(dataset, table, classification_expectations(table, raw_rows, quarantined, None, tolerance, None) + extra))
         for language, expected in sorted((suite_counts or {}).items()):
             part = table.filter(pl.col("language") == language)
             if part.height == 0:
@@ -163,7 +174,7 @@ def validate_table(
             run_suite(
                 dataset,
                 table,
-                classification_expectations(table, raw_rows, quarantined, published_balance, tolerance, suite_counts),
+                classification_expectations(table, raw_rows, quarantined, published_balance, tolerance, suite_counts) + extra,
             )
         )
     return {
@@ -175,17 +186,25 @@ def validate_table(
 
 
 def failure_message(report: Mapping[str, Any]) -> str:
-    lines = [f"data validation failed for dataset {report['dataset']!r}:"]
+    """One line: the dataset, then every failed expectation with its
+    arguments, what was observed and example rows."""
+    failed = []
     for suite in report["suites"]:
         for check in suite["checks"]:
-            if not check["success"]:
-                examples = "; ".join(f"row {e['row']} id={e['id']!r} value={e['value']!r}" for e in check["examples"])
-                lines.append(
-                    f"  [{suite['suite']}] {check['expectation']} {check['kwargs']} failed: observed "
-                    f"{check['observed_value']!r}, unexpected {check['unexpected_count']}"
-                    + (f"; e.g. {examples}" if examples else "")
+            if not check["success"] and check["expectation"] == "expect_column_distinct_values_to_equal_set":
+                expected, observed = set(check["kwargs"]["value_set"]), set(check["observed_value"] or [])
+                failed.append(
+                    f"[{suite['suite']}] {check['expectation']} (column {check['kwargs']['column']!r}) failed: "
+                    f"missing {sorted(expected - observed)}, unexpected {sorted(observed - expected)}"
                 )
-    return "\n".join(lines)
+            elif not check["success"]:
+                examples = ", ".join(f"row {e['row']} id={e['id']!r} value={e['value']!r}" for e in check["examples"])
+                failed.append(
+                    f"[{suite['suite']}] {check['expectation']} {check['kwargs']} failed: observed "
+                    f"{check['observed_value']!r}, unexpected {check['unexpected_count']}"
+                    + (f" (e.g. {examples})" if examples else "")
+                )
+    return f"data validation failed for dataset {report['dataset']!r}: " + "; ".join(failed)
 
 
 def summary_markdown(report: Mapping[str, Any]) -> str:
@@ -218,15 +237,19 @@ def validate(
     tolerance: float,
     published_balance: float | None = None,
     suite_counts: Any = None,
+    functionalities: list | None = None,
 ) -> str:
     """Stage: run the dataset's great-expectations suite(s); write the result
-    (JSON + Markdown) and fail loudly, naming expectation and example rows."""
+    (JSON + Markdown) and fail loudly, naming expectation and example rows.
+    ``functionalities``: the suite's published functional tests, as
+    ``[code, title]`` pairs (``resources/functionalities.yaml``)."""
     from hatecheck_pipeline.core.files import read_json, write_json, write_text
 
-    report = validate_table(dataset, pl.read_parquet(table), read_json(counts), published_balance, tolerance, suite_counts)
+    codes = [f[0] if isinstance(f, (list, tuple)) else f for f in functionalities] if functionalities else None
+    report = validate_table(dataset, pl.read_parquet(table), read_json(counts), published_balance, tolerance, suite_counts, codes)
     write_json(report, report_json)
     write_text(summary_markdown(report), report_md)
     if not report["success"]:
-        raise ValidationFailed(failure_message(report))
+        raise ValidationFailed(f"{table}: {failure_message(report)} (report: {report_json})")
     n = sum(len(s["checks"]) for s in report["suites"])
     return f"{dataset}: {n} expectations passed"

@@ -55,6 +55,12 @@ def _examples(values: list[Any], k: int = 5) -> str:
     return ", ".join(map(repr, values[:k])) + (" ..." if len(values) > k else "")
 
 
+def _rows(bad: pl.Series, k: int = 5) -> str:
+    """The data rows (1 = the first after the header) where ``bad`` holds."""
+    rows = (bad.arg_true() + 1).to_list()
+    return "row(s) " + ", ".join(map(str, rows[:k])) + (" ..." if len(rows) > k else "")
+
+
 def parse_labels(values: pl.Series, threshold: float | None = None) -> np.ndarray:
     """Predictions as 0/1 (1 = hateful).
 
@@ -81,7 +87,7 @@ def parse_labels(values: pl.Series, threshold: float | None = None) -> np.ndarra
         if bad.any():
             hint = "" if threshold is not None else " (probabilities need --threshold)"
             raise ScoringError(
-                f"{int(bad.sum())} prediction(s) are not 1/0{hint}: {_examples(values.filter(bad).to_list())}"
+                f"{int(bad.sum())} prediction(s) are not 1/0{hint} at {_rows(bad)}: {_examples(values.filter(bad).to_list())}"
             )
         return out.cast(pl.Int8).to_numpy().astype(int)
     text = values.cast(pl.String).str.strip_chars().str.to_lowercase()
@@ -89,7 +95,7 @@ def parse_labels(values: pl.Series, threshold: float | None = None) -> np.ndarra
     bad = mapped.is_null()
     if bad.any():
         raise ScoringError(
-            f"{int(bad.sum())} prediction(s) are not hateful/non-hateful or 1/0: {_examples(values.filter(bad).to_list())}"
+            f"{int(bad.sum())} prediction(s) are not hateful/non-hateful or 1/0 at {_rows(bad)}: {_examples(values.filter(bad).to_list())}"
         )
     return mapped.to_numpy().astype(int)
 
@@ -107,6 +113,8 @@ def read_predictions(
     path = Path(path)
     if not path.exists():
         raise ScoringError(f"{path}: predictions file not found")
+    if path.is_file() and path.stat().st_size == 0:
+        raise ScoringError(f"{path}: the predictions file is empty (0 bytes)")
     if path.suffix.lower() == ".parquet":
         frame = pl.read_parquet(path)
     elif path.suffix.lower() in {".csv", ".tsv"}:
@@ -120,7 +128,11 @@ def read_predictions(
         raise ScoringError(f"{path}: no prediction column {pred_column!r} (name it with --pred-column); columns: {frame.columns}")
     pred_values = frame[pred_column]
     id_values = frame[ids].cast(pl.String).str.strip_chars().str.replace(r"\.0$", "")
-    return pl.DataFrame({"id": id_values, "pred": parse_labels(pred_values, threshold)})
+    try:
+        labels = parse_labels(pred_values, threshold)
+    except ScoringError as exc:
+        raise ScoringError(f"{path}: column {pred_column!r}: {exc}") from None
+    return pl.DataFrame({"id": id_values, "pred": labels})
 
 
 def gold_cases(suite: Suite, table: str | Path | None = None) -> pl.DataFrame:

@@ -29,6 +29,7 @@ import polars as pl
 import torch
 
 from hatecheck_pipeline.core.cpu import bounded_threads
+from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.models.runtime import (
     autocast_ctx,
     bucketed_batches,
@@ -592,8 +593,11 @@ def git_commit() -> str | None:
 
 
 def save_dir_atomic(out_dir: Path, write: Callable[[Path], None]) -> None:
-    """Write a directory under a temporary name, then rename it into place."""
+    """Write a directory under a temporary name, then rename it into place
+    (a half-written one left by a killed run is removed first)."""
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    for leftover in out_dir.parent.glob(out_dir.name + ".tmp-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=out_dir.name + ".tmp-", dir=out_dir.parent))
     try:
         write(tmp)
@@ -680,8 +684,7 @@ def run(
         tokenizer.save_pretrained(tmp)
 
     save_dir_atomic(Path(out_dir), write)
-    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(log_path).write_text(json.dumps(log, indent=2), "utf-8")
+    write_text(json.dumps(log, indent=2), log_path)  # atomic: a killed run leaves no partial log
     stand_in = not base_ref.startswith(("bert-base", "cardiffnlp/"))
     card = {
         "model": model_name,
@@ -722,8 +725,7 @@ def run(
         "git_commit": git_commit(),
         "labels": ID2LABEL,
     }
-    Path(card_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(card_path).write_text(json.dumps(card, indent=2), "utf-8")
+    write_text(json.dumps(card, indent=2), card_path)
     return log
 
 

@@ -14,6 +14,9 @@ INGEST = "hatecheck_pipeline.data.sources:ingest"
 PREPARE = "hatecheck_pipeline.data.prepare:prepare"
 VALIDATE = "hatecheck_pipeline.data.validate:validate"
 PREPROCESS = "hatecheck_pipeline.data.preprocess:preprocess"
+# The suites' published functional tests: validation checks that a suite has them.
+FUNCTIONALITIES_FILE = "src/hatecheck_pipeline/resources/functionalities.yaml"
+FUNCTIONAL_SUITES = ("hatecheck", "mhc")
 
 
 def datasets_in_use(params: Mapping[str, Any]) -> dict[str, set[str]]:
@@ -59,6 +62,8 @@ def validate_stage(dataset: str, params: Mapping[str, Any]) -> Stage:
     for arg, group in (("published_balance", "published_balance"), ("suite_counts", "suite_counts")):
         if dataset in validation[group]:
             keys[arg] = f"validation.{group}.{dataset}"
+    if dataset in FUNCTIONAL_SUITES:
+        keys["functionalities"] = f"{FUNCTIONALITIES_FILE}:{dataset}"
     return Stage(
         f"validate_{dataset}",
         "validate",

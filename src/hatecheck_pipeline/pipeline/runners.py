@@ -19,6 +19,10 @@ both runners keep it true:
   to do.
 - **One runner at a time.** :func:`hold_dvc_lock` holds DVC's repository
   lock for a Snakemake run and refuses while a ``dvc repro`` stage runs.
+- **Crashes.** A run killed with ``kill -9`` leaves Snakemake's locks
+  behind; :func:`clear_stale_locks` removes them once no run is alive
+  (:func:`register_run`), and the default workflow profile
+  (``profiles/default``) re-runs jobs left incomplete.
 - **Threads.** ``core.cpu.machine_cores`` is what the machine really has; rules
   never ask for more, and a global ``cpu_cores`` resource stops Snakemake from
   running more threads at once than there are cores, whatever ``--cores`` says.
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from hatecheck_pipeline.core.config import PARAMS_FILE, read_yaml
+from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
@@ -148,7 +153,6 @@ def build_missing(params: Mapping[str, Any], targets: Iterable[str], echo=print)
     running their producing stages in this process: the same stage code
     and parameters as both runners, raw files from the mirror or downloaded
     with their sha256 checked. Returns the stages that ran."""
-    from hatecheck_pipeline.core.errors import PipelineError
     from hatecheck_pipeline.core.stage import call
     from hatecheck_pipeline.pipeline.registry import build_stages
 
@@ -178,6 +182,56 @@ def build_missing(params: Mapping[str, Any], targets: Iterable[str], echo=print)
 
 _HELD: dict[str, Any] = {}
 DVC_LOCK = ".dvc/tmp/lock"
+RUNS_DIR = ".snakemake/hatecheck-runs"
+SNAKEMAKE_LOCKS = ".snakemake/locks"
+
+
+def register_run(runs_dir: str | Path = RUNS_DIR) -> Path:
+    """Mark this Snakemake process as live for its whole life: an exclusive
+    ``flock`` on ``<runs_dir>/<pid>.lock``, which the kernel releases when the
+    process ends, however it ends (``kill -9`` included). Taken while the
+    Snakefile is parsed, i.e. before Snakemake writes its own locks."""
+    import fcntl
+
+    directory = Path(runs_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{os.getpid()}.lock"
+    fh = open(path, "w")
+    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    _HELD["run"] = fh
+    return path
+
+
+def live_runs(runs_dir: str | Path = RUNS_DIR) -> list[str]:
+    """PIDs of the Snakemake runs of this workspace that are alive; the files
+    of dead ones are removed."""
+    import fcntl
+
+    live = []
+    for path in sorted(Path(runs_dir).glob("*.lock")):
+        try:
+            with open(path) as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            live.append(path.stem)
+            continue
+        except FileNotFoundError:
+            continue
+        path.unlink(missing_ok=True)
+    return live
+
+
+def clear_stale_locks(locks_dir: str | Path = SNAKEMAKE_LOCKS, runs_dir: str | Path = RUNS_DIR) -> list[str]:
+    """Remove the locks a killed Snakemake run left (what ``snakemake
+    --unlock`` does by hand), but only when no run of this workspace is
+    alive: a live run holds its file from :func:`register_run` from before
+    it writes its locks until it exits. Returns the files removed."""
+    locks = sorted(p for p in Path(locks_dir).glob("*") if p.is_file()) if Path(locks_dir).is_dir() else []
+    if not locks or live_runs(runs_dir):
+        return []
+    for path in locks:
+        path.unlink(missing_ok=True)
+    return [str(p) for p in locks]
 
 
 def hold_dvc_lock(root: str | Path = ".") -> bool:
@@ -187,8 +241,6 @@ def hold_dvc_lock(root: str | Path = ".") -> bool:
     refuses too. False where the workspace is not a DVC project."""
     from dvc.lock import LockError, make_lock
 
-    from hatecheck_pipeline.core.errors import PipelineError
-
     lockfile = Path(root) / DVC_LOCK
     if not lockfile.parent.parent.is_dir():
         return False
@@ -197,8 +249,8 @@ def hold_dvc_lock(root: str | Path = ".") -> bool:
     try:
         lock.lock()
     except LockError as exc:
-        raise PipelineError(f"{lockfile}: DVC is running in this workspace (its repository lock is held); "
-                            "wait for it to finish, then run Snakemake again") from exc
+        raise PipelineError(f"{lockfile}: DVC or another Snakemake run is working in this workspace (DVC's repository "
+                            "lock is held); wait for it to finish, then run Snakemake again") from exc
     busy = dvc_stage_runs(lockfile.parent / "rwlock")
     if busy:
         lock.unlock()
