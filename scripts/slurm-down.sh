@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Stop the single-node Slurm that scripts/slurm-up.sh started: cancel its
 # jobs, then stop exactly the daemons whose pids it recorded in
-# $HATECHECK_SLURM_DIR/pids (TERM, then KILL after a grace period).
+# $HATECHECK_SLURM_DIR/pids (TERM, then KILL after a grace period), and
+# remove the /etc/slurm/slurm.conf link to its configuration.
 set -uo pipefail
 
 DIR=${HATECHECK_SLURM_DIR:-/tmp/hatecheck-slurm}
@@ -46,5 +47,9 @@ if [ -s "$DIR/munge/munged.pid" ]; then
         for _ in $(seq $((GRACE_S * 10))); do alive "$pid" || break; sleep 0.1; done
         alive "$pid" && kill -KILL "$pid" 2>/dev/null
     fi
+fi
+ETC_CONF=/etc/slurm/slurm.conf
+if [ -L "$ETC_CONF" ] && [ "$(readlink "$ETC_CONF")" = "$DIR/slurm.conf" ]; then
+    rm -f "$ETC_CONF"
 fi
 mv "$DIR/pids" "$DIR/pids.stopped"

@@ -10,8 +10,9 @@
 # Snakemake's Slurm executor comes from `squeue` (no accounting database):
 # MinJobAge keeps finished jobs visible to squeue for 10 minutes.
 #
-# Clients find the cluster through SLURM_CONF; the script prints the line to
-# export. Usage:  sudo bash scripts/slurm-up.sh && export SLURM_CONF=/tmp/hatecheck-slurm/slurm.conf
+# Clients find the cluster through /etc/slurm/slurm.conf, a link to that file
+# (refused where a site's own slurm.conf is there), or SLURM_CONF.
+# Usage:  sudo bash scripts/slurm-up.sh   ...   sudo bash scripts/slurm-down.sh
 set -euo pipefail
 
 DIR=${HATECHECK_SLURM_DIR:-/tmp/hatecheck-slurm}
@@ -109,6 +110,21 @@ NodeName=localhost NodeAddr=127.0.0.1 CPUs=$CPUS SocketsPerBoard=$SOCKETS CoresP
 PartitionName=main Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 export SLURM_CONF=$DIR/slurm.conf
+# Clients also find it at the default path: Snakemake's job step strips
+# SLURM_* variables (SLURM_CONF included) before its `srun` inside the job.
+ETC_CONF=/etc/slurm/slurm.conf
+if [ -L "$ETC_CONF" ]; then
+    other=$(dirname "$(readlink "$ETC_CONF")")
+    if [ "$other" != "$DIR" ] && [ -s "$other/pids" ]; then
+        for pid in $(cut -d' ' -f2 "$other/pids"); do
+            kill -0 "$pid" 2>/dev/null && die "$ETC_CONF points to another running single-node Slurm ($other); stop it first (HATECHECK_SLURM_DIR=$other scripts/slurm-down.sh)"
+        done
+    fi
+elif [ -e "$ETC_CONF" ]; then
+    die "$ETC_CONF exists (a site configuration): this script only starts a Slurm on a machine without one"
+fi
+mkdir -p /etc/slurm
+ln -sfn "$SLURM_CONF" "$ETC_CONF"
 
 : > "$DIR/pids"
 start() {  # name, command...: run in the foreground of a background shell, record its pid
