@@ -42,7 +42,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 PATH=/usr/sbin:$PATH
 
-rm -rf "$DIR"
+# Start from a clean state directory: only an empty one or one this script wrote.
+if [ -d "$DIR" ] && [ -n "$(ls -A "$DIR")" ]; then
+    grep -qs 'written by scripts/slurm-up.sh' "$DIR/slurm.conf" || die "$DIR is not empty and not a state directory of this script; choose another HATECHECK_SLURM_DIR"
+    rm -rf "$DIR"
+fi
 mkdir -p "$DIR"/{munge,ctld,spool,log}
 chmod 755 "$DIR"
 
