@@ -1,5 +1,7 @@
 # One rule per stage of the registry (src/hatecheck_pipeline/pipeline), the
-# same stages `hatecheck-pipeline dag write` renders into dvc.yaml.
+# same stages `hatecheck-pipeline dag write` renders into dvc.yaml. Resources
+# (threads, mem_mb, runtime in minutes, gpu) come from the stage declarations;
+# the Slurm executor maps them to --cpus-per-task, --mem, -t and --gpus.
 for stage in STAGES:
 
     rule:
@@ -17,6 +19,7 @@ for stage in STAGES:
         threads: min(stage.threads, CORES)
         resources:
             mem_mb=stage.mem_mb,
+            runtime=stage.runtime,
             gpu=stage.gpu,
             cpu_cores=min(stage.threads, CORES),
         params:

@@ -22,6 +22,15 @@ from hatecheck_pipeline.core.config import get_key, read_yaml
 
 OUT_KINDS = ("outs", "metrics", "plots")
 
+# Wall-clock limit in minutes (Snakemake resource ``runtime``, Slurm's time
+# limit) of a stage that declares none: per phase, with room to spare on the
+# embedded profile. Train and predict take theirs from the active profile.
+PHASE_RUNTIME = {
+    "ingest": 30, "prepare": 30, "validate": 30, "preprocess": 30, "convert": 30,
+    "train": 240, "predict": 120, "evaluate": 60, "expand": 120, "audits": 120, "report": 30,
+}
+DEFAULT_RUNTIME = 60
+
 
 @dataclass(frozen=True)
 class Out:
@@ -85,6 +94,7 @@ class Stage:
     threads: int = 1  # CPU threads the function uses
     mem_mb: int = 1000
     gpu: int = 0
+    runtime: int | None = None  # minutes; None: the phase's default (PHASE_RUNTIME)
     code: tuple[str, ...] = ()  # source files the function runs (computed by the registry)
 
     def __post_init__(self) -> None:
@@ -94,6 +104,8 @@ class Stage:
             if seen & g:
                 raise ValueError(f"stage {self.name}: argument(s) {sorted(seen & g)} declared twice")
             seen |= g
+        if self.runtime is None:
+            object.__setattr__(self, "runtime", PHASE_RUNTIME.get(self.phase, DEFAULT_RUNTIME))
 
     # ---- what the runners see -------------------------------------------------
     @property

@@ -8,7 +8,7 @@ reads that base model's directory (the convert stage's output).
 The DAG is the same whatever the active profile (dvc.yaml is rendered once,
 and `dvc exp run -S profile=...` must not need a new one): stages that read
 the profile declare ``profile`` and the whole ``profiles`` section; only the
-Snakemake resources (memory, GPUs) follow the active profile.
+Snakemake resources (memory, GPUs, time limits) follow the active profile.
 """
 
 from __future__ import annotations
@@ -80,6 +80,7 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
         threads=params["training"]["threads"],
         mem_mb=prof.get("mem_mb", TRAIN_MEM_MB),
         gpu=prof.get("gpu", 0),
+        runtime=prof.get("train_runtime"),
     )
 
 
@@ -100,6 +101,7 @@ def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         threads=max(1, params["prediction"]["threads"]),  # 0 (= the idle cores) counts as 1
         mem_mb=PREDICT_MEM_MB,
         gpu=prof.get("gpu", 0),
+        runtime=prof.get("predict_runtime"),
     )
 
 
