@@ -42,7 +42,7 @@ def outcome(request):
     entry = plugin.cases.setdefault(request.node.nodeid, {"case": name, "seen": "", "status": "?"})
 
     def record(text: str) -> str:
-        entry["seen"] = " ".join(str(text).split())[:260]
+        entry["seen"] = " ".join(str(text).split())[:420]
         return text
 
     return record

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import signal
 import subprocess
 import time
@@ -76,7 +77,7 @@ def finish(project: Path, *targets: str) -> tuple[set[str], str]:
     return jobs_in(out), out
 
 
-SENTINEL = "sk-SENTINEL-9f2c41d7e0b6-never-written"  # an API key no file may ever hold
+SENTINEL = "sk-sentinel-" + secrets.token_hex(16)  # an API key no file may ever hold (made here: not in any source file)
 KEY_VARIABLES = ("OPENAI_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")
 PROJECTS: list[Path] = []
 
