@@ -136,9 +136,16 @@ def bias_summary_doc(workdir) -> Path:
     hx.write_text(json.dumps({
         "model": "tfidf-lr-standin", "performance": {"accuracy": 0.671, "macro_f1": 0.653, "auroc": 0.821},
         "bias": {"communities": comm, "power": -5, "gmb_subgroup": 0.7, "gmb_bpsn": 0.6, "gmb_bnsp": 0.8},
-        "explainability": {"method": "occlusion", "top_k": 5, "iou_f1": 0.1, "token_f1": 0.3, "auprc": 0.5,
-                           "comprehensiveness": 0.2, "sufficiency": 0.05, "n_posts": 100},
-        "paper_table6": {"model": "BERT [LIME] (Mathew et al. 2021, Table 6)", "accuracy": 0.690, "macro_f1": 0.674, "gmb_bpsn": 0.709},
+        "explainability": [{"method": "occlusion", "paper_row": "BERT [LIME]", "top_k": 5, "iou_f1": 0.1, "token_f1": 0.3, "auprc": 0.5,
+                            "comprehensiveness": 0.2, "sufficiency": 0.05, "n_posts": 100}],
+    }))
+    bert = workdir / "hx_bert.json"
+    bert.write_text(json.dumps({
+        "model": "hatexplain (all-MiniLM-L6-v2, stand-in for BERT-base)", "performance": {"accuracy": 0.6, "macro_f1": 0.55, "auroc": 0.8},
+        "bias": {"communities": comm, "power": -5, "gmb_subgroup": 0.7, "gmb_bpsn": 0.6, "gmb_bnsp": 0.8},
+        "explainability": [{"method": m, "paper_row": row, "top_k": 5, "iou_f1": 0.1, "token_f1": 0.3, "auprc": 0.5,
+                            "comprehensiveness": 0.2, "sufficiency": 0.05, "n_posts": 50}
+                           for m, row in (("attention", "BERT [Attn]"), ("integrated_gradients", "BERT [LIME]"))],
     }))
     tgt = workdir / "tgt.json"
     suites = {s: {"n_cases": 60, "overall_auc": 0.75, "gmb_subgroup": 0.6, "gmb_bpsn": 0.5, "gmb_bnsp": 0.7,
@@ -146,7 +153,8 @@ def bias_summary_doc(workdir) -> Path:
               for s in ("mhc_german", "mhc_hindi")}
     tgt.write_text(json.dumps({"model": "XTC", "suites": suites}))
     out = workdir / paths.bias_summary()
-    bias_summary.run({"smollm2-135m": crows}, {"tfidf-lr-standin": hx}, {"XTC": tgt}, out)
+    bias_summary.run({"smollm2-135m": crows}, {"tfidf-lr-standin": hx, "hatexplain": bert}, {"XTC": tgt}, out,
+                     bias_summary.supervised_status({"model": "hatexplain-supervised", "train_rationales": None}))
     return out
 
 

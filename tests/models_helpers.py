@@ -82,3 +82,35 @@ def tiny_bert(directory: Path) -> Path:
     BertModel(config).save_pretrained(directory)
     fast.save_pretrained(directory)
     return directory
+
+
+HX_WORDS = {"hatespeech": ["vermin", "filth"], "offensive": ["disgusting", "scum"], "normal": ["lunch", "music"]}
+
+
+def hatexplain_table(path: Path, n_train: int = 60, n_dev: int = 15, n_test: int = 30, seed: int = 0, train_rationales: bool = True) -> Path:
+    """A small synthetic HateXplain-like table (prepared-table columns):
+    3 classes decided by one class word, which the annotators' rationales
+    mark; targets from the group word. Test values only."""
+    rng = random.Random(seed)
+    rows = []
+    communities = {"women": "Women", "immigrants": "Refugee", "muslims": "Islam"}
+    for i in range(n_train + n_dev + n_test):
+        split = "train" if i < n_train else "dev" if i < n_train + n_dev else "test"
+        label3 = ["hatespeech", "offensive", "normal"][i % 3]
+        group = rng.choice(list(communities))
+        word = rng.choice(HX_WORDS[label3])
+        filler = [rng.choice(["weather", "friends", "garden", "the", "a", "very", "so", "today"]) for _ in range(rng.randint(1, 6))]
+        tokens = [group, word, *filler] if i % 2 else [*filler, word, group]
+        mark = [int(t == word) for t in tokens]
+        has_rationale = label3 != "normal" and (split != "train" or train_rationales)
+        rows.append({
+            "id": f"hx-{i}", "text": " ".join(tokens), "label": "hateful" if label3 == "hatespeech" else "non-hateful",
+            "label3": label3, "split": split, "dataset": "hatexplain", "post_tokens": tokens,
+            "rationales": [mark, mark] if has_rationale else [], "targets": [communities[group]],
+        })
+    frame = pl.DataFrame(rows, schema={"id": pl.String, "text": pl.String, "label": pl.String, "label3": pl.String, "split": pl.String,
+                                       "dataset": pl.String, "post_tokens": pl.List(pl.String), "rationales": pl.List(pl.List(pl.Int64)),
+                                       "targets": pl.List(pl.String)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(path)
+    return path

@@ -30,6 +30,12 @@ def test_stage_declarations(params):
         assert {"profile", "profiles"} <= set(s.param_keys)
         assert s.threads == params["bias"]["threads"] and s.mem_mb == 4000
     assert stages["hatexplain_standin"].mem_mb == 3000
+    # the fine-tuned 3-class model: explained by its own stage, scored by the same metrics stage as the baseline
+    assert audits.explained_models(params) == ["hatexplain"]
+    ex = stages["hatexplain_explain_hatexplain"]
+    assert ex.inputs["model_dir"] == paths.model_dir("hatexplain") and {"profile", "profiles", "explain"} <= set(ex.params)
+    assert stages["hatexplain_metrics_hatexplain"].inputs["attributions"] == paths.hatexplain_attributions("hatexplain")
+    assert "train_hatexplain-supervised" not in stages and params["bias"]["hatexplain"]["supervised"]["train_rationales"] is None
     plots = [o for s in stages.values() for o in s.outs_of("plots")]
     assert plots and all(o.path.endswith("communities.csv") and dict(o.plot)["x"] == "bpsn_auc" for o in plots)
     for m in audits.target_models(params):
@@ -85,9 +91,31 @@ def test_hatexplain_and_summary_stage_functions(tmp_path):
     assert msg == f"{hatexplain.STANDIN}: trained on 30 posts, scored 30"
     msg = hatexplain.hatexplain_metrics(hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m.json", d / "c.csv",
                                         ["Women", "Arab"], -5, 1, 0.5, "union")
-    assert msg.startswith(f"{hatexplain.STANDIN}: macro F1 1.000") and "token F1 1.000" in msg
+    assert msg.startswith(f"{hatexplain.STANDIN}: macro F1 1.000") and "token F1 [occlusion] 1.000" in msg
     assert not list(d.glob("*.tmp"))  # atomic writes leave no temp files
     out = tmp_path / "summary.json"
-    msg = summary.bias_summary({}, {hatexplain.STANDIN: d / "m.json"}, {}, out)
+    msg = summary.bias_summary({}, {hatexplain.STANDIN: d / "m.json"}, {}, out, {"model": "hx-sup", "train_rationales": None})
     assert msg == f"wrote {out} (0 CrowS-Pairs, 1 HateXplain, 0 target-bias entries)"
-    assert json.loads(out.read_text())["hatexplain"][hatexplain.STANDIN]["source"] == str(d / "m.json")
+    doc = json.loads(out.read_text())
+    assert doc["hatexplain"][hatexplain.STANDIN]["source"] == str(d / "m.json")
+    assert [e["method"] for e in doc["hatexplain"][hatexplain.STANDIN]["explanations"]] == ["occlusion"]
+    assert doc["hatexplain_supervised"]["ran"] is False and "validation and test splits only" in doc["hatexplain_supervised"]["reason"]
+
+
+def test_supervised_model_gets_its_stages_only_with_training_rationales(params):
+    """BERT-HateXplain: train, explain and metrics stages appear when a
+    training rationales file is given (never otherwise)."""
+    import copy
+
+    from hatecheck_pipeline.pipeline import models as model_stages
+
+    assert model_stages.supervised_model(params) is None
+    given = copy.deepcopy(params)
+    given["bias"]["hatexplain"]["supervised"]["train_rationales"] = "data/external/hatexplain_train_rationales.json"
+    names = {s.name: s for s in model_stages.stages(given) + audits.stages(given)}
+    train = names["train_hatexplain-supervised"]
+    assert train.inputs["rationales"] == "data/external/hatexplain_train_rationales.json" and signature_mismatch(train) is None
+    assert train.params["recipe"] == "training.recipes.hatexplain_supervised"
+    assert train.inputs["data"] == names["train_hatexplain"].inputs["data"]
+    assert {"hatexplain_explain_hatexplain-supervised", "hatexplain_metrics_hatexplain-supervised"} <= set(names)
+    assert paths.hatexplain_metrics("hatexplain-supervised") in names["bias_summary"].data_deps

@@ -124,8 +124,14 @@ def test_report_sections_from_expansion_and_bias(workdir):
     assert "95.0" in html
     assert 'data-cell-id="bias:crows:smollm2-135m:metric_score"' in html
     assert "incomplete run" in html and "causal variant" in html and "BERT-base (paper Table 2" in html
-    assert "Stand-in, not the paper's model" in html and "tfidf-lr-standin (stand-in)" in html
-    assert 'data-cell-id="published:hatexplain_t6:BERT:accuracy"' in html
+    assert "tfidf-lr-standin (baseline: TF-IDF + logistic regression, not BERT) [occlusion]" in html
+    assert "hatexplain (all-MiniLM-L6-v2, stand-in for BERT-base) [attention]" in html
+    assert 'data-cell-id="bias:hatexplain:hatexplain:integrated_gradients:token_f1"' in html
+    # each of our rows is followed by the paper's row of the same kind of model and method
+    assert html.index("[attention]</td>") < html.index("paper: BERT [Attn]") < html.index("[integrated_gradients]</td>")
+    assert 'data-cell-id="published:hatexplain_t6:BERT:Attn:accuracy"' in html
+    assert 'data-cell-id="published:hatexplain_t6:BERT-HateXplain:Attn:token_f1"' in html
+    assert "hatexplain-supervised (BERT-HateXplain, attention-supervised)" in html and "did not run: not trained" in html
     assert 'data-cell-id="bias:targets:XTC:mhc_hindi:Muslims:bpsn_auc"' in html
     assert f'data-metrics="{workdir / "tgt.json"}"' in html and 'data-stage="target_bias_XTC"' in html
     assert html.count("data:image/png;base64,") >= 3  # expanded bars (2 models) + target heatmaps

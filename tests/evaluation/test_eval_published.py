@@ -121,3 +121,15 @@ def test_mhc_table3_rows_are_the_suites_target_groups(mirror, language):
     groups = set(cases["target_ident"].drop_nulls().unique())
     xtc = PUB["mhc_t3"]["values"]["XTC"]
     assert {row for row, cols in xtc.items() if language in cols} == groups
+
+
+def test_hatexplain_table6_transcription():
+    """HateXplain Table 6: a model's performance and bias columns do not
+    depend on the token method (the paper repeats them per row)."""
+    t6 = PUB["hatexplain_t6"]["values"]
+    assert t6["BERT"]["Attn"]["token_f1"] == 0.497 and t6["BERT"]["LIME"]["sufficiency"] == 0.008
+    assert t6["BERT-HateXplain"]["Attn"]["gmb_subgroup"] == 0.807
+    perf = ("accuracy", "macro_f1", "auroc", "gmb_subgroup", "gmb_bpsn", "gmb_bnsp")
+    for model, rows in t6.items():
+        assert len({tuple(r[k] for k in perf) for r in rows.values()}) == 1, model
+        assert all(len(r) == 11 for r in rows.values()), model

@@ -105,7 +105,7 @@ def test_report_renders_in_chromium(built_report, tmp_path):
     assert 'data-cell-id="mhc_t7:XTC:hindi:macro_f1"' in dom.stdout
     assert 'data-cell-id="expanded_functionality:XTC:perturbed_mhc_hindi:hateful_cases:change"' in dom.stdout
     assert 'data-cell-id="bias:hatexplain:tfidf-lr-standin:gmb_bpsn"' in dom.stdout
-    assert "incomplete run" in dom.stdout and "(stand-in)" in dom.stdout
+    assert "incomplete run" in dom.stdout and "stand-in for BERT-base" in dom.stdout and "baseline: TF-IDF" in dom.stdout
     assert "Synthetic report" in dom.stdout
     shot = tmp_path / "shot.png"
     res = chromium(["--screenshot=" + str(shot), "--window-size=1280,2400", url], tmp_path / "profile2")

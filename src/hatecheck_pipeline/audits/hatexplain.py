@@ -10,12 +10,17 @@ The metrics stage consumes two files any classifier can produce:
   score per HateXplain ``post_tokens`` token, for the predicted class),
   ``p_full`` (probability of the predicted class), ``p_without_top``
   (same class, top-k tokens removed), ``p_only_top`` (same class, only the
-  top-k tokens kept), ``method``.
+  top-k tokens kept), ``method``; optionally ``paper_row`` (the row of the
+  paper's Table 6 for the same kind of model and method, e.g.
+  ``BERT [Attn]``). A file may hold several methods: each is scored on
+  its own.
 
-The pipeline's own producer here is a stand-in: TF-IDF + logistic
-regression (scikit-learn) trained on the official train split, with
-leave-one-token-out occlusion attributions. It is labelled as such in
-every output and is not the paper's BERT.
+Producers: the transformer the pipeline fine-tunes
+(:mod:`hatecheck_pipeline.audits.explain`, attention and integrated
+gradients), and a cheap baseline here: TF-IDF + logistic regression
+(scikit-learn) trained on the official train split, with
+leave-one-token-out occlusion attributions, labelled as such in every
+output (not the paper's BERT).
 """
 
 from __future__ import annotations
@@ -33,21 +38,21 @@ from hatecheck_pipeline.core.files import write_csv, write_parquet, write_text
 CLASSES = ["hatespeech", "offensive", "normal"]
 STANDIN = "tfidf-lr-standin"  # the label of the built-in producer (bias.hatexplain.classifiers)
 
-# Table 6 of the paper, BERT [LIME] (bias metrics do not depend on the explainer).
-PAPER_TABLE6_BERT = {
-    "model": "BERT [LIME] (Mathew et al. 2021, Table 6)",
-    "accuracy": 0.690,
-    "macro_f1": 0.674,
-    "auroc": 0.843,
-    "gmb_subgroup": 0.762,
-    "gmb_bpsn": 0.709,
-    "gmb_bnsp": 0.757,
-    "iou_f1": 0.118,
-    "token_f1": 0.468,
-    "auprc": 0.747,
-    "comprehensiveness": 0.436,
-    "sufficiency": 0.008,
-}
+# The row of the paper's Table 6 (resources/published.yaml: hatexplain_t6)
+# an explanation method is compared with: attention -> [Attn]; the paper has
+# no integrated-gradients or occlusion row, so post-hoc attributions sit
+# next to its post-hoc method, LIME.
+PAPER_METHOD = {"attention": "Attn", "integrated_gradients": "LIME", "occlusion": "LIME"}
+
+
+def paper_row(method: str, supervised: bool = False) -> str:
+    """``BERT [Attn]`` etc.: the paper's row for a BERT-like model (with
+    attention supervision: BERT-HateXplain) explained by ``method``.
+
+    >>> paper_row("attention"), paper_row("integrated_gradients", supervised=True)
+    ('BERT [Attn]', 'BERT-HateXplain [LIME]')
+    """
+    return f"{'BERT-HateXplain' if supervised else 'BERT'} [{PAPER_METHOD[method]}]"
 
 
 # --------------------------------------------------------------------------
@@ -115,7 +120,8 @@ def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_
     )
     rows = []
     for pid, tokens in tqdm(list(zip(test["id"].to_list(), test["post_tokens"].to_list())), desc="occlusion", mininterval=10):
-        rows.append({"id": pid, **occlusion(model, tokens, k), "method": "occlusion (leave-one-token-out)", "top_k": k, "model": label})
+        rows.append({"id": pid, **occlusion(model, tokens, k), "method": "occlusion", "method_label": "occlusion (leave-one-token-out)",
+                     "top_k": k, "paper_row": paper_row("occlusion"), "model": label})
     write_parquet(preds, out_predictions)
     write_parquet(pl.DataFrame(rows), out_attributions)
     card = {
@@ -157,6 +163,32 @@ def performance(gold3: Sequence[str], preds: pl.DataFrame) -> dict[str, float]:
     }
 
 
+def explainability(test: pl.DataFrame, attr: pl.DataFrame, k: int, iou_threshold: float, combine: str) -> dict[str, Any]:
+    """Plausibility and faithfulness of one method's attributions on the
+    test posts whose gold class is not normal and that have a rationale."""
+    ex = test.filter(pl.col("label3") != "normal").join(attr, on="id", how="inner")
+    gold = [rationales.gold_rationale(r, combine) for r in ex["rationales"].to_list()]
+    soft = ex["attributions"].to_list()
+    for pid, g, s, t in zip(ex["id"], gold, soft, ex["post_tokens"]):
+        if len(s) != len(t) or len(g) != len(t):
+            raise ValueError(f"post {pid}: {len(t)} tokens, {len(s)} attributions, {len(g)} rationale marks")
+    keep = [i for i, g in enumerate(gold) if sum(g) > 0]
+    plaus = rationales.explainability([gold[i] for i in keep], [soft[i] for i in keep], k, iou_threshold)
+    faith = rationales.faithfulness(*(ex[c].to_numpy()[keep] for c in ("p_full", "p_without_top", "p_only_top")))
+    method = str(attr["method"][0]) if attr.height else None
+    first = attr.row(0, named=True) if attr.height else {}
+    return {
+        "method": method,
+        "method_label": first.get("method_label") or method,
+        "paper_row": first.get("paper_row") or (paper_row(method) if method in PAPER_METHOD else None),
+        "top_k": k,
+        "iou_threshold": iou_threshold,
+        "gold_rationale": combine,
+        **plaus,
+        **faith,
+    }
+
+
 def run_metrics(
     table: Path,
     predictions: Path,
@@ -178,31 +210,17 @@ def run_metrics(
     perf = performance(joined["label3"].to_list(), joined)
     y = (joined["label3"] != "normal").cast(pl.Int8).to_numpy()
     rows = bias_auc.bias_table(y, joined["p_toxic"].to_numpy(), joined["targets"].to_list(), communities)
-    # explainability: test posts whose gold class is not normal (they carry rationales)
+    # explainability, per method: test posts whose gold class is not normal (they carry rationales)
     attr = pl.read_parquet(attributions)
-    ex = test.filter(pl.col("label3") != "normal").join(attr, on="id", how="inner")
-    gold = [rationales.gold_rationale(r, combine) for r in ex["rationales"].to_list()]
-    soft = ex["attributions"].to_list()
-    for pid, g, s, t in zip(ex["id"], gold, soft, ex["post_tokens"]):
-        if len(s) != len(t) or len(g) != len(t):
-            raise ValueError(f"post {pid}: {len(t)} tokens, {len(s)} attributions, {len(g)} rationale marks")
-    keep = [i for i, g in enumerate(gold) if sum(g) > 0]
-    plaus = rationales.explainability([gold[i] for i in keep], [soft[i] for i in keep], k, iou_threshold)
-    faith = rationales.faithfulness(*(ex[c].to_numpy()[keep] for c in ("p_full", "p_without_top", "p_only_top")))
+    methods = attr["method"].unique(maintain_order=True).to_list()
+    explained = [explainability(test, attr.filter(pl.col("method") == m), k, iou_threshold, combine) for m in methods]
     result = {
-        "model": label,
+        "model": str(preds["model"][0]) if "model" in preds.columns and preds.height else label,
+        "classifier": label,
         "n_test": joined.height,
         "performance": perf,
         "bias": {"score": "p_toxic", "positive": "hatespeech or offensive", "communities": rows, **bias_auc.gmb(rows, power)},
-        "explainability": {
-            "method": attr["method"][0] if attr.height else None,
-            "top_k": k,
-            "iou_threshold": iou_threshold,
-            "gold_rationale": combine,
-            **plaus,
-            **faith,
-        },
-        "paper_table6": PAPER_TABLE6_BERT,
+        "explainability": explained,
     }
     write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", out_json)
     write_csv(pl.DataFrame(rows).with_columns(model=pl.lit(label)), out_csv)
@@ -225,8 +243,9 @@ def hatexplain_metrics(
     """Stage ``hatexplain_metrics_<classifier>``: performance, bias AUCs per
     community, plausibility and faithfulness of one classifier's files."""
     r = run_metrics(table, predictions, attributions, metrics, communities_csv, communities, power, top_k, iou_threshold, gold_rationale, classifier)
-    b, e = r["bias"], r["explainability"]
+    b = r["bias"]
+    token_f1 = ", ".join(f"token F1 [{e['method']}] {e['token_f1']:.3f}" for e in r["explainability"])
     return (
         f"{classifier}: macro F1 {r['performance']['macro_f1']:.3f}, GMB-Sub {b['gmb_subgroup']:.3f}, "
-        f"BPSN {b['gmb_bpsn']:.3f}, BNSP {b['gmb_bnsp']:.3f}, token F1 {e['token_f1']:.3f}"
+        f"BPSN {b['gmb_bpsn']:.3f}, BNSP {b['gmb_bnsp']:.3f}, {token_f1}"
     )

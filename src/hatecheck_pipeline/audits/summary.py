@@ -10,14 +10,18 @@ from typing import Any, Mapping
 from hatecheck_pipeline.core.files import write_text
 
 CROWS_KEYS = ["variant", "model", "n_pairs", "complete", "metric_score", "stereo_score", "antistereo_score", "n_neutral", "likelihood_diff_mean", "bias_types", "pairs_per_second", "note"]
-SCHEMA_VERSION = 1
+EXPLAIN_KEYS = ["method", "method_label", "paper_row", "top_k", "iou_f1", "token_f1", "auprc", "comprehensiveness", "sufficiency", "n_posts"]
+SCHEMA_VERSION = 2
 
 
 def _read(path: Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text("utf-8"))
 
 
-def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path) -> dict[str, Any]:
+def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path,
+        supervised: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``supervised``: the attention-supervised HateXplain model's status
+    when it did not run ({model, ran: false, reason})."""
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "crows_pairs": {}, "hatexplain": {}, "targets": {}}
     for name, path in crows.items():
         m = _read(path)
@@ -25,16 +29,17 @@ def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapp
         doc.setdefault("crows_pairs_paper_table2", m.get("paper_table2"))
     for clf, path in hatexplain.items():
         m = _read(path)
-        b, e = m["bias"], m["explainability"]
+        b = m["bias"]
         doc["hatexplain"][clf] = {
             "source": str(path),
             "model": m["model"],
             **m["performance"],
             **{k: b[k] for k in ("gmb_subgroup", "gmb_bpsn", "gmb_bnsp", "power")},
             "communities": b["communities"],
-            **{k: e[k] for k in ("method", "top_k", "iou_f1", "token_f1", "auprc", "comprehensiveness", "sufficiency", "n_posts")},
+            "explanations": [{k: e.get(k) for k in EXPLAIN_KEYS} for e in m["explainability"]],
         }
-        doc["hatexplain_paper_table6"] = m["paper_table6"]
+    if supervised is not None:
+        doc["hatexplain_supervised"] = dict(supervised)
     for model, path in targets.items():
         m = _read(path)
         doc["targets"][model] = {
@@ -48,11 +53,27 @@ def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapp
     return doc
 
 
-def bias_summary(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path) -> str:
+NO_TRAIN_RATIONALES = (
+    "not trained: attention supervision needs human rationales for the training posts, and the public HateXplain files "
+    "reachable here carry rationales for the validation and test splits only (bias.hatexplain.supervised.train_rationales "
+    "is null); set it to a JSON file {post id: [annotator 0/1 masks over post_tokens]} to train and audit it"
+)
+
+
+def supervised_status(supervised: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether the attention-supervised model (BERT-HateXplain) ran, and why not."""
+    if supervised.get("train_rationales"):
+        return {"model": supervised["model"], "ran": True, "train_rationales": supervised["train_rationales"]}
+    return {"model": supervised["model"], "ran": False, "reason": NO_TRAIN_RATIONALES}
+
+
+def bias_summary(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path,
+                 supervised: Mapping[str, Any]) -> str:
     """Stage ``bias_summary``: the bias metrics (name -> metrics file per
     CrowS-Pairs scorer, HateXplain classifier and target-bias model) in one
-    document."""
-    doc = run(crows, hatexplain, targets, out)
+    document, with the attention-supervised HateXplain model's status
+    (``bias.hatexplain.supervised``)."""
+    doc = run(crows, hatexplain, targets, out, supervised_status(supervised))
     return (
         f"wrote {out} ({len(doc['crows_pairs'])} CrowS-Pairs, {len(doc['hatexplain'])} HateXplain, "
         f"{len(doc['targets'])} target-bias entries)"

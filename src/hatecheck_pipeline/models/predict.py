@@ -25,14 +25,24 @@ from hatecheck_pipeline.models.runtime import (
 from hatecheck_pipeline.suites.registry import Suite
 
 HATEFUL = 1
+# The class a model's config names hateful: binary models' "hateful" (index
+# 1); a multi-class model's hate class (HateXplain's "hatespeech").
+HATEFUL_LABELS = ("hateful", "hatespeech")
 COLUMNS = ["id", "p_hateful", "pred", "model", "suite"]
 
 
+def hateful_index(config) -> int:
+    """Index of the hateful class in a classifier's config (1 when the
+    config names none of ``HATEFUL_LABELS``)."""
+    label2id = {str(k): int(v) for k, v in (getattr(config, "label2id", None) or {}).items()}
+    return next((label2id[n] for n in HATEFUL_LABELS if n in label2id), HATEFUL)
+
+
 def predict_proba(model, tokenizer, texts: Sequence[str], max_length: int, batch_size: int, amp: bool = True, progress: bool = False) -> np.ndarray:
-    """p(hateful) per text."""
+    """p(hateful) per text (for a multi-class model: of its hateful class)."""
     seqs = encode(tokenizer, texts, max_length)
     logits = forward_logits(model, seqs, tokenizer.pad_token_id, batch_size, amp=amp, progress=progress)
-    return torch.softmax(logits, dim=-1)[:, HATEFUL].numpy()
+    return torch.softmax(logits, dim=-1)[:, hateful_index(model.config)].numpy()
 
 
 def load_model(model_dir: str | Path):

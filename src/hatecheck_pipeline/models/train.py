@@ -9,7 +9,9 @@ parameters resumes from the last complete checkpoint and reaches the same
 weights as an uninterrupted run: the data order of every epoch is drawn
 from a generator seeded by (seed, epoch), and dropout's RNG state is saved.
 
-Labels: 0 = non-hateful, 1 = hateful.
+Labels: 0 = non-hateful, 1 = hateful (the column ``label``), unless the
+recipe names another label set (``labels``: a column and its classes, e.g.
+HateXplain's 3 classes in ``label3``); binary models are unaffected by it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import torch
 
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_text
+from hatecheck_pipeline.models.attention import Supervision, attention_loss, pad_targets, read_rationales, token_targets
 from hatecheck_pipeline.models.runtime import (
     autocast_ctx,
     bucketed_batches,
@@ -42,6 +45,40 @@ from hatecheck_pipeline.models.runtime import (
 ID2LABEL = {0: "non-hateful", 1: "hateful"}
 LABEL2ID = {v: k for k, v in ID2LABEL.items()}
 METRICS = ("dev_f1_hateful", "dev_macro_f1", "dev_loss")
+
+
+@dataclass(frozen=True)
+class LabelSet:
+    """The classes a model predicts: the table ``column`` holding them, the
+    class names in index order, and the class that counts as hateful
+    (``dev_f1_hateful``; p(hateful) on the binary suites)."""
+
+    column: str
+    classes: tuple[str, ...]
+    hateful: str
+
+    @classmethod
+    def from_recipe(cls, section: Mapping[str, Any]) -> "LabelSet":
+        """The recipe's ``labels`` ({column, classes, hateful}); the binary
+        set when the recipe names none."""
+        spec = section.get("labels")
+        if not spec:
+            return BINARY
+        labels = cls(spec["column"], tuple(spec["classes"]), spec["hateful"])
+        if labels.hateful not in labels.classes or len(set(labels.classes)) != len(labels.classes) or len(labels.classes) < 2:
+            raise ValueError(f"training.recipes.*.labels: classes {list(labels.classes)} must be distinct (at least 2) and hold hateful={labels.hateful!r}")
+        return labels
+
+    @property
+    def id2label(self) -> dict[int, str]:
+        return dict(enumerate(self.classes))
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        return {c: i for i, c in enumerate(self.classes)}
+
+
+BINARY = LabelSet("label", (ID2LABEL[0], ID2LABEL[1]), ID2LABEL[1])
 
 
 @dataclass(frozen=True)
@@ -103,8 +140,9 @@ def trial_name(r: "Recipe") -> str:
 # Recipe pieces (unit-tested on their own)
 
 
-def class_weights(labels: Sequence[int], rule: str) -> list[float]:
-    """Cross-entropy weights per class (index 0, 1).
+def class_weights(labels: Sequence[int], rule: str, n_classes: int = 2) -> list[float]:
+    """Cross-entropy weights per class (index 0, 1; ``none``: any number of
+    classes).
 
     ``other_class_proportion`` (HateCheck paper): the weight of a class is
     the relative proportion of the other class, so 1:9 hateful:non-hateful
@@ -116,9 +154,11 @@ def class_weights(labels: Sequence[int], rule: str) -> list[float]:
     [1.0, 1.0]
     """
     if rule == "none":
-        return [1.0, 1.0]
+        return [1.0] * n_classes
     if rule != "other_class_proportion":
         raise ValueError(f"unknown class weight rule {rule!r}")
+    if n_classes != 2:
+        raise ValueError(f"class weight rule {rule!r} is defined for 2 classes, not {n_classes}")
     labels = np.asarray(labels)
     share1 = float((labels == 1).mean())
     return [round(share1, 12), round(1.0 - share1, 12)]
@@ -159,6 +199,29 @@ def binary_metrics(labels: np.ndarray, probs: np.ndarray, weights: Sequence[floa
     }
 
 
+def multiclass_metrics(labels: np.ndarray, probs: np.ndarray, weights: Sequence[float], hateful: int) -> dict[str, float]:
+    """Dev metrics of an N-class model: weighted loss, F1 of the hateful
+    class and macro F1 over all classes of the argmax prediction."""
+    from sklearn.metrics import f1_score
+
+    pred = probs.argmax(axis=1)
+    logp = np.log(np.clip(probs, 1e-12, 1.0))
+    w = np.asarray(weights)[labels]
+    loss = float(-(w * logp[np.arange(len(labels)), labels]).sum() / w.sum())
+    every = list(range(probs.shape[1]))
+    return {
+        "dev_loss": loss,
+        "dev_f1_hateful": float(f1_score(labels, pred, labels=[hateful], average="macro", zero_division=0)),
+        "dev_macro_f1": float(f1_score(labels, pred, labels=every, average="macro", zero_division=0)),
+    }
+
+
+def dev_metrics(labels: np.ndarray, probs: np.ndarray, weights: Sequence[float], label_set: LabelSet) -> dict[str, float]:
+    if label_set == BINARY:
+        return binary_metrics(labels, probs, weights)
+    return multiclass_metrics(labels, probs, weights, label_set.label2id[label_set.hateful])
+
+
 # --------------------------------------------------------------------------
 # Data
 
@@ -168,6 +231,8 @@ class Split:
     texts: list[str]
     labels: list[int]
     sources: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    rationales: list[list[list[int]]] | None = None  # per example: annotators' 0/1 masks (attention supervision)
 
 
 def stratified_cap(frame: pl.DataFrame, cap: int | None, seed: int) -> pl.DataFrame:
@@ -191,15 +256,17 @@ def per_dataset_cap(max_train: int | None, n_datasets: int) -> int | None:
     return None if max_train is None else max(2, max_train // max(1, n_datasets))
 
 
-def load_splits(files: Sequence[Path], max_train: int | None, seed: int) -> tuple[Split, Split, list[dict]]:
+def load_splits(files: Sequence[Path], max_train: int | None, seed: int, labels: LabelSet = BINARY) -> tuple[Split, Split, list[dict]]:
     """Train and dev splits of processed tables. ``max_train`` caps the
     model's train examples in total, spread evenly over its datasets (a
     stratified sample of each); each dev split is capped to a quarter of
-    that dataset's share."""
+    that dataset's share. Labels come from ``labels.column``."""
     train, dev, counts = Split([], [], []), Split([], [], []), []
     max_train = per_dataset_cap(max_train, len(files))
     for f in files:
-        table = pl.read_parquet(f, columns=["id", "text", "label", "split", "dataset"])
+        table = pl.read_parquet(f, columns=["id", "text", labels.column, "split", "dataset"])
+        if labels.column != "label":
+            table = table.rename({labels.column: "label"})
         name = table["dataset"][0] if table.height else Path(f).parent.name
         row = {"dataset": name, "file": str(f)}
         for split, target, cap in (("train", train, max_train), ("dev", dev, None if max_train is None else max(2, max_train // 4))):
@@ -208,8 +275,9 @@ def load_splits(files: Sequence[Path], max_train: int | None, seed: int) -> tupl
             part = stratified_cap(part, cap, seed)
             row[f"{split}_used"] = part.height
             target.texts += part["text"].to_list()
-            target.labels += [LABEL2ID[x] for x in part["label"].to_list()]
+            target.labels += [labels.label2id[x] for x in part["label"].to_list()]
             target.sources += [name] * part.height
+            target.ids += part["id"].to_list()
         counts.append(row)
     if not train.texts or not dev.texts:
         raise ValueError(f"no train/dev rows in {list(map(str, files))}")
@@ -307,21 +375,27 @@ def save_best(ckpt_dir: Path, model) -> None:
 # The loop
 
 
-def load_for_training(base: str, dropout: float, seed: int, freeze_embeddings: bool = False):
-    """A 2-label classifier from a base model (head seeded). With
-    ``freeze_embeddings`` the word-embedding matrix keeps its pretrained
-    values (no gradient, no optimiser state): most of a multilingual
-    encoder's parameters, and a known aid to zero-shot cross-lingual
-    transfer, since languages unseen in fine-tuning keep embeddings that
-    stay aligned with the fine-tuned encoder."""
+def load_for_training(
+    base: str, dropout: float, seed: int, labels: LabelSet = BINARY, eager_attention: bool = False, freeze_embeddings: bool = False
+):
+    """A classifier over ``labels`` (2 by default) from a base model (head
+    seeded); ``eager_attention``: attention weights it can return (and
+    train), for attention supervision. With ``freeze_embeddings`` the
+    word-embedding matrix keeps its pretrained values (no gradient, no
+    optimiser state): most of a multilingual encoder's parameters, and a
+    known aid to zero-shot cross-lingual transfer, since languages unseen in
+    fine-tuning keep embeddings that stay aligned with the fine-tuned
+    encoder."""
     from transformers import AutoModelForSequenceClassification
 
     torch.manual_seed(seed)
+    extra = {"attn_implementation": "eager"} if eager_attention else {}
     model = AutoModelForSequenceClassification.from_pretrained(
         base,
-        num_labels=2,
-        id2label=ID2LABEL,
-        label2id=LABEL2ID,
+        **extra,
+        num_labels=len(labels.classes),
+        id2label=labels.id2label,
+        label2id=labels.label2id,
         hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
     )
@@ -347,6 +421,8 @@ def train_loop(
     progress: bool = True,
     on_checkpoint: Callable[[int], None] | None = None,
     scripted_dev: Callable[[int], dict] | None = None,
+    labels: LabelSet = BINARY,
+    supervision: Supervision | None = None,
 ) -> dict:
     """Fine-tune ``model`` in place (ending with the selected epoch's
     weights) and return the log ``{"epochs": [...], "best_epoch", ...}``.
@@ -355,6 +431,8 @@ def train_loop(
     ``fingerprint`` (anything else there is discarded). ``on_checkpoint``
     runs after each epoch's checkpoint (tests simulate a crash there);
     ``scripted_dev`` replaces dev evaluation (tests of early stopping).
+    ``supervision`` adds BERT-HateXplain's attention loss (needs
+    ``train_split.rationales`` and a model with eager attention).
     """
     from safetensors.torch import load_model
     from tqdm.auto import tqdm
@@ -362,11 +440,15 @@ def train_loop(
 
     device = pick_device()
     model.to(device)
-    weights = class_weights(train_split.labels, recipe.class_weights)
+    weights = class_weights(train_split.labels, recipe.class_weights, len(labels.classes))
     loss_fn = torch.nn.CrossEntropyLoss(weight=torch.tensor(weights, dtype=torch.float32, device=device))
     train_ids = encode(tokenizer, train_split.texts, max_length)
     dev_ids = encode(tokenizer, dev_split.texts, max_length)
     train_y = torch.tensor(train_split.labels, dtype=torch.long)
+    if supervision is not None:
+        if train_split.rationales is None:
+            raise ValueError("attention supervision needs rationales for the training examples")
+        att_targets = token_targets(tokenizer, train_split.texts, train_split.rationales, max_length, supervision.temperature)
     dev_y = np.asarray(dev_split.labels)
     n = len(train_ids)
     steps_per_epoch = math.ceil(n / recipe.batch_size)
@@ -428,8 +510,11 @@ def train_loop(
             batch = collate([train_ids[i] for i in idx.tolist()], tokenizer.pad_token_id, device)
             y = train_y[idx].to(device)
             with autocast_ctx(device, amp):
-                logits = model(**batch).logits
-            loss = loss_fn(logits.float(), y)
+                output = model(**batch, **({"output_attentions": True} if supervision is not None else {}))
+            loss = loss_fn(output.logits.float(), y)
+            if supervision is not None:
+                width = batch["input_ids"].shape[1]
+                loss = loss + attention_loss(output.attentions, pad_targets([att_targets[i] for i in idx.tolist()], width, device), supervision)
             opt.zero_grad(set_to_none=True)
             if scaler is not None and scaler.is_enabled():
                 scaler.scale(loss).backward()
@@ -446,7 +531,7 @@ def train_loop(
             dev = scripted_dev(epoch)
         else:
             logits = forward_logits(model, dev_ids, tokenizer.pad_token_id, eval_batch_size, device, amp)
-            dev = binary_metrics(dev_y, torch.softmax(logits, -1).numpy(), weights)
+            dev = dev_metrics(dev_y, torch.softmax(logits, -1).numpy(), weights, labels)
         row = {"epoch": epoch, "train_loss": total_loss / max(seen, 1), **dev}
         improved, stop = stopper.update(epoch, dev[stopper.metric])
         sel_improved, _ = selector.update(epoch, dev[selector.metric])
@@ -484,6 +569,7 @@ def train_loop(
         "device": str(device),
         "amp": bool(amp and device.type == "cuda"),
         "recipe": asdict(recipe),
+        **({"attention_supervision": asdict(supervision)} if supervision is not None else {}),
     }
 
 
@@ -505,6 +591,7 @@ def grid_search(
     eval_batch_size: int = 64,
     progress: bool = True,
     on_checkpoint: Callable[[int], None] | None = None,
+    labels: LabelSet = BINARY,
 ):
     """The HateCheck paper's grid search: one fresh fine-tuning of ``base``
     per configuration of ``recipe.trials()``, selected on the dev metric
@@ -542,12 +629,12 @@ def grid_search(
             print(f"grid trial {i}/{len(trials)} {name}: recorded, skipped", flush=True)
             continue
         print(f"grid trial {i}/{len(trials)} {name}", flush=True)
-        model = load_for_training(base, r.dropout, seed, freeze_embeddings)
+        model = load_for_training(base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings)
         log = train_loop(
             model, tokenizer, train_split, dev_split, r,
             seed=seed, max_length=max_length, ckpt_dir=ckpt_dir / "trials" / name,
             fingerprint={**fp, "trial": asdict(r)}, amp=amp, length_bucketing=length_bucketing, eval_batch_size=eval_batch_size,
-            progress=progress, on_checkpoint=on_checkpoint,
+            progress=progress, on_checkpoint=on_checkpoint, labels=labels,
         )
         row = next(x for x in log["epochs"] if x["epoch"] == log["selected_epoch"])
         entry = {
@@ -564,7 +651,7 @@ def grid_search(
         os.replace(tmp, record)
         shutil.rmtree(ckpt_dir / "trials" / name, ignore_errors=True)
     assert best is not None
-    model = load_for_training(base, recipe.dropout, seed, freeze_embeddings)
+    model = load_for_training(base, recipe.dropout, seed, labels, freeze_embeddings=freeze_embeddings)
     load_model(model, str(ckpt_dir / "grid" / "best" / "model.safetensors"), device="cpu")
     model.to(pick_device())
     ordered = [done[trial_name(r)] for r in trials]
@@ -627,10 +714,13 @@ def run(
     progress: bool = True,
     on_checkpoint: Callable[[int], None] | None = None,
     bases: Mapping[str, Path] | None = None,
+    rationales_file: Path | None = None,
 ) -> dict:
     """Train one model and write its directory, training log and card
     (``on_checkpoint``: see :func:`train_loop`; ``bases``: the pipeline base
-    model directories, see :func:`~hatecheck_pipeline.models.base.resolve`)."""
+    model directories, see :func:`~hatecheck_pipeline.models.base.resolve`;
+    ``rationales_file``: the training posts' rationales, for a recipe with
+    ``attention_supervision``)."""
     from hatecheck_pipeline import __version__
     from hatecheck_pipeline.models import base as basemodels
 
@@ -639,7 +729,15 @@ def run(
     recipe = Recipe.from_params(recipe_params, profile.get("max_epochs"))
     freeze = bool(profile.get("freeze_embeddings", False))
     bucketing = bool(profile.get("length_bucketing", False))
-    train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed)
+    labels = LabelSet.from_recipe(recipe_params)
+    supervision = Supervision.from_recipe(recipe_params)
+    train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed, labels)
+    if supervision is not None:
+        if recipe.grid_search or rationales_file is None:
+            raise ValueError("attention supervision needs a rationales file for the training posts (and no grid search)")
+        given = read_rationales(Path(rationales_file))
+        train_split.rationales = [given.get(i, []) for i in train_split.ids]
+        counts.append({"rationales_file": str(rationales_file), "train_with_rationales": sum(bool(r) for r in train_split.rationales)})
     data_hashes = {str(f): basemodels.content_hash(f) for f in data_files}
     base_hash = basemodels.local_hash(resolved)
     fingerprint = {
@@ -653,6 +751,11 @@ def run(
         "freeze_embeddings": freeze,
         "length_bucketing": bucketing,
     }
+    if labels != BINARY:  # binary models keep their fingerprint (and checkpoints)
+        fingerprint["labels"] = asdict(labels)
+    if supervision is not None:
+        fingerprint["attention_supervision"] = asdict(supervision)
+        fingerprint["rationales"] = basemodels.content_hash(Path(rationales_file))
     tokenizer = basemodels.load_tokenizer(resolved)
     common = dict(
         seed=seed,
@@ -664,6 +767,7 @@ def run(
         eval_batch_size=eval_batch_size,
         progress=progress,
         on_checkpoint=on_checkpoint,
+        labels=labels,
     )
     started = time.perf_counter()
     if recipe.grid_search:
@@ -672,8 +776,8 @@ def run(
             max_epochs=profile.get("max_epochs"), freeze_embeddings=freeze, **common,
         )  # fmt: skip
     else:
-        model = load_for_training(resolved, recipe.dropout, seed, freeze)
-        log = train_loop(model, tokenizer, train_split, dev_split, recipe, **common)
+        model = load_for_training(resolved, recipe.dropout, seed, labels, eager_attention=supervision is not None, freeze_embeddings=freeze)
+        log = train_loop(model, tokenizer, train_split, dev_split, recipe, supervision=supervision, **common)
     log["model"] = model_name
     log["data"] = counts
     log["freeze_embeddings"] = freeze
@@ -723,7 +827,9 @@ def run(
         "device": log["device"],
         "code_version": __version__,
         "git_commit": git_commit(),
-        "labels": ID2LABEL,
+        "labels": labels.id2label,
+        **({"label_column": labels.column} if labels != BINARY else {}),
+        **({"attention_supervision": asdict(supervision)} if supervision is not None else {}),
     }
     write_text(json.dumps(card, indent=2), card_path)
     return log

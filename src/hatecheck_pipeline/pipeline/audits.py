@@ -4,6 +4,8 @@
   ``bias.crows_pairs.scorers`` (variant masked | causal);
 - ``hatexplain_standin``: the labelled TF-IDF + LR stand-in 3-class
   classifier's HateXplain test predictions and occlusion attributions;
+- ``hatexplain_explain_<model>``: a fine-tuned 3-class model's HateXplain
+  test predictions and its attention / integrated-gradients explanations;
 - ``hatexplain_metrics_<classifier>``: performance, bias AUCs per
   community, plausibility and faithfulness of one classifier's files;
 - ``target_bias_<model>``: Subgroup/BPSN/BNSP AUCs per ``target_ident`` on
@@ -18,7 +20,9 @@ from typing import Any, Mapping
 from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
 from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.config import profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot
+from hatecheck_pipeline.pipeline.models import supervised_model
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
 PHASE = "audits"  # the label `dag list` shows
@@ -26,11 +30,13 @@ PHASE = "audits"  # the label `dag list` shows
 CROWS = "hatecheck_pipeline.audits.crows:crows_pairs"
 STANDIN_RUN = "hatecheck_pipeline.audits.hatexplain:hatexplain_standin"
 METRICS = "hatecheck_pipeline.audits.hatexplain:hatexplain_metrics"
+EXPLAIN = "hatecheck_pipeline.audits.explain:hatexplain_explain"
 TARGETS = "hatecheck_pipeline.audits.bias_auc:target_bias"
 SUMMARY = "hatecheck_pipeline.audits.summary:bias_summary"
 
 CROWS_MEM_MB = 4000
 STANDIN_MEM_MB = 3000
+EXPLAIN_MEM_MB = 4000
 PROFILE_KEYS = {"profile": "profile", "profiles": "profiles"}
 
 
@@ -87,6 +93,49 @@ def standin_stage() -> Stage:
     )
 
 
+def hatexplain_classifiers(params: Mapping[str, Any]) -> list[str]:
+    """``bias.hatexplain.classifiers``, plus the attention-supervised model
+    when its training rationales are given."""
+    out_ = list(params["bias"]["hatexplain"]["classifiers"])
+    sup = supervised_model(params)
+    return out_ + [sup["model"]] if sup is not None and sup["model"] not in out_ else out_
+
+
+def explained_models(params: Mapping[str, Any]) -> list[str]:
+    """HateXplain classifiers the pipeline fine-tunes (models of ``models``,
+    and the supervised one), explained by hatexplain_explain_<model>."""
+    sup = supervised_model(params)
+    trained = set(params["models"]) | ({sup["model"]} if sup else set())
+    return [c for c in hatexplain_classifiers(params) if c in trained]
+
+
+def explain_stage(model: str, params: Mapping[str, Any]) -> Stage:
+    prof = profile(params)
+    return Stage(
+        f"hatexplain_explain_{model}",
+        PHASE,
+        EXPLAIN,
+        inputs={"model_dir": paths.model_dir(model), "model_card": paths.model_card(model), "table": paths.interim_table("hatexplain")},
+        outputs={
+            "predictions": out(paths.hatexplain_predictions(model)),
+            "attributions": out(paths.hatexplain_attributions(model)),
+            "card": out(paths.hatexplain_card(model)),
+        },
+        # profile: max_length and hatexplain_max_explain
+        params={
+            **PROFILE_KEYS,
+            "explain": "bias.hatexplain.explain",
+            "top_k": "bias.hatexplain.top_k",
+            "seed": "bias.seed",
+            "threads": "bias.threads",
+        },
+        args={"model": model},
+        threads=params["bias"]["threads"],
+        mem_mb=EXPLAIN_MEM_MB,
+        gpu=prof.get("gpu", 0),
+    )
+
+
 def hatexplain_metrics_stage(classifier: str) -> Stage:
     return Stage(
         f"hatexplain_metrics_{classifier}",
@@ -132,10 +181,11 @@ def summary_stage(params: Mapping[str, Any]) -> Stage:
         SUMMARY,
         inputs={
             "crows": {n: paths.crows_metrics(n) for n in crows_scorers(params)},
-            "hatexplain": {c: paths.hatexplain_metrics(c) for c in params["bias"]["hatexplain"]["classifiers"]},
+            "hatexplain": {c: paths.hatexplain_metrics(c) for c in hatexplain_classifiers(params)},
             "targets": {m: paths.target_bias(m) for m in target_models(params)},
         },
         outputs={"out": metric(paths.bias_summary())},
+        params={"supervised": "bias.hatexplain.supervised"},
     )
 
 
@@ -143,9 +193,10 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     if "bias" not in params:
         return []
     out_: list[Stage] = [crows_stage(name, params) for name in crows_scorers(params)]
-    classifiers = params["bias"]["hatexplain"]["classifiers"]
+    classifiers = hatexplain_classifiers(params)
     if STANDIN in classifiers:
         out_.append(standin_stage())
+    out_ += [explain_stage(model, params) for model in explained_models(params)]
     out_ += [hatexplain_metrics_stage(clf) for clf in classifiers]
     out_ += [target_bias_stage(model, params) for model in target_models(params)]
     out_.append(summary_stage(params))

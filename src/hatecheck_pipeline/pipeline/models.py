@@ -24,6 +24,7 @@ from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 CONVERT = "hatecheck_pipeline.models.convert:convert"
 TRAIN = "hatecheck_pipeline.models.train:train"
 PREDICT = "hatecheck_pipeline.models.predict:predict"
+TRAIN_SUPERVISED = "hatecheck_pipeline.models.supervised:train_supervised"
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
@@ -84,6 +85,37 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
     )
 
 
+def supervised_model(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """``bias.hatexplain.supervised`` when its training rationales are given
+    (the attention-supervised model is trained only then), else None."""
+    sup = ((params.get("bias") or {}).get("hatexplain") or {}).get("supervised")
+    return dict(sup) if sup and sup.get("train_rationales") else None
+
+
+def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) -> Stage:
+    """train_<model> of BERT-HateXplain: ``from_model``'s role, scheme, data
+    and seed, the supervised recipe and the training rationales file."""
+    base = train_stage(params, sup["from_model"])
+    model = sup["model"]
+    return Stage(
+        f"train_{model}",
+        "train",
+        TRAIN_SUPERVISED,
+        inputs={**base.inputs, "rationales": sup["train_rationales"]},
+        outputs={
+            "model_dir": out(paths.model_dir(model), directory=True),
+            "card": out(paths.model_card(model)),
+            "checkpoints": out(paths.checkpoints(model), directory=True, persist=True),
+            "training_log": metric(paths.training_log(model)),
+        },
+        params={**base.params, "recipe": f"training.recipes.{sup['recipe']}"},
+        args={"model": model, "threads": params["training"]["threads"]},
+        threads=base.threads,
+        mem_mb=base.mem_mb,
+        gpu=base.gpu,
+    )
+
+
 def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     spec = params["models"][model]
     prof = profile(params)
@@ -109,6 +141,8 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_ = convert_stages(params)
     for model in params["models"]:
         out_.append(train_stage(params, model))
+    if (sup := supervised_model(params)) is not None:
+        out_.append(supervised_train_stage(params, sup))
     for model in params["models"]:
         for suite in suites_for_model(params, model):
             out_.append(predict_stage(params, model, suite))

@@ -171,7 +171,7 @@ def build(
             expansion.get("reproduction"), expansion.get("reproduction_file", ""),
         ))
     if bias is not None:
-        section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", "")))
+        section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
 
     section("validation", "Data validation", validation_section(validation))
     return (

@@ -157,6 +157,63 @@ def expanded_section(
     return out
 
 
+HX_PERFORMANCE = [("accuracy", "Acc."), ("macro_f1", "macro F1"), ("auroc", "AUROC"), ("gmb_subgroup", "GMB-Sub."),
+                  ("gmb_bpsn", "GMB-BPSN"), ("gmb_bnsp", "GMB-BNSP")]
+HX_EXPLAIN = [("iou_f1", "IOU F1"), ("token_f1", "token F1"), ("auprc", "AUPRC"), ("comprehensiveness", "Comp."), ("sufficiency", "Suff.")]
+
+
+def hatexplain_name(clf: str, e: Mapping[str, Any]) -> str:
+    """A HateXplain classifier's row label: what really ran."""
+    if "standin" in clf:
+        return f"{clf} (baseline: TF-IDF + logistic regression, not BERT)"
+    return str(e.get("model") or clf)
+
+
+def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None) -> str:
+    """The paper's Table 6 layout: one row per classifier and explanation
+    method, each followed by the paper's row for the same kind of model."""
+    from hatecheck_pipeline.evaluation import published as P
+
+    pub = P.load() if published is None else published
+    t6 = pub.get("hatexplain_t6") or {}
+    source = t6.get("source", "HateXplain (Mathew et al., 2021), Table 6")
+    out = "<h3>HateXplain: performance, bias and explainability (test set), next to the paper's Table 6</h3>"
+    out += ("<p class='note'>Each of our rows is followed by the paper's row (italic) for the same kind of model and token method: "
+            "attention -> [Attn]; the paper has no integrated-gradients or occlusion row, so those post-hoc attributions sit next to "
+            "its post-hoc method, LIME. The paper's models are bert-base-uncased fine-tuned on the full training split; ours name the "
+            "base model that ran (a stand-in says so) and the profile's budget. The TF-IDF model is a cheap baseline, not BERT. "
+            "Explainability covers the explained test posts (hate speech or offensive, with rationales; n per row).</p>")
+    cols = HX_PERFORMANCE + HX_EXPLAIN
+    rows = []
+
+    def paper_tr(row: str) -> str:
+        model, _, method = row.partition(" [")
+        vals = (t6.get("values") or {}).get(model, {}).get(method.rstrip("]"), {})
+        tds = "".join(
+            '<td class="missing">–</td>' if vals.get(k) is None else
+            f'<td class="published" data-cell-id="{escape(cell_id("published", "hatexplain_t6", model, method.rstrip("]"), k))}" '
+            f'data-metrics="published" data-stage="{escape(source)}" title="{escape("Published: " + source)}">{vals[k]:.3f}</td>'
+            for k, _ in cols)
+        return f'<tr><td class="rowhead published">paper: {escape(row)} (bert-base-uncased, full data)</td>{tds}</tr>'
+
+    for clf, e in hx.items():
+        src, stage = e.get("source") or summary_file, f"hatexplain_metrics_{clf}"
+        perf = "".join(json_td(e.get(k), cell_id("bias", "hatexplain", clf, k), src, stage, 3) for k, _ in HX_PERFORMANCE)
+        for x in e.get("explanations") or []:
+            method = x.get("method") or "?"
+            note = f" ({x.get('method_label') or method}, top {x.get('top_k')}, n={x.get('n_posts')} posts)"
+            tds = "".join(json_td(x.get(k), cell_id("bias", "hatexplain", clf, method, k), src, stage, 3, note) for k, _ in HX_EXPLAIN)
+            rows.append(f'<tr><td class="rowhead">{escape(hatexplain_name(clf, e))} [{escape(method)}]</td>{perf}{tds}</tr>')
+            if x.get("paper_row"):
+                rows.append(paper_tr(str(x["paper_row"])))
+    if supervised and not supervised.get("ran"):
+        rows.append(f'<tr><td class="rowhead">{escape(str(supervised.get("model")))} (BERT-HateXplain, attention-supervised)</td>'
+                    f'<td class="missing" colspan="{len(cols)}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>')
+        rows.append(paper_tr("BERT-HateXplain [Attn]"))
+    out += html_table("hatexplain-table6", ["model [token method]", *(h for _, h in cols)], rows)
+    return out
+
+
 def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None = None) -> str:
     """CrowS-Pairs, HateXplain (stand-in) and target-group bias from results/bias/summary.json."""
     if doc is None:
@@ -197,31 +254,7 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
         out += html_table("crows-pairs-bias-types", ["bias type", *crows], rows, caption="CrowS-Pairs metric score per bias type (%)")
     # HateXplain
     hx = doc.get("hatexplain") or {}
-    paper6 = doc.get("hatexplain_paper_table6") or {}
-    out += "<h3>HateXplain: performance, bias and explainability (test set)</h3>"
-    names = {clf: (f"{clf} (stand-in)" if "standin" in clf or "stand-in" in str(e.get("model", "")) else clf) for clf, e in hx.items()}
-    standins = [c for c, n in names.items() if n.endswith("(stand-in)")]
-    if standins:
-        out += ("<p class='note'><b>Stand-in, not the paper's model:</b> " + escape(", ".join(standins)) + " is a TF-IDF + "
-                "logistic-regression classifier the pipeline trains on HateXplain's official split, with occlusion attributions; "
-                "its figures sit next to the paper's BERT [LIME] row of Table 6 for orientation only, not as a reproduction.</p>")
-    metrics6 = [("accuracy", "accuracy"), ("macro_f1", "macro F1"), ("auroc", "AUROC"), ("gmb_subgroup", "GMB-Subgroup"),
-                ("gmb_bpsn", "GMB-BPSN"), ("gmb_bnsp", "GMB-BNSP"), ("iou_f1", "IOU F1"), ("token_f1", "token F1"),
-                ("auprc", "AUPRC"), ("comprehensiveness", "comprehensiveness"), ("sufficiency", "sufficiency")]
-    rows = []
-    for key, label in metrics6:
-        tds = [json_td(e.get(key), cell_id("bias", "hatexplain", clf, key), e.get("source") or summary_file,
-                       f"hatexplain_metrics_{clf}", 3, f" ({e.get('method', '')} attributions, top {e.get('top_k')})" if key in ("iou_f1", "token_f1", "auprc", "comprehensiveness", "sufficiency") else "")
-               for clf, e in hx.items()]
-        pv = paper6.get(key)
-        if pv is None:
-            tds.append('<td class="missing">–</td>')
-        else:
-            cid = cell_id("published", "hatexplain_t6", "BERT", key)
-            src = paper6.get("model", "Mathew et al. 2021, Table 6")
-            tds.append(f'<td class="published" data-cell-id="{escape(cid)}" data-metrics="published" data-stage="{escape(src)}" title="{escape("Published: " + src)}">{pv:.3f}</td>')
-        rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
-    out += html_table("hatexplain-table6", ["metric", *names.values(), str(paper6.get("model", "paper Table 6"))], rows)
+    out += hatexplain_table6(hx, doc.get("hatexplain_supervised"), summary_file, published)
     for clf, e in hx.items():
         comm = e.get("communities") or []
         rows = []
@@ -230,7 +263,7 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
                                   f"hatexplain_metrics_{clf}", 3, f", n={r.get('n')}") for k in ("subgroup_auc", "bpsn_auc", "bnsp_auc"))
             rows.append(f'<tr><td class="rowhead">{escape(r["community"])}</td>{tds}</tr>')
         out += html_table(f"hatexplain-communities-{slug(clf)}", ["community", "Subgroup AUC", "BPSN AUC", "BNSP AUC"], rows,
-                      caption=f"{names[clf]}: bias AUCs per community (toxic = hate speech or offensive)")
+                      caption=f"{hatexplain_name(clf, e)}: bias AUCs per community (toxic = hate speech or offensive)")
     # target groups of the functional suites
     targets = doc.get("targets") or {}
     out += ("<h3>Target-group bias on the functional suites</h3><p class='note'>Subgroup / BPSN / BNSP AUCs with <code>target_ident</code> "

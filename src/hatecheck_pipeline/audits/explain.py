@@ -1,0 +1,316 @@
+"""Explanations of a fine-tuned 3-class transformer on HateXplain's test set.
+
+The stage ``hatexplain_explain_<model>`` writes the two files the metrics
+stage (:mod:`hatecheck_pipeline.audits.hatexplain`) reads for any
+classifier: class probabilities for every test post, and per explained post
+and method one score per HateXplain word token (``post_tokens``) with the
+probabilities behind comprehensiveness and sufficiency.
+
+Methods (``bias.hatexplain.explain.methods``):
+
+- ``attention``: the last encoder layer's attention row of ``[CLS]``,
+  averaged over heads (the paper's ``[Attn]``);
+- ``integrated_gradients``: captum's integrated gradients of the predicted
+  class's probability with respect to the input embeddings (baseline: every
+  non-special token replaced by the padding token), summed over the
+  embedding dimensions.
+
+Posts are tokenised word by word (``is_split_into_words``), so every
+subword knows its word; a word's score is the sum of its subwords' scores,
+and a word the tokenizer dropped or truncation cut gets the post's lowest
+score (it can never be among the top-k). Faithfulness re-predicts each post
+without its top-k words and with only them, in batches.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import polars as pl
+import torch
+
+from hatecheck_pipeline.audits import rationales
+from hatecheck_pipeline.audits.hatexplain import CLASSES, paper_row
+from hatecheck_pipeline.core.files import write_parquet, write_text
+from hatecheck_pipeline.models.runtime import collate, length_batches
+
+METHODS = ("attention", "integrated_gradients")
+METHOD_LABELS = {
+    "attention": "attention (last layer, [CLS] row, mean over heads)",
+    "integrated_gradients": "integrated gradients (captum, input embeddings, padding baseline)",
+}
+
+
+def load_classifier(model_dir: str | Path):
+    """A fine-tuned classifier in eval mode with eager attention (so it can
+    return its attention weights), and its tokenizer."""
+    from transformers import AutoModelForSequenceClassification
+
+    from hatecheck_pipeline.models.base import load_tokenizer
+    from hatecheck_pipeline.models.runtime import pick_device
+
+    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), attn_implementation="eager")
+    model.to(pick_device()).eval()
+    return model, load_tokenizer(str(model_dir))
+
+
+def class_order(config) -> list[int]:
+    """Model output indices in ``CLASSES`` order."""
+    label2id = {str(k): int(v) for k, v in config.label2id.items()}
+    missing = [c for c in CLASSES if c not in label2id]
+    if missing:
+        raise ValueError(f"the model's labels {sorted(label2id)} lack the HateXplain classes {missing}")
+    return [label2id[c] for c in CLASSES]
+
+
+def encode_words(tokenizer, posts: Sequence[Sequence[str]], max_length: int) -> tuple[list[list[int]], list[list[int | None]]]:
+    """Token ids (special tokens included, truncated) and each token's word
+    index (None for special tokens) of word-tokenised posts."""
+    ids, words = [], []
+    for post in posts:
+        enc = tokenizer(list(post), is_split_into_words=True, truncation=True, max_length=max_length)
+        ids.append(enc["input_ids"])
+        words.append(enc.word_ids())
+    return ids, words
+
+
+def to_words(sub: Sequence[float], word_ids: Sequence[int | None], n_words: int) -> list[float]:
+    """Subword scores summed per word; words without a subword get the
+    lowest score of the post.
+
+    >>> to_words([0.5, 0.1, 0.2, 0.3, 0.0], [None, 0, 0, 2, None], 3)
+    [0.30000000000000004, 0.3, 0.3]
+    """
+    out = np.zeros(n_words, dtype=np.float64)
+    seen = np.zeros(n_words, dtype=bool)
+    for j, w in enumerate(word_ids):
+        if w is not None and j < len(sub):
+            out[w] += float(sub[j])
+            seen[w] = True
+    if seen.any() and not seen.all():
+        out[~seen] = out[seen].min()
+    return out.tolist()
+
+
+def predict_words(model, tokenizer, posts: Sequence[Sequence[str]], max_length: int, batch_size: int) -> np.ndarray:
+    """Class probabilities (``CLASSES`` order) of word-tokenised posts."""
+    from hatecheck_pipeline.models.runtime import forward_logits
+
+    ids, _ = encode_words(tokenizer, posts, max_length)
+    probs = torch.softmax(forward_logits(model, ids, tokenizer.pad_token_id, batch_size, amp=False), dim=-1).numpy()
+    return probs[:, class_order(model.config)].astype(np.float64)
+
+
+def attention_scores(model, ids: Sequence[Sequence[int]], pad_id: int, batch_size: int) -> list[np.ndarray]:
+    """Per post: the last layer's [CLS] attention row averaged over heads
+    (one value per token of ``ids``)."""
+    device = next(model.parameters()).device
+    out: list[np.ndarray] = [np.zeros(0)] * len(ids)
+    with torch.inference_mode():
+        for idx in length_batches(ids, batch_size):
+            batch = collate([ids[i] for i in idx], pad_id, device)
+            att = model(**batch, output_attentions=True).attentions[-1]  # (B, heads, T, T)
+            cls = att[:, :, 0, :].mean(dim=1).float().cpu().numpy()
+            for row, i in enumerate(idx):
+                out[i] = cls[row, : len(ids[i])]
+    return out
+
+
+def integrated_gradients(
+    model, ids: Sequence[Sequence[int]], targets: Sequence[int], pad_id: int, special: set[int], steps: int, batch_size: int
+) -> list[np.ndarray]:
+    """Per post: integrated gradients (captum) of the probability of class
+    ``targets[i]`` (a model output index) on the input embeddings, summed
+    over the embedding dimensions (one value per token of ``ids``)."""
+    from captum.attr import LayerIntegratedGradients
+
+    device = next(model.parameters()).device
+
+    def forward(input_ids, attention_mask):
+        return torch.softmax(model(input_ids=input_ids, attention_mask=attention_mask).logits, dim=-1)
+
+    lig = LayerIntegratedGradients(forward, model.get_input_embeddings())
+    out: list[np.ndarray] = [np.zeros(0)] * len(ids)
+    per_batch = max(1, batch_size // 4)
+    for idx in length_batches(ids, per_batch):
+        batch = collate([ids[i] for i in idx], pad_id, device)
+        input_ids = batch["input_ids"]
+        mask = batch.get("attention_mask", torch.ones_like(input_ids))
+        keep = torch.zeros_like(input_ids, dtype=torch.bool)
+        for tok in special:
+            keep |= input_ids == tok
+        baseline = torch.where(keep, input_ids, torch.full_like(input_ids, pad_id))
+        attr = lig.attribute(
+            input_ids,
+            baselines=baseline,
+            target=torch.as_tensor([targets[i] for i in idx], device=device),
+            additional_forward_args=(mask,),
+            n_steps=steps,
+            internal_batch_size=len(idx) * steps,
+        )
+        scores = attr.sum(dim=-1).detach().float().cpu().numpy()
+        for row, i in enumerate(idx):
+            out[i] = scores[row, : len(ids[i])]
+    return out
+
+
+def explain_posts(
+    model, tokenizer, posts: Sequence[Sequence[str]], method: str, *, max_length: int, top_k: int, batch_size: int, ig_steps: int
+) -> list[dict[str, Any]]:
+    """Word scores of one method for the class predicted on each post, and
+    that class's probability on the full post, without its top-k words and
+    with only them."""
+    ids, words = encode_words(tokenizer, posts, max_length)
+    full = predict_words(model, tokenizer, posts, max_length, batch_size)
+    pred = full.argmax(axis=1)
+    order = class_order(model.config)
+    if method == "attention":
+        sub = attention_scores(model, ids, tokenizer.pad_token_id, batch_size)
+    elif method == "integrated_gradients":
+        special = set(tokenizer.all_special_ids) - {tokenizer.pad_token_id}
+        sub = integrated_gradients(model, ids, [order[j] for j in pred], tokenizer.pad_token_id, special, ig_steps, batch_size)
+    else:
+        raise ValueError(f"unknown explanation method {method!r}: {', '.join(METHODS)}")
+    scores = [to_words(s, w, len(p)) for s, w, p in zip(sub, words, posts)]
+    tops = [rationales.top_k_mask(s, top_k) for s in scores]
+    without = [[t for t, m in zip(p, top) if not m] for p, top in zip(posts, tops)]
+    only = [[t for t, m in zip(p, top) if m] for p, top in zip(posts, tops)]
+    p_without = predict_words(model, tokenizer, without, max_length, batch_size)
+    p_only = predict_words(model, tokenizer, only, max_length, batch_size)
+    rows = []
+    for i, j in enumerate(pred):
+        rows.append(
+            {
+                "pred3": CLASSES[j],
+                "attributions": scores[i],
+                "p_full": float(full[i, j]),
+                "p_without_top": float(p_without[i, j]),
+                "p_only_top": float(p_only[i, j]),
+            }
+        )
+    return rows
+
+
+def explained_posts(test: pl.DataFrame, cap: int | None, seed: int) -> pl.DataFrame:
+    """The test posts explanations are scored on (gold hate speech or
+    offensive, with at least one rationale), a seeded sample of ``cap``."""
+    pool = test.filter((pl.col("label3") != "normal") & (pl.col("rationales").list.len() > 0)).sort("id")
+    if cap is not None and pool.height > cap:
+        pool = pool.sample(n=cap, seed=seed, shuffle=False).sort("id")
+    return pool
+
+
+def run(
+    model_dir: Path,
+    table: Path,
+    out_predictions: Path,
+    out_attributions: Path,
+    out_card: Path,
+    *,
+    label: str,
+    model_card: Mapping[str, Any],
+    methods: Sequence[str],
+    max_length: int,
+    max_explain: int | None,
+    top_k: int,
+    ig_steps: int,
+    batch_size: int,
+    seed: int,
+    progress: bool = True,
+) -> dict[str, Any]:
+    from tqdm.auto import tqdm
+
+    model, tokenizer = load_classifier(model_dir)
+    test = pl.read_parquet(table).filter(pl.col("split") == "test").sort("id")
+    probs = predict_words(model, tokenizer, test["post_tokens"].to_list(), max_length, batch_size)
+    preds = pl.DataFrame(
+        {
+            "id": test["id"],
+            "p_hatespeech": probs[:, 0],
+            "p_offensive": probs[:, 1],
+            "p_normal": probs[:, 2],
+            "p_toxic": probs[:, 0] + probs[:, 1],
+            "pred3": [CLASSES[i] for i in probs.argmax(axis=1)],
+            "model": label,
+        }
+    )
+    chosen = explained_posts(test, max_explain, seed)
+    posts = chosen["post_tokens"].to_list()
+    supervised = bool(model_card.get("attention_supervision"))
+    rows: list[dict[str, Any]] = []
+    chunk = max(1, batch_size)
+    for method in methods:
+        for start in tqdm(range(0, len(posts), chunk), desc=method, disable=not progress, mininterval=10):
+            part = explain_posts(model, tokenizer, posts[start : start + chunk], method, max_length=max_length, top_k=top_k,
+                                 batch_size=batch_size, ig_steps=ig_steps)
+            for pid, row in zip(chosen["id"][start : start + chunk].to_list(), part):
+                rows.append({"id": pid, **row, "method": method, "method_label": METHOD_LABELS[method], "top_k": top_k,
+                             "paper_row": paper_row(method, supervised), "model": label})
+    write_parquet(preds, out_predictions)
+    schema = {"id": pl.String, "pred3": pl.String, "attributions": pl.List(pl.Float64), "p_full": pl.Float64, "p_without_top": pl.Float64,
+              "p_only_top": pl.Float64, "method": pl.String, "method_label": pl.String, "top_k": pl.Int64, "paper_row": pl.String, "model": pl.String}
+    write_parquet(pl.DataFrame(rows, schema=schema), out_attributions)
+    base = model_card.get("base_model") or {}
+    card = {
+        "model": label,
+        "base_model": base,
+        "profile": model_card.get("profile"),
+        "budget_note": model_card.get("budget_note"),
+        "test_posts": test.height,
+        "explained_posts": chosen.height,
+        "explained_posts_available": explained_posts(test, None, seed).height,
+        "max_explain": max_explain,
+        "methods": {m: METHOD_LABELS[m] for m in methods},
+        "ig_steps": ig_steps,
+        "top_k": top_k,
+        "max_length": max_length,
+        "seed": seed,
+        "attention_supervision": model_card.get("attention_supervision"),
+    }
+    write_text(json.dumps(card, indent=2) + "\n", out_card)
+    return card
+
+
+def describe(model: str, model_card: Mapping[str, Any]) -> str:
+    """The classifier's label in every output: the model name and the base
+    model that really ran (a stand-in says so)."""
+    base = model_card.get("base_model") or {}
+    ref = str(base.get("ref", "?"))
+    desc = str(base.get("description") or ref)
+    return f"{model} ({desc.split(' (')[0]}{', stand-in for BERT-base' if base.get('stand_in') else ''})"
+
+
+def hatexplain_explain(
+    model: str,
+    model_dir: Path,
+    model_card: Path,
+    table: Path,
+    predictions: Path,
+    attributions: Path,
+    card: Path,
+    profile: str,
+    profiles: Mapping[str, Any],
+    explain: Mapping[str, Any],
+    top_k: int,
+    seed: int,
+    threads: int,
+) -> str:
+    """Stage ``hatexplain_explain_<model>``: a fine-tuned 3-class model's
+    HateXplain test predictions, and its attention / integrated-gradients
+    explanations of (a seeded sample, ``profiles.<p>.hatexplain_max_explain``,
+    of) the test posts with rationales, with faithfulness re-predictions."""
+    from hatecheck_pipeline.core.config import active_profile
+    from hatecheck_pipeline.core.cpu import bounded_threads
+
+    torch.set_num_threads(bounded_threads(threads))
+    prof = active_profile(profile, profiles)
+    trained = json.loads(Path(model_card).read_text("utf-8"))
+    c = run(
+        Path(model_dir), Path(table), Path(predictions), Path(attributions), Path(card),
+        label=describe(model, trained), model_card=trained, methods=list(explain["methods"]), max_length=prof["max_length"],
+        max_explain=prof.get("hatexplain_max_explain"), top_k=top_k, ig_steps=explain["ig_steps"], batch_size=explain["batch_size"], seed=seed,
+    )
+    return f"{c['model']}: {c['test_posts']} test posts predicted, {c['explained_posts']} explained ({', '.join(c['methods'])})"

@@ -1,0 +1,126 @@
+"""HateXplain explanations of a fine-tuned 3-class transformer (attention and
+integrated gradients) and their metrics, on a tiny RANDOMLY INITIALISED BERT
+(2 layers, hidden 32) fine-tuned briefly on a synthetic HateXplain-like
+table. Test values only."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+from models_helpers import hatexplain_table, tiny_bert
+
+from hatecheck_pipeline.audits import explain, hatexplain
+from hatecheck_pipeline.models import train as training
+
+torch.set_num_threads(1)
+
+RECIPE = {
+    "labels": {"column": "label3", "classes": ["hatespeech", "offensive", "normal"], "hateful": "hatespeech"},
+    "class_weights": "none", "lr": 3e-3, "weight_decay": 0.0, "dropout": 0.0, "batch_size": 8, "epochs": 2,
+    "warmup_ratio": 0.0, "early_stopping": None, "keep_best": False, "select_on": "dev_macro_f1", "grid_search": False,
+}  # fmt: skip
+MAX_LENGTH = 24
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hx-model")
+    table = hatexplain_table(root / "hatexplain.parquet")
+    training.run("hatexplain", str(tiny_bert(root / "base")), [table], RECIPE, {"name": "test", "max_length": MAX_LENGTH}, 3,
+                 root / "final", root / "ckpt", root / "log.json", root / "card.json", threads=1, progress=False)
+    return root / "final", root / "card.json", table
+
+
+def test_subword_scores_sum_per_word_and_unseen_words_rank_last():
+    assert explain.to_words([9.0, 0.2, 0.3, 0.5, 9.0], [None, 0, 0, 1, None], 4) == pytest.approx([0.5, 0.5, 0.5, 0.5])
+    scores = explain.to_words([0.0, 0.4, -0.2, 0.0], [None, 0, 1, None], 3)  # word 2 cut by truncation
+    assert scores == pytest.approx([0.4, -0.2, -0.2])
+    from hatecheck_pipeline.audits.rationales import top_k_mask
+
+    assert top_k_mask(scores, 2) == [1, 1, 0]  # the unseen word loses the tie (position)
+
+
+def test_integrated_gradients_are_complete(trained):
+    """Integrated gradients' completeness: the attributions of a post sum to
+    p(x) - p(baseline) for the explained class (captum, 200 steps)."""
+    model_dir, _, table = trained
+    model, tok = explain.load_classifier(model_dir)
+    post = pl.read_parquet(table).filter(pl.col("split") == "test")["post_tokens"][0].to_list()
+    ids, _ = explain.encode_words(tok, [post], MAX_LENGTH)
+    special = set(tok.all_special_ids) - {tok.pad_token_id}
+    attr = explain.integrated_gradients(model, ids, [0], tok.pad_token_id, special, steps=200, batch_size=4)[0]
+    x = torch.tensor(ids)
+    base = torch.where(torch.isin(x, torch.tensor(sorted(special))), x, torch.full_like(x, tok.pad_token_id))
+    with torch.no_grad():
+        p = [torch.softmax(model(input_ids=t).logits, -1)[0, 0].item() for t in (x, base)]
+    assert attr.sum() == pytest.approx(p[0] - p[1], abs=2e-3)
+    assert len(attr) == len(ids[0])
+
+
+def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path):
+    model_dir, card_path, table = trained
+    out = {k: tmp_path / f"{k}.parquet" for k in ("pred", "attr")}
+    card = explain.run(model_dir, table, out["pred"], out["attr"], tmp_path / "card.json", label="tiny (test)",
+                       model_card=json.loads(card_path.read_text()), methods=["attention", "integrated_gradients"],
+                       max_length=MAX_LENGTH, max_explain=8, top_k=2, ig_steps=8, batch_size=4, seed=0, progress=False)
+    test = pl.read_parquet(table).filter(pl.col("split") == "test").sort("id")
+    preds = pl.read_parquet(out["pred"])
+    assert preds["id"].to_list() == test["id"].to_list()  # every test post predicted
+    probs = preds.select("p_hatespeech", "p_offensive", "p_normal").to_numpy()
+    assert np.allclose(probs.sum(axis=1), 1.0, atol=1e-6)
+    assert np.allclose(preds["p_toxic"].to_numpy(), probs[:, 0] + probs[:, 1])
+    assert preds["pred3"].to_list() == [hatexplain.CLASSES[i] for i in probs.argmax(axis=1)]
+    attr = pl.read_parquet(out["attr"])
+    assert card["explained_posts"] == 8 and card["explained_posts_available"] == 20  # 30 test posts, 2/3 not normal
+    assert attr.group_by("method").len().sort("method").rows() == [("attention", 8), ("integrated_gradients", 8)]
+    assert set(attr["paper_row"]) == {"BERT [Attn]", "BERT [LIME]"}
+    joined = attr.join(test.select("id", "post_tokens", "label3"), on="id")
+    assert (joined["label3"] != "normal").all()
+    assert all(len(a) == len(t) for a, t in zip(joined["attributions"].to_list(), joined["post_tokens"].to_list()))
+    att = joined.filter(pl.col("method") == "attention")
+    assert all(0 <= v <= 1 for a in att["attributions"].to_list() for v in a)
+    # p_full is the full post's probability of the predicted class; p_without_top re-predicts the post without its top-2 words
+    row = att.row(0, named=True)
+    full = preds.filter(pl.col("id") == row["id"]).row(0, named=True)
+    assert row["p_full"] == pytest.approx(full[f"p_{row['pred3']}"], abs=1e-6)
+    from hatecheck_pipeline.audits.rationales import top_k_mask
+
+    model, tok = explain.load_classifier(model_dir)
+    kept = [t for t, m in zip(row["post_tokens"], top_k_mask(row["attributions"], 2)) if not m]
+    again = explain.predict_words(model, tok, [kept], MAX_LENGTH, 4)[0, hatexplain.CLASSES.index(row["pred3"])]
+    assert row["p_without_top"] == pytest.approx(again, abs=1e-6)
+
+    # the metrics stage scores each method on its own, against the paper's row for it
+    m = hatexplain.run_metrics(table, out["pred"], out["attr"], tmp_path / "m.json", tmp_path / "c.csv", ["Women", "Refugee", "Islam"], -5, 2,
+                               0.5, "union", "hatexplain")
+    assert [(e["method"], e["paper_row"], e["n_posts"]) for e in m["explainability"]] == [
+        ("attention", "BERT [Attn]", 8), ("integrated_gradients", "BERT [LIME]", 8)]
+    assert m["model"] == "tiny (test)" and m["n_test"] == 30
+    for e in m["explainability"]:
+        assert 0 <= e["token_f1"] <= 1 and 0 <= e["auprc"] <= 1 and -1 <= e["comprehensiveness"] <= 1
+
+
+def test_explain_stage_function_caps_the_explained_posts_by_profile(trained, tmp_path):
+    from hatecheck_pipeline.core.stage import Stage, call, out
+
+    model_dir, card_path, table = trained
+    params = {
+        "profile": "t", "profiles": {"t": {"base_models": {}, "max_length": MAX_LENGTH, "hatexplain_max_explain": 3}},
+        "bias": {"seed": 1, "threads": 1, "hatexplain": {"top_k": 2, "explain": {"methods": ["attention"], "ig_steps": 4, "batch_size": 4}}},
+    }
+    files = {k: str(tmp_path / f"{k}.parquet") for k in ("predictions", "attributions")}
+    stage = Stage(
+        "hatexplain_explain_hx", "audits", "hatecheck_pipeline.audits.explain:hatexplain_explain",
+        inputs={"model_dir": str(model_dir), "model_card": str(card_path), "table": str(table)},
+        outputs={**{k: out(v) for k, v in files.items()}, "card": out(str(tmp_path / "card.json"))},
+        params={"profile": "profile", "profiles": "profiles", "explain": "bias.hatexplain.explain", "top_k": "bias.hatexplain.top_k",
+                "seed": "bias.seed", "threads": "bias.threads"},
+        args={"model": "hx"},
+    )
+    summary = call(stage, params)
+    assert "30 test posts predicted, 3 explained (attention)" in summary
+    assert pl.read_parquet(files["attributions"]).height == 3
