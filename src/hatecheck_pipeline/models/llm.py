@@ -113,27 +113,36 @@ class LocalLM:
         """log P(continuation | prompt), summed over the continuation's
         tokens, for every continuation of every prompt. Prompt and
         continuation are tokenised apart and concatenated, so the prompt's
-        tokens are the same for every continuation."""
+        tokens are the same for every continuation. One forward row per
+        prompt gives every continuation's first token; a continuation of
+        several tokens gets a row of its own (prompt + continuation)."""
         import torch
 
-        rows = [(i, j, self._ids(p), self._ids(c)) for i, (p, cs) in enumerate(zip(prompts, continuations)) for j, c in enumerate(cs)]
         out = [[0.0] * len(cs) for cs in continuations]
-        order = sorted(range(len(rows)), key=lambda k: len(rows[k][2]) + len(rows[k][3]))
+        rows: list[tuple[list[int], list[tuple[int, int, list[int]]]]] = []  # (ids, [(i, j, continuation ids)])
+        for i, (p, cs) in enumerate(zip(prompts, continuations)):
+            pids = self._ids(p)
+            cids = [self._ids(c) for c in cs]
+            single = [(i, j, c) for j, c in enumerate(cids) if len(c) == 1]
+            if single:
+                rows.append((pids, single))
+            rows += [(pids + c, [(i, j, c)]) for j, c in enumerate(cids) if len(c) > 1]
+        order = sorted(range(len(rows)), key=lambda k: len(rows[k][0]))
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 chunk = [rows[k] for k in order[start : start + self.batch_size]]
-                seqs = [p + c for _, _, p, c in chunk]
-                ids, att = self._left_padded(seqs)
+                ids, att = self._left_padded([r[0] for r in chunk])
                 pos = (att.cumsum(-1) - 1).clamp(min=0)
                 logits = self.net(input_ids=ids, attention_mask=att, position_ids=pos).logits.float()
-                logp = torch.log_softmax(logits[:, :-1], dim=-1)
                 width = ids.shape[1]
-                for b, (i, j, p, c) in enumerate(chunk):
-                    n = len(c)
-                    targets = ids[b, width - n :]
-                    # logits at position t predict token t + 1
-                    scores = logp[b, width - n - 1 : width - 1].gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-                    out[i][j] = float(scores.double().sum())
+                for b, (seq, targets) in enumerate(chunk):
+                    for i, j, c in targets:
+                        n = len(c)
+                        # the logits at position t predict token t + 1; a one-token
+                        # continuation is scored at the prompt's last position
+                        first = width - 1 if n == 1 else width - n - 1
+                        logp = torch.log_softmax(logits[b, first : first + n], dim=-1)
+                        out[i][j] = float(logp.gather(-1, torch.tensor(c, device=logp.device).unsqueeze(-1)).double().sum())
         return out
 
     def choose(self, prompts: Sequence[str], options: Sequence[Mapping[str, Sequence[str]]]) -> list[tuple[str, dict[str, float]]]:
