@@ -36,3 +36,24 @@ def test_llm_section_cells_carry_provenance_and_the_papers_figures():
     assert re.search(r'data-cell-id="published:gpt3_detection:GPT-3:mixed_racist:recall"[^>]*>94.0<', html)
     assert "all classes (macro)" in html and "racist (vs neither)" in html
     assert "not run" in html  # a configured backend without metrics says so
+
+
+def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section(params, workdir):
+    import json
+
+    from conftest import REPO
+
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.pipeline import report as ph_report
+    from hatecheck_pipeline.report import html as report
+
+    (stage,) = ph_report.stages(params)
+    assert paths.llm_metrics("smollm2-135m") in stage.data_deps and paths.llm_metrics("gpt-3") not in stage.data_deps
+    metrics = workdir / "m.json"
+    metrics.write_text(json.dumps(doc()))
+    resources = REPO / "src/hatecheck_pipeline/resources"
+    report.report(tables={}, cards={}, validation={}, published=resources / "published.yaml",
+                  functionalities=resources / "functionalities.yaml", out=workdir / "r.html", title="t", heatmap_models=[],
+                  below_mark=50, profile="smoke", models={}, llm={"smollm2-135m": metrics})
+    html = (workdir / "r.html").read_text()
+    assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:mixed:accuracy"' in html
