@@ -174,3 +174,16 @@ def test_local_backend_answers_free_and_constrained(tiny_lm, tmp_path, monkeypat
     assert doc["by_setting"]["mixed"]["constrained"]["by_category"]["mixed"]["unparsed"] == 0
     assert doc["by_setting"]["mixed"]["constrained"]["by_category"]["mixed"]["iterations"] == 2  # the 2 example sets
     assert answers.filter(pl.col("variant") == "free").height == constrained.height
+
+
+def test_suite_prompt_gives_p_hateful_as_the_renormalised_yes(tiny_lm):
+    net, tok = tiny_lm
+    lm = prompting.LocalLM(net, tok, 4)
+    template = prompting.load_templates()["suite_zero_shot_english"]
+    texts = ["women are a joke", "the text"]
+    p = prompting.hateful_probabilities(lm, texts, template)
+    for text, value in zip(texts, p):
+        [(_, s)] = lm.choose([prompting.render(template, text)], [prompting.choices(template)])
+        assert value == pytest.approx(torch.softmax(torch.tensor([s["yes"], s["no"]]), 0)[0].item(), abs=1e-6)
+    with pytest.raises(ValueError, match="yes/no"):
+        prompting.hateful_probabilities(lm, texts, prompting.load_templates()["mixed"])
