@@ -187,3 +187,12 @@ def test_suite_prompt_gives_p_hateful_as_the_renormalised_yes(tiny_lm):
         assert value == pytest.approx(torch.softmax(torch.tensor([s["yes"], s["no"]]), 0)[0].item(), abs=1e-6)
     with pytest.raises(ValueError, match="yes/no"):
         prompting.hateful_probabilities(lm, texts, prompting.load_templates()["mixed"])
+
+
+def test_answers_frame_reads_every_row_for_its_schema():
+    # regression: 360 single-category answers (no example set) before the mixed ones
+    base = {"setting": "zero_shot", "example_set": None, "item_id": "i", "comment_id": "c", "category": "sexist",
+            "label": "sexist", "variant": "free", "iteration": "1", "answer": "yes"}
+    rows = [base] * 150 + [{**base, "setting": "mixed", "category": "mixed", "label": "neither", "example_set": 3}]
+    frame = llm.answers_frame(rows, "b", "m")
+    assert frame.height == 151 and frame["example_set"].to_list()[-1] == 3 and frame.columns == llm.ANSWER_COLUMNS

@@ -139,6 +139,14 @@ def local_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str,
     return rows
 
 
+def answers_frame(rows: Sequence[Mapping[str, Any]], name: str, model: str) -> pl.DataFrame:
+    """The answers in the score-llm layout (every row read for the schema:
+    the single-category rows come first with no example set)."""
+    return pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        pl.lit(name).alias("backend"), pl.lit(model).alias("model"), pl.col("example_set").cast(pl.Int64)
+    ).select(ANSWER_COLUMNS)
+
+
 def metrics_of(answers: pl.DataFrame) -> dict[str, Any]:
     """score-llm metrics per setting and variant."""
     out: dict[str, Any] = {}
@@ -191,8 +199,7 @@ def run_ethos(
     else:
         raise BackendError(f"llm.backends.{name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")
     seconds = time.perf_counter() - started
-    frame = pl.DataFrame(rows).with_columns(pl.lit(name).alias("backend"), pl.lit(model).alias("model"),
-                                            pl.col("example_set").cast(pl.Int64)).select(ANSWER_COLUMNS)
+    frame = answers_frame(rows, name, model)
     write_csv(frame, answers)
     doc = {
         "backend": name,
