@@ -15,14 +15,29 @@ def ingest(source, mirror, monkeypatch):
     return files
 
 
+def mirror_sums(mirror):
+    """path -> sha256 from the root SHA256SUMS and every <source>/SHA256SUMS
+    of the mirror (lines ``<digest>  ./<source>/<file>``); the lists
+    themselves are not raw files. A file listed twice must agree."""
+    sums: dict[str, str] = {}
+    for listing in [mirror / "SHA256SUMS", *sorted(mirror.glob("*/SHA256SUMS"))]:
+        for line in listing.read_text().splitlines():
+            digest, path = line.split(None, 1)
+            path = path.strip()
+            if path.endswith("/SHA256SUMS") or path == "./SHA256SUMS":
+                continue
+            key = path[2:] if path.startswith("./") else path
+            assert sums.setdefault(key, digest) == digest, f"{listing}: {key} listed with two digests"
+    return sums
+
+
 def test_registry_lists_every_mirror_file_with_pinned_urls(mirror):
     registry = raw.load_registry()
     listed = {f"{s}/{name}": meta["sha256"] for s, d in registry.items() for name, meta in d["files"].items()}
-    sums = {}
-    for line in (mirror / "SHA256SUMS").read_text().splitlines():
-        digest, path = line.split(None, 1)
-        if path.strip() not in ("./SHA256SUMS",):
-            sums[path.strip()[2:]] = digest
+    sums = mirror_sums(mirror)
+    # The root list and every per-source list (e.g. ethos/SHA256SUMS, whose
+    # paths are relative to the mirror root as well) are all covered.
+    assert (mirror / "ethos" / "SHA256SUMS").exists() and "ethos/Ethos_Dataset_Binary.csv" in sums
     assert listed == sums
     for source in registry.values():
         assert source["license"] and source["citation"]

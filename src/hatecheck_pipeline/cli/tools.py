@@ -103,3 +103,23 @@ def lineage(
     except engine.LineageError as exc:
         fail(exc)
     typer.echo(engine.to_json(chain) if as_json else engine.render(chain))
+
+
+def score_llm(
+    answers: Annotated[Path, typer.Option(help="CSV or Parquet: category, label, answer[, iteration] (one row per LLM answer)")],
+    out: Annotated[Path, typer.Option(help="METRICS.json to write")],
+) -> None:
+    """Score raw LLM answers as "Detecting Hate Speech with GPT-3" does: first
+    word yes/no or the class word, unparsed answers counted and omitted;
+    accuracy, precision, recall, F1 (percent) per iteration, then mean and
+    sample sd, per category (sexist, racist, mixed)."""
+    from hatecheck_pipeline.evaluation import llm_answers
+
+    try:
+        doc = llm_answers.score_file(answers, out)
+    except llm_answers.AnswersError as exc:
+        fail(exc)
+    for category, m in doc["by_category"].items():
+        typer.echo(f"{category}: n={m['n']} unparsed={m['unparsed']} accuracy={m['accuracy']['mean']} "
+                   f"F1={m['f1']['mean']} (sd {m['f1']['sd']}) over {m['iterations']} iteration(s)")
+    typer.echo(f"-> {out}")

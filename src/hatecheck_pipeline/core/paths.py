@@ -166,3 +166,31 @@ def expanded_processed(name: str, scheme: str) -> str:
 def expansion_file(name: str, file: str) -> str:
     """A side artifact of an expansion stage (reports, coverage, rejects)."""
     return f"{EXPANDED}/{name}/{file}"
+
+
+# --- prompted LLM classifiers (issue 13: Chiu et al. 2022 on ETHOS) ---------
+ETHOS_SETS = "data/ethos_sets"
+LLM = f"{RESULTS}/llm"
+
+
+def ethos_sets() -> str:
+    """One row per prompt of every prompting setting (inputs + examples)."""
+    return f"{ETHOS_SETS}/items.parquet"
+
+
+def ethos_pools() -> str:
+    """The drawn comments: pool (racist / sexist / neither), rank, half."""
+    return f"{ETHOS_SETS}/pools.parquet"
+
+
+def ethos_sets_validation() -> str:
+    return f"{ETHOS_SETS}/validation.json"
+
+
+def llm_answers(backend: str) -> str:
+    """Raw answers of one backend on the ETHOS sets (score-llm layout)."""
+    return f"{LLM}/{backend}/answers.csv"
+
+
+def llm_metrics(backend: str) -> str:
+    return f"{LLM}/{backend}/metrics.json"

@@ -375,6 +375,70 @@ def hatexplain(params: Mapping[str, Any]) -> Harmonised:
     return split_off(frame, "hatexplain", ["id", "text", "votes", "split", "_line"], keep)
 
 
+ETHOS_LABELS = ["violence", "directed_vs_generalized", "gender", "race", "national_origin", "disability", "religion", "sexual_orientation"]
+
+
+def text_key(column: str) -> pl.Expr:
+    """Join key of an ETHOS comment: whitespace runs (including the
+    non-breaking spaces one file has where the other has spaces) -> one space."""
+    return pl.col(column).str.replace_all(r"\s+", " ").str.strip_chars()
+
+
+def ethos(params: Mapping[str, Any]) -> Harmonised:
+    """ETHOS (Mollas et al. 2022): 998 comments, ``isHate`` = share of
+    annotators calling it hate; ``>= hate_threshold`` -> hateful. The
+    multi-label scores (8 columns) are joined on the comment text (whitespace
+    normalised) for the hateful comments; a hateful comment without scores,
+    or a score row matching no hateful comment, is quarantined."""
+    binary_path = raw_path("ethos", "Ethos_Dataset_Binary.csv")
+    multi_path = raw_path("ethos", "Ethos_Dataset_Multi_Label.csv")
+    raw = read_records(binary_path, ["comment", "isHate"], delimiter=";")
+    multi = read_records(multi_path, ["comment", *ETHOS_LABELS], delimiter=";")
+    scores = multi.filter(pl.col(REASON).is_null()).select(
+        text_key("comment").alias("_key"), *[pl.col(c).cast(pl.Float64, strict=False) for c in ETHOS_LABELS], pl.col(ROW).alias("_multi_row")
+    ).unique("_key", keep="first", maintain_order=True)
+    is_hate = pl.col("isHate").cast(pl.Float64, strict=False)
+    label = pl.when(is_hate >= params["hate_threshold"]).then(pl.lit(HATEFUL)).when(is_hate.is_not_null()).then(pl.lit(NON_HATEFUL))
+    frame = raw.with_columns(text_key("comment").alias("_key")).join(scores, on="_key", how="left")
+    h = harmonise(
+        frame,
+        "ethos",
+        "english",
+        {
+            "id": pl.format("ethos-{}", pl.col(ROW)),
+            "text": pl.col("comment"),
+            "label_original": pl.col("isHate"),
+            "label": label,
+            "is_hate": is_hate,
+            "split": pl.lit("test"),
+        },
+        extras=["split", "is_hate", *ETHOS_LABELS],
+    )
+    # Scores belong to hateful comments only.
+    missing = (pl.col("label") == HATEFUL) & pl.col("_multi_row").is_null()
+    bad = h.kept.join(frame.select(pl.format("ethos-{}", pl.col(ROW)).alias("id"), "_multi_row"), on="id").filter(missing)
+    if bad.height:
+        more = bad.select(
+            pl.lit("ethos").alias("dataset"), pl.lit(str(binary_path)).alias("source_file"),
+            pl.col("id").str.strip_prefix("ethos-").cast(pl.Int64).alias("row"), pl.lit("missing_multi_label").alias("reason"),
+            pl.struct("id", "text").struct.json_encode().alias("record"),
+        ).cast(QUARANTINE_SCHEMA)
+        h.quarantine = pl.concat([h.quarantine, more])
+        h.kept = h.kept.filter(~pl.col("id").is_in(bad["id"].implode()))
+    h.kept = h.kept.with_columns(
+        [pl.when(pl.col("label") == HATEFUL).then(pl.col(c)).alias(c) for c in ETHOS_LABELS]
+    )
+    matched = set(frame.filter(is_hate >= params["hate_threshold"])["_multi_row"].drop_nulls().to_list())
+    orphans = multi.filter(~pl.col(ROW).is_in(list(matched)))
+    if orphans.height:
+        h.quarantine = pl.concat([h.quarantine, orphans.select(
+            pl.lit("ethos").alias("dataset"), pl.lit(str(multi_path)).alias("source_file"), pl.col(ROW).alias("row"),
+            pl.lit("multi_label_without_hateful_comment").alias("reason"), pl.struct("comment").struct.json_encode().alias("record"),
+        ).cast(QUARANTINE_SCHEMA)])
+        h.raw_rows += orphans.height
+    return h
+
+
 # --------------------------------------------------------------------------
 # Functional test suites
 
@@ -511,6 +575,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec("hatecheck", "hatecheck", hatecheck, _fixed("test_suite_cases.csv", "test_suite_annotations.csv"), suite=True),
         DatasetSpec("mhc", "mhc", mhc, lambda p: [f"cases/hatecheck_cases_final_{lang}.csv" for lang in p["languages"]], suite=True),
         DatasetSpec("crows_pairs", "crows_pairs", crows_pairs, _fixed("crows_pairs_anonymized.csv")),
+        DatasetSpec("ethos", "ethos", ethos, _fixed("Ethos_Dataset_Binary.csv", "Ethos_Dataset_Multi_Label.csv")),
     ]
 }  # fmt: skip
 

@@ -21,7 +21,7 @@ from hatecheck_pipeline.core.config import ConfigError, dumps
 from hatecheck_pipeline.core.stage import Stage
 
 # Phase modules in DAG order: hatecheck_pipeline.pipeline.<name>.stages(params).
-PHASES = ["data", "models", "expand", "evaluate", "audits", "report"]
+PHASES = ["data", "models", "expand", "evaluate", "audits", "llm", "report"]
 
 
 def phase_stages(params: Mapping[str, Any], phase: str, with_code: bool = True) -> list[Stage]:

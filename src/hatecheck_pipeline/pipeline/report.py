@@ -69,6 +69,11 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     summary = bias_summary(params)
     if summary:
         inputs["bias_summary"] = summary
+    from hatecheck_pipeline.pipeline import llm
+
+    llm_metrics = llm.llm_metrics_paths(params)
+    if llm_metrics:
+        inputs["llm"] = llm_metrics
     inputs["validation"] = {d: paths.validation_json(d) for d in DATASETS}
     inputs["published"] = PUBLISHED
     inputs["functionalities"] = FUNCTIONALITIES

@@ -21,6 +21,7 @@ from hatecheck_pipeline.core.files import InputError, write_text
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
+from hatecheck_pipeline.report.llm import llm_section
 from hatecheck_pipeline.report.sections import (
     bias_section,
     expanded_section,
@@ -68,6 +69,7 @@ def build(
     published: Mapping[str, Any] | None = None,
     expansion: Mapping[str, Any] | None = None,
     bias: Mapping[str, Any] | None = None,
+    llm: Mapping[str, Any] | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -172,6 +174,8 @@ def build(
         ))
     if bias is not None:
         section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
+    if llm:
+        section("llm", "Prompted LLMs as classifiers (ETHOS; GPT-3 detection paper)", llm_section(llm["docs"], llm["files"]))
 
     section("validation", "Data validation", validation_section(validation))
     return (
@@ -205,6 +209,7 @@ def run(
     expansion_files: Mapping[str, str | Path] | None = None,
     bias_summary_file: str | Path | None = None,
     published: Mapping[str, Any] | None = None,
+    llm_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -231,6 +236,7 @@ def run(
         published=published,
         expansion=expansion,
         bias=bias,
+        llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()}} if llm_files else None,
     )
     return write_text(html, out)
 
@@ -250,12 +256,14 @@ def report(
     training_languages: Path | None = None,
     expansion: Mapping[str, Path] | None = None,
     bias_summary: Path | None = None,
+    llm: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
     models' ``training_languages``, the expand phase's reports
     (``expansion``: coverage / reproduction; None = no expansion section)
-    and the bias summary (None = no bias section), next to the papers'
+    and the bias summary (None = no bias section), the prompted LLMs'
+    ETHOS metrics per backend (``llm``; None = no section), next to the papers'
     ``published`` tables (``functionalities``: the papers' F-numbering, read
     through the package's resources)."""
     for resource in (published, functionalities):
@@ -263,7 +271,7 @@ def report(
             raise InputError(f"{resource}: package resource not found")
     written = run(
         out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
-        expansion_files=expansion, bias_summary_file=bias_summary,
+        expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm,
         published=yaml.safe_load(Path(published).read_text("utf-8")),
     )
     return f"wrote {written}"

@@ -1,0 +1,224 @@
+"""Zero-, one- and few-shot prompting of an LLM on the ETHOS evaluation sets
+("Detecting Hate Speech with GPT-3", Chiu, Collins, Alexander 2022).
+
+Backends (``llm.backends.<name>`` in params):
+
+- ``openai``: any OpenAI-compatible chat endpoint (``base_url``, ``model``,
+  ``temperature``, ``iterations``; the key only from the environment
+  variable ``api_key_env``). Requests go through
+  :class:`hatecheck_pipeline.expansion.llm.ChatClient`, whose responses are
+  cached content-addressed (sha256 of the request), so a re-run queries only
+  changed prompts; each iteration carries its own ``seed`` in the request.
+- ``local``: a causal LM through transformers (:class:`LocalLM`), with the
+  same prompts, in two variants: ``free`` (generated text, parsed) and
+  ``constrained`` (the allowed answer with the highest log-probability).
+
+The answers file has the ``score-llm`` layout (category, label, answer,
+iteration) plus backend, variant, setting, example_set, item_id and
+comment_id; the metrics are :func:`llm_answers.score_frame` per setting and
+variant. For the mixed-category settings the iteration is the example set
+(the paper's Tables 4 and 7 vary over the 10 example sets), combined with
+the repeat when ``iterations`` > 1 (``<set>.<repeat>``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import polars as pl
+
+from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.files import write_csv, write_json
+from hatecheck_pipeline.evaluation.llm_answers import score_frame
+from hatecheck_pipeline.models import llm as prompting
+
+SETTINGS = ("zero_shot", "one_shot", "few_shot_single", "mixed", "mixed_instruction")
+MIXED = ("mixed", "mixed_instruction")
+ANSWER_COLUMNS = ["backend", "model", "variant", "setting", "example_set", "item_id", "comment_id", "category", "label",
+                  "iteration", "answer"]
+
+
+# The paper's figures (GPT-3 davinci, temperature 0.3; percent): Tables 1-3
+# (means over 100 iterations) and the "All" rows of Tables 4 and 7 (mixed
+# category without / with the instruction line, racist or sexist vs neither).
+def _paper(table: str, racist: tuple, sexist: tuple) -> dict[str, dict[str, Any]]:
+    src = f"Chiu, Collins, Alexander 2022, {table}"
+    return {c: {**dict(zip(("accuracy", "precision", "recall", "f1"), v)), "source": src} for c, v in (("racist", racist), ("sexist", sexist))}
+
+
+PAPER = {
+    "zero_shot": _paper("Table 1", (58, 58, 59, 58), (55, 53, 79, 63)),
+    "one_shot": _paper("Table 2", (55, 55, 62, 58), (55, 55, 58, 56)),
+    "few_shot_single": _paper("Table 3", (64, 62, 74, 67), (70, 74, 62, 68)),
+    "mixed": _paper("Table 4 (All)", (83, 68, 94, 79), (85, 76, 79, 77)),
+    "mixed_instruction": _paper("Table 7 (All)", (82, 70, 81, 75), (79, 81, 50, 62)),
+}
+
+
+class BackendError(PipelineError, ValueError):
+    pass
+
+
+def prompts_of(items: pl.DataFrame, templates: Mapping[str, Any]) -> list[str]:
+    return [
+        prompting.render(templates[r["setting"]], r["text"], r["category"] if r["category"] != "mixed" else "", r["examples"] or [])
+        for r in items.iter_rows(named=True)
+    ]
+
+
+def select_items(items: pl.DataFrame, settings: Sequence[str], example_sets: int | None, max_prompts: int | None = None,
+                 seed: int = 0) -> pl.DataFrame:
+    """The prompts to run: the configured settings; for the mixed settings
+    the first ``example_sets`` example sets (None = all); at most
+    ``max_prompts`` per setting (a seeded sample, the same positions in every
+    setting; None = all)."""
+    unknown = [s for s in settings if s not in SETTINGS]
+    if unknown:
+        raise BackendError(f"llm.settings: unknown setting(s) {unknown}; known: {list(SETTINGS)}")
+    part = items.filter(pl.col("setting").is_in(list(settings)))
+    if example_sets is not None:
+        part = part.filter(pl.col("example_set").is_null() | (pl.col("example_set") <= example_sets))
+    if max_prompts is not None:
+        keep = pl.int_range(pl.len()).shuffle(seed=seed).over("setting") < max_prompts
+        part = part.filter(keep)
+    return part
+
+
+def iteration_label(row: Mapping[str, Any], repeat: int, iterations: int) -> str:
+    if row["setting"] in MIXED:
+        return f"{row['example_set']}" if iterations == 1 else f"{row['example_set']}.{repeat + 1}"
+    return str(repeat + 1)
+
+
+def openai_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path, seed: int,
+                   progress: Callable | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Every prompt ``iterations`` times through the cached chat client."""
+    from hatecheck_pipeline.expansion.llm import ChatClient
+
+    client = ChatClient(cfg["base_url"], cfg.get("api_key_env"), cache_dir, cfg.get("timeout_s", 60))
+    rows = []
+    try:
+        for repeat in range(cfg["iterations"]):
+            for r, prompt in zip(items.iter_rows(named=True), prompts):
+                body = {"model": cfg["model"], "messages": [{"role": "user", "content": prompt}],
+                        "temperature": cfg["temperature"], "max_tokens": cfg["max_new_tokens"], "seed": seed + repeat}
+                response = client.complete(body)
+                choices = response.get("choices") or [{}]
+                text = ((choices[0].get("message") or {}).get("content")) or choices[0].get("text") or ""
+                rows.append({**r, "variant": "free", "iteration": iteration_label(r, repeat, cfg["iterations"]), "answer": text})
+            if progress:
+                progress(repeat)
+    finally:
+        client.close()
+    return rows, {"queried": client.queried, "cached": client.cached}
+
+
+def local_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], lm: "prompting.LocalLM",
+                  templates: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
+    """Free and/or constrained answers of a local causal LM."""
+    from tqdm import tqdm
+
+    rows = []
+    records = items.to_dicts()
+    chunk = 64
+    for variant in cfg["variants"]:
+        for repeat in range(cfg["iterations"] if variant == "free" else 1):
+            for start in tqdm(range(0, len(records), chunk), desc=f"llm {variant} #{repeat + 1}", mininterval=10):
+                recs, ps = records[start : start + chunk], prompts[start : start + chunk]
+                if variant == "free":
+                    texts = lm.generate(ps, cfg["max_new_tokens"], cfg["temperature"], seed + repeat)
+                else:
+                    options = [prompting.choices(templates[r["setting"]], r["category"]) for r in recs]
+                    texts = [word for word, _ in lm.choose(ps, options)]
+                for r, text in zip(recs, texts):
+                    iterations = cfg["iterations"] if variant == "free" else 1
+                    rows.append({**r, "variant": variant, "iteration": iteration_label(r, repeat, iterations), "answer": text})
+    return rows
+
+
+def answers_frame(rows: Sequence[Mapping[str, Any]], name: str, model: str) -> pl.DataFrame:
+    """The answers in the score-llm layout (every row read for the schema:
+    the single-category rows come first with no example set)."""
+    return pl.DataFrame(rows, infer_schema_length=None).with_columns(
+        pl.lit(name).alias("backend"), pl.lit(model).alias("model"), pl.col("example_set").cast(pl.Int64)
+    ).select(ANSWER_COLUMNS)
+
+
+def metrics_of(answers: pl.DataFrame) -> dict[str, Any]:
+    """score-llm metrics per setting and variant."""
+    out: dict[str, Any] = {}
+    for (setting, variant), part in sorted(answers.group_by("setting", "variant"), key=lambda kv: (SETTINGS.index(kv[0][0]), kv[0][1])):
+        out.setdefault(setting, {})[variant] = score_frame(part.select("category", "label", "answer", "iteration"))
+    return out
+
+
+def run_ethos(
+    name: str,
+    items: Path,
+    answers: Path,
+    metrics: Path,
+    backend: Mapping[str, Any],
+    settings: Sequence[str],
+    seed: int,
+    threads: int,
+    batch_size: int,
+    profile: str,
+    profiles: Mapping[str, Any],
+    cache_dir: str,
+) -> str:
+    """Stage ``llm_ethos_<backend>``: run the configured prompting settings
+    on the ETHOS evaluation sets, write the raw answers (score-llm layout)
+    and their metrics. The profile's ``llm_example_sets`` caps the mixed
+    example sets and ``llm_max_prompts_per_setting`` the prompts per setting
+    (null = all; the metrics say ``complete: false`` otherwise)."""
+    from hatecheck_pipeline.core.config import active_profile
+    from hatecheck_pipeline.core.cpu import bounded_threads
+
+    prof = active_profile(profile, profiles)
+    templates = prompting.load_templates()
+    cap = prof.get("llm_max_prompts_per_setting")
+    part = select_items(pl.read_parquet(items), settings, prof.get("llm_example_sets"), cap, seed)
+    prompts = prompts_of(part, templates)
+    base = part.select("setting", "example_set", "item_id", "comment_id", "category", "label")
+    started = time.perf_counter()
+    info: dict[str, Any] = {}
+    if backend["kind"] == "openai":
+        rows, info = openai_answers(base, prompts, backend, Path(cache_dir) / name, seed)
+        model = backend["model"]
+    elif backend["kind"] == "local":
+        import torch
+
+        torch.manual_seed(seed)
+        torch.set_num_threads(bounded_threads(threads))
+        lm = prompting.LocalLM.load(backend["model"], batch_size)
+        rows = local_answers(base, prompts, backend, lm, templates, seed)
+        model = prompting.describe_model(backend["model"])
+    else:
+        raise BackendError(f"llm.backends.{name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")
+    seconds = time.perf_counter() - started
+    frame = answers_frame(rows, name, model)
+    write_csv(frame, answers)
+    doc = {
+        "backend": name,
+        "kind": backend["kind"],
+        "model": model,
+        "stand_in": backend.get("stand_in"),
+        "settings": list(settings),
+        "example_sets": prof.get("llm_example_sets"),
+        "max_prompts_per_setting": cap,
+        "complete": cap is None and prof.get("llm_example_sets") is None,
+        "prompts": len(prompts),
+        "answers": frame.height,
+        "seconds": round(seconds, 1),
+        "prompts_per_second": round(frame.height / seconds, 3) if seconds else None,
+        "threads": threads,
+        **info,
+        "by_setting": metrics_of(frame),
+        "paper": {k: v for k, v in PAPER.items() if k in settings},
+    }
+    write_json(doc, metrics)
+    summary = {s: {v: {c: m["f1"]["mean"] for c, m in d["by_category"].items()} for v, d in vs.items()} for s, vs in doc["by_setting"].items()}
+    return f"{name}: {frame.height} answers in {seconds:.0f} s; F1 {json.dumps(summary)}"

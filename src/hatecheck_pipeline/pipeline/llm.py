@@ -1,0 +1,72 @@
+"""Stages of the llm phase (prompted LLMs as classifiers, issue 13;
+"Detecting Hate Speech with GPT-3", Chiu, Collins, Alexander 2022):
+
+- ``ethos_sets``: the paper's ETHOS evaluation sets (section 3.1), seeded,
+  with great-expectations checks of the counts;
+- ``llm_ethos_<backend>``: one enabled backend of ``llm.backends`` (an
+  OpenAI-compatible endpoint or a local causal LM) answers every prompt of
+  the configured settings; raw answers in the ``score-llm`` layout and their
+  metrics (``results/llm/<backend>/``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.stage import Stage, metric, out
+
+PHASE = "llm"
+SETS = "hatecheck_pipeline.data.ethos:build_sets"
+ETHOS_RUN = "hatecheck_pipeline.evaluation.llm:run_ethos"
+LLM_MEM_MB = 4000
+
+
+def enabled_backends(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n: b for n, b in params.get("llm", {}).get("backends", {}).items() if b["enabled"]}
+
+
+def sets_stage() -> Stage:
+    return Stage(
+        "ethos_sets",
+        PHASE,
+        SETS,
+        inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos")},
+        outputs={"items": out(paths.ethos_sets()), "pools": out(paths.ethos_pools()), "report": metric(paths.ethos_sets_validation())},
+        params={k: f"llm.ethos.{k}" for k in ("seed", "threshold", "not_hate_max", "per_category", "example_sets", "expected")},
+    )
+
+
+def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
+    return Stage(
+        f"llm_ethos_{name}",
+        PHASE,
+        ETHOS_RUN,
+        inputs={"items": paths.ethos_sets()},
+        outputs={"answers": out(paths.llm_answers(name)), "metrics": metric(paths.llm_metrics(name))},
+        # profile/profiles: profiles.<p>.llm_example_sets caps the mixed example sets (smoke)
+        params={
+            "backend": f"llm.backends.{name}",
+            "settings": "llm.settings",
+            "seed": "llm.seed",
+            "threads": "llm.threads",
+            "batch_size": "llm.batch_size",
+            "cache_dir": "llm.cache_dir",
+            "profile": "profile",
+            "profiles": "profiles",
+        },
+        args={"name": name},
+        threads=params["llm"]["threads"],
+        mem_mb=LLM_MEM_MB,
+    )
+
+
+def stages(params: Mapping[str, Any]) -> list[Stage]:
+    if "llm" not in params:
+        return []
+    return [sets_stage(), *(ethos_stage(n, params) for n in enabled_backends(params))]
+
+
+def llm_metrics_paths(params: Mapping[str, Any]) -> dict[str, str]:
+    """results/llm/<backend>/metrics.json of every enabled backend (the report reads them)."""
+    return {n: paths.llm_metrics(n) for n in enabled_backends(params)} if "llm" in params else {}

@@ -1,0 +1,198 @@
+"""Prompted-LLM backends: a tiny RANDOMLY INITIALISED GPT-2 (built here; its
+answers mean nothing beyond checking the arithmetic) for the local backend,
+a fake OpenAI-compatible server on 127.0.0.1 for the endpoint backend, and
+the llm_ethos stage end to end on small synthetic sets."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import polars as pl
+import pytest
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+from hatecheck_pipeline.data import ethos
+from hatecheck_pipeline.evaluation import llm
+from hatecheck_pipeline.models import llm as prompting
+
+SECRET = "sk-test-llm-key-42"
+WORDS = ("<pad> <unk> is the following text sexist racist neither not-sexist not-racist yes no answer or "
+         "women men a joke : ' . ? classify into comment").split()
+
+
+@pytest.fixture(scope="module")
+def tiny_lm():
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<pad>")
+    torch.manual_seed(0)
+    net = GPT2LMHeadModel(GPT2Config(vocab_size=len(WORDS), n_embd=16, n_layer=2, n_head=2, n_positions=256)).eval()
+    return net, fast
+
+
+def manual(net, tok, prompt: str, cont: str) -> float:
+    p = tok(prompt, add_special_tokens=False)["input_ids"]
+    c = tok(cont, add_special_tokens=False)["input_ids"]
+    ids = torch.tensor([p + c])
+    with torch.no_grad():
+        logp = torch.log_softmax(net(input_ids=ids).logits[0].double(), -1)
+    return sum(float(logp[len(p) - 1 + k, c[k]]) for k in range(len(c)))
+
+
+def test_continuation_logprobs_match_an_unpadded_forward_whatever_the_batching(tiny_lm):
+    net, tok = tiny_lm
+    prompts = ["is the following text sexist ? answer yes or no", "women", "the comment : 'a joke' ."]
+    conts = [[" yes", " no"], [" sexist", " not-sexist"], [" racist", " neither", " sexist"]]
+    for batch_size in (1, 3, 8):
+        got = prompting.LocalLM(net, tok, batch_size).continuation_logprobs(prompts, conts)
+        for i, cs in enumerate(conts):
+            for j, c in enumerate(cs):
+                assert got[i][j] == pytest.approx(manual(net, tok, prompts[i], c), abs=1e-4)
+
+
+def test_choose_takes_the_most_probable_answer_word_summing_spellings(tiny_lm):
+    net, tok = tiny_lm
+    lm = prompting.LocalLM(net, tok, 4)
+    options = {"yes": [" yes", " answer"], "no": [" no"]}
+    [(word, scores)] = lm.choose(["is the following text racist ?"], [options])
+    raw = lm.continuation_logprobs(["is the following text racist ?"], [[" yes", " answer", " no"]])[0]
+    assert scores["yes"] == pytest.approx(float(torch.logsumexp(torch.tensor(raw[:2]), 0)), abs=1e-6)
+    assert scores["no"] == pytest.approx(raw[2], abs=1e-6)
+    assert word == max(scores, key=scores.get)
+
+
+def test_greedy_generation_is_deterministic_and_batch_independent(tiny_lm):
+    net, tok = tiny_lm
+    prompts = ["is the following text sexist ?", "women a joke : 'text' :", "classify"]
+    a = prompting.LocalLM(net, tok, 1).generate(prompts, 3, 0.0, seed=0)
+    b = prompting.LocalLM(net, tok, 3).generate(prompts, 3, 0.0, seed=1)
+    assert a == b and all(isinstance(x, str) for x in a)
+
+
+def test_templates_are_the_papers_formats():
+    t = prompting.load_templates()
+    examples = [{"text": "A", "label": "sexist"}, {"text": "B", "label": "racist"}, {"text": "C", "label": "neither"}]
+    assert prompting.render(t["one_shot"], "X", "sexist", examples[:1]) == (
+        "The following text in quotes is sexist:\n'A'\nIs the following text sexist? Answer yes or no.\n'X'\nAnswer:")
+    assert prompting.render(t["mixed"], "X", "", examples) == "'A': sexist.\n'B': racist.\n'C': neither.\n'X':"
+    assert prompting.render(t["mixed_instruction"], "X", "", examples).startswith(
+        "Classify the following texts into 'racist', 'sexist' or 'neither'.\n'A': sexist.")
+    assert prompting.choices(t["few_shot_single"], "racist") == {"racist": [" racist"], "not-racist": [" not-racist"]}
+
+
+class FakeAPI(BaseHTTPRequestHandler):
+    calls: list = []
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        FakeAPI.calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        prompt = body["messages"][-1]["content"]
+        text = "Yes." if "Answer yes or no" in prompt else ("sexist." if "sexist" in prompt.splitlines()[-1] else "neither")
+        data = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    FakeAPI.calls = []
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    srv.shutdown()
+    srv.server_close()
+    thread.join(timeout=5)
+
+
+def synthetic_items(tmp_path, per_category=4, example_sets=2):
+    """Pools of 5 racist, 5 sexist, 9 neither synthetic comments -> prompts."""
+    rows = [{"pool": p, "rank": r, "half": "input", "comment_id": f"{p}-{r}", "text": f"{p} comment {r}"}
+            for p, n in (("racist", 5), ("sexist", 5), ("neither", 9)) for r in range(n)]
+    items = ethos.build_items(pl.DataFrame(rows), per_category, example_sets)
+    path = tmp_path / "items.parquet"
+    items.write_parquet(path)
+    return path, items
+
+
+def backend(url, **kw):
+    return {"kind": "openai", "enabled": True, "model": "fake-davinci", "stand_in": None, "base_url": url,
+            "api_key_env": "LLM_TEST_KEY", "timeout_s": 5, "temperature": 0.3, "iterations": 2, "max_new_tokens": 4, **kw}
+
+
+def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("LLM_TEST_KEY", SECRET)
+    items_path, items = synthetic_items(tmp_path)
+    profiles = {"p": {"base_models": {}, "llm_example_sets": 1}}
+    kw = dict(name="fake", items=items_path, answers=tmp_path / "a.csv", metrics=tmp_path / "m.json", backend=backend(server),
+              settings=list(llm.SETTINGS), seed=0, threads=1, batch_size=2, profile="p", profiles=profiles,
+              cache_dir=str(tmp_path / "cache"))
+    llm.run_ethos(**kw)
+    single = items.filter(pl.col("example_set").is_null()).height
+    mixed_one_set = items.filter(pl.col("example_set") == 1).height
+    assert len(FakeAPI.calls) == 2 * (single + mixed_one_set)  # 2 iterations, the profile's 1 example set
+    assert {c["auth"] for c in FakeAPI.calls} == {f"Bearer {SECRET}"}
+    assert {c["body"]["seed"] for c in FakeAPI.calls} == {0, 1} and {c["path"] for c in FakeAPI.calls} == {"/v1/chat/completions"}
+    answers = pl.read_csv(tmp_path / "a.csv")
+    assert set(llm.ANSWER_COLUMNS) <= set(answers.columns)
+    doc = json.loads((tmp_path / "m.json").read_text())
+    zero = doc["by_setting"]["zero_shot"]["free"]["by_category"]["sexist"]
+    # the fake always answers "Yes.": recall 100, precision 50 (half the inputs are not sexist)
+    assert zero["recall"]["mean"] == 100 and zero["precision"]["mean"] == 50 and zero["iterations"] == 2
+    mixed = doc["by_setting"]["mixed"]["free"]["by_category"]["mixed"]
+    assert mixed["n"] == 2 * mixed_one_set // 2 and mixed["unparsed"] == 0
+    # a re-run reads every answer from the cache; the key is written nowhere
+    FakeAPI.calls = []
+    llm.run_ethos(**kw)
+    assert FakeAPI.calls == [] and json.loads((tmp_path / "m.json").read_text())["cached"] == doc["queried"]
+    for f in (tmp_path / "cache").rglob("*"):
+        assert not f.is_file() or SECRET not in f.read_text()
+    assert SECRET not in (tmp_path / "a.csv").read_text() + (tmp_path / "m.json").read_text()
+
+
+def test_local_backend_answers_free_and_constrained(tiny_lm, tmp_path, monkeypatch):
+    net, tok = tiny_lm
+    items_path, items = synthetic_items(tmp_path)
+    monkeypatch.setattr(prompting.LocalLM, "load", classmethod(lambda cls, model, batch_size=8: cls(net, tok, batch_size)))
+    cfg = {"kind": "local", "enabled": True, "model": "tiny-random", "temperature": 0.0, "iterations": 1,
+           "max_new_tokens": 2, "variants": ["free", "constrained"]}
+    llm.run_ethos("tiny", items_path, tmp_path / "a.csv", tmp_path / "m.json", cfg, ["zero_shot", "mixed"], 0, 1, 4,
+                  "p", {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+    answers = pl.read_csv(tmp_path / "a.csv")
+    constrained = answers.filter(pl.col("variant") == "constrained")
+    assert set(constrained.filter(pl.col("setting") == "zero_shot")["answer"]) <= {"yes", "no"}
+    assert set(constrained.filter(pl.col("setting") == "mixed")["answer"]) <= {"sexist", "racist", "neither"}
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["by_setting"]["mixed"]["constrained"]["by_category"]["mixed"]["unparsed"] == 0
+    assert doc["by_setting"]["mixed"]["constrained"]["by_category"]["mixed"]["iterations"] == 2  # the 2 example sets
+    assert answers.filter(pl.col("variant") == "free").height == constrained.height
+
+
+def test_suite_prompt_gives_p_hateful_as_the_renormalised_yes(tiny_lm):
+    net, tok = tiny_lm
+    lm = prompting.LocalLM(net, tok, 4)
+    template = prompting.load_templates()["suite_zero_shot_english"]
+    texts = ["women are a joke", "the text"]
+    p = prompting.hateful_probabilities(lm, texts, template)
+    for text, value in zip(texts, p):
+        [(_, s)] = lm.choose([prompting.render(template, text)], [prompting.choices(template)])
+        assert value == pytest.approx(torch.softmax(torch.tensor([s["yes"], s["no"]]), 0)[0].item(), abs=1e-6)
+    with pytest.raises(ValueError, match="yes/no"):
+        prompting.hateful_probabilities(lm, texts, prompting.load_templates()["mixed"])
+
+
+def test_answers_frame_reads_every_row_for_its_schema():
+    # regression: 360 single-category answers (no example set) before the mixed ones
+    base = {"setting": "zero_shot", "example_set": None, "item_id": "i", "comment_id": "c", "category": "sexist",
+            "label": "sexist", "variant": "free", "iteration": "1", "answer": "yes"}
+    rows = [base] * 150 + [{**base, "setting": "mixed", "category": "mixed", "label": "neither", "example_set": 3}]
+    frame = llm.answers_frame(rows, "b", "m")
+    assert frame.height == 151 and frame["example_set"].to_list()[-1] == 3 and frame.columns == llm.ANSWER_COLUMNS
