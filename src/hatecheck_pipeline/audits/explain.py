@@ -33,7 +33,7 @@ import polars as pl
 import torch
 
 from hatecheck_pipeline.audits import rationales
-from hatecheck_pipeline.audits.hatexplain import CLASSES, paper_row
+from hatecheck_pipeline.audits.hatexplain import CLASSES, paper_row, predictions_frame
 from hatecheck_pipeline.core.files import write_parquet, write_text
 from hatecheck_pipeline.models.runtime import collate, length_batches
 
@@ -226,17 +226,7 @@ def run(
     model, tokenizer = load_classifier(model_dir)
     test = pl.read_parquet(table).filter(pl.col("split") == "test").sort("id")
     probs = predict_words(model, tokenizer, test["post_tokens"].to_list(), max_length, batch_size)
-    preds = pl.DataFrame(
-        {
-            "id": test["id"],
-            "p_hatespeech": probs[:, 0],
-            "p_offensive": probs[:, 1],
-            "p_normal": probs[:, 2],
-            "p_toxic": probs[:, 0] + probs[:, 1],
-            "pred3": [CLASSES[i] for i in probs.argmax(axis=1)],
-            "model": label,
-        }
-    )
+    preds = predictions_frame(test["id"], probs, label)
     chosen = explained_posts(test, max_explain, seed)
     posts = chosen["post_tokens"].to_list()
     supervised = bool(model_card.get("attention_supervision"))

@@ -63,6 +63,22 @@ def _join(tokens: Sequence[str]) -> str:
     return " ".join(tokens)
 
 
+def predictions_frame(ids: pl.Series, probs: np.ndarray, label: str) -> pl.DataFrame:
+    """Test predictions in the layout the metrics stage reads: class
+    probabilities (columns in ``CLASSES`` order), p_toxic, the argmax class."""
+    return pl.DataFrame(
+        {
+            "id": ids,
+            "p_hatespeech": probs[:, 0],
+            "p_offensive": probs[:, 1],
+            "p_normal": probs[:, 2],
+            "p_toxic": probs[:, 0] + probs[:, 1],
+            "pred3": [CLASSES[i] for i in probs.argmax(axis=1)],
+            "model": label,
+        }
+    )
+
+
 def train_standin(train: pl.DataFrame, seed: int, c: float, max_features: int):
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -107,17 +123,7 @@ def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_
     texts = [_join(t) for t in test["post_tokens"].to_list()]
     probs = _proba(model, texts)
     label = STANDIN
-    preds = pl.DataFrame(
-        {
-            "id": test["id"],
-            "p_hatespeech": probs[:, 0],
-            "p_offensive": probs[:, 1],
-            "p_normal": probs[:, 2],
-            "p_toxic": probs[:, 0] + probs[:, 1],
-            "pred3": [CLASSES[i] for i in probs.argmax(axis=1)],
-            "model": label,
-        }
-    )
+    preds = predictions_frame(test["id"], probs, label)
     rows = []
     for pid, tokens in tqdm(list(zip(test["id"].to_list(), test["post_tokens"].to_list())), desc="occlusion", mininterval=10):
         rows.append({"id": pid, **occlusion(model, tokens, k), "method": "occlusion", "method_label": "occlusion (leave-one-token-out)",

@@ -27,7 +27,7 @@ OUT_KINDS = ("outs", "metrics", "plots")
 # embedded profile. Train and predict take theirs from the active profile.
 PHASE_RUNTIME = {
     "ingest": 30, "prepare": 30, "validate": 30, "preprocess": 30, "convert": 30,
-    "train": 240, "predict": 120, "evaluate": 60, "expand": 120, "audits": 120, "report": 30,
+    "train": 240, "predict": 120, "evaluate": 60, "expand": 120, "audits": 120, "llm": 240, "report": 30,
 }
 DEFAULT_RUNTIME = 60
 

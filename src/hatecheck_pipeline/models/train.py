@@ -849,12 +849,15 @@ def train(
     recipe: Mapping[str, Any],
     amp: bool,
     threads: int,
+    rationales: Path | None = None,
 ) -> str:
     """Stage ``train_<model>``: fine-tune ``model`` (its params ``spec``) with
     ``recipe`` on its processed training tables ``data``, starting from the
     active profile's base model for its role (a ``pipeline:`` base is read
     from ``bases``). Resumes from ``checkpoints``; writes ``model_dir``,
-    ``training_log`` and the model ``card``."""
+    ``training_log`` and the model ``card``. ``rationales``: the training
+    posts' rationales of an attention-supervised recipe (BERT-HateXplain:
+    cross-entropy + lambda x attention loss)."""
     from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.models.base import role_ref
 
@@ -873,6 +876,8 @@ def train(
         threads=threads,
         amp=amp,
         bases=bases,
+        rationales_file=Path(rationales) if rationales is not None else None,
     )
     best = next(r for r in log["epochs"] if r["epoch"] == log["selected_epoch"])
-    return f"{model}: epoch {log['selected_epoch']} dev macro F1 {best['dev_macro_f1']:.3f} -> {model_dir}"
+    kind = " (attention-supervised)" if rationales is not None else ""
+    return f"{model}{kind}: epoch {log['selected_epoch']} dev macro F1 {best['dev_macro_f1']:.3f} -> {model_dir}"

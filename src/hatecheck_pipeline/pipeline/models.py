@@ -24,7 +24,6 @@ from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 CONVERT = "hatecheck_pipeline.models.convert:convert"
 TRAIN = "hatecheck_pipeline.models.train:train"
 PREDICT = "hatecheck_pipeline.models.predict:predict"
-TRAIN_SUPERVISED = "hatecheck_pipeline.models.supervised:train_supervised"
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
@@ -100,7 +99,7 @@ def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) ->
     return Stage(
         f"train_{model}",
         "train",
-        TRAIN_SUPERVISED,
+        TRAIN,
         inputs={**base.inputs, "rationales": sup["train_rationales"]},
         outputs={
             "model_dir": out(paths.model_dir(model), directory=True),
@@ -113,6 +112,7 @@ def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) ->
         threads=base.threads,
         mem_mb=base.mem_mb,
         gpu=base.gpu,
+        runtime=base.runtime,
     )
 
 
