@@ -11,6 +11,7 @@ Needs root (munged, slurmctld and slurmd); skipped otherwise."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -133,8 +134,22 @@ def file_hashes(project: Path, stages: set[str]) -> dict[str, str]:
         root = project / o.path
         files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
         for f in files:
-            hashes[str(f.relative_to(project))] = hashlib.sha256(f.read_bytes()).hexdigest()
+            hashes[str(f.relative_to(project))] = hashlib.sha256(comparable_bytes(f)).hexdigest()
     return hashes
+
+
+# Fields that record how long a run took (training log, model card): they
+# differ between any two runs; everything else must be byte-identical.
+TIMING_KEYS = {"train_seconds"}
+
+
+def comparable_bytes(f: Path) -> bytes:
+    if f.suffix != ".json":
+        return f.read_bytes()
+    doc = json.loads(f.read_text("utf-8"))
+    if isinstance(doc, dict):
+        doc = {k: v for k, v in doc.items() if k not in TIMING_KEYS}
+    return json.dumps(doc, sort_keys=True).encode()
 
 
 def test_the_chain_runs_as_slurm_jobs_with_the_local_results_and_a_clean_dvc_status(slurm, tmp_path):
