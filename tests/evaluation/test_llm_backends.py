@@ -4,12 +4,11 @@ a fake OpenAI-compatible server on 127.0.0.1 for the endpoint backend, and
 the llm_ethos stage end to end on small synthetic sets."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import polars as pl
 import pytest
 import torch
+from fake_openai import fake_chat_server
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
 
@@ -82,35 +81,19 @@ def test_templates_are_the_papers_formats():
     assert prompting.choices(t["few_shot_single"], "racist") == {"racist": [" racist"], "not-racist": [" not-racist"]}
 
 
-class FakeAPI(BaseHTTPRequestHandler):
-    calls: list = []
+CALLS: list = []
 
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        FakeAPI.calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        prompt = body["messages"][-1]["content"]
-        text = "Yes." if "Answer yes or no" in prompt else ("sexist." if "sexist" in prompt.splitlines()[-1] else "neither")
-        data = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
 
-    def log_message(self, *args):
-        pass
+def answer(body: dict) -> str:
+    prompt = body["messages"][-1]["content"]
+    return "Yes." if "Answer yes or no" in prompt else ("sexist." if "sexist" in prompt.splitlines()[-1] else "neither")
 
 
 @pytest.fixture
 def server():
-    FakeAPI.calls = []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
-    thread.join(timeout=5)
+    CALLS.clear()
+    with fake_chat_server(answer, CALLS) as url:
+        yield url
 
 
 def synthetic_items(tmp_path, per_category=4, example_sets=2):
@@ -138,9 +121,9 @@ def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
     llm.run_ethos(**kw)
     single = items.filter(pl.col("example_set").is_null()).height
     mixed_one_set = items.filter(pl.col("example_set") == 1).height
-    assert len(FakeAPI.calls) == 2 * (single + mixed_one_set)  # 2 iterations, the profile's 1 example set
-    assert {c["auth"] for c in FakeAPI.calls} == {f"Bearer {SECRET}"}
-    assert {c["body"]["seed"] for c in FakeAPI.calls} == {0, 1} and {c["path"] for c in FakeAPI.calls} == {"/v1/chat/completions"}
+    assert len(CALLS) == 2 * (single + mixed_one_set)  # 2 iterations, the profile's 1 example set
+    assert {c["auth"] for c in CALLS} == {f"Bearer {SECRET}"}
+    assert {c["body"]["seed"] for c in CALLS} == {0, 1} and {c["path"] for c in CALLS} == {"/v1/chat/completions"}
     answers = pl.read_csv(tmp_path / "a.csv")
     assert set(llm.ANSWER_COLUMNS) <= set(answers.columns)
     doc = json.loads((tmp_path / "m.json").read_text())
@@ -150,9 +133,9 @@ def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
     mixed = doc["by_setting"]["mixed"]["free"]["by_category"]["mixed"]
     assert mixed["n"] == 2 * mixed_one_set // 2 and mixed["unparsed"] == 0
     # a re-run reads every answer from the cache; the key is written nowhere
-    FakeAPI.calls = []
+    CALLS.clear()
     llm.run_ethos(**kw)
-    assert FakeAPI.calls == [] and json.loads((tmp_path / "m.json").read_text())["cached"] == doc["queried"]
+    assert CALLS == [] and json.loads((tmp_path / "m.json").read_text())["cached"] == doc["queried"]
     for f in (tmp_path / "cache").rglob("*"):
         assert not f.is_file() or SECRET not in f.read_text()
     assert SECRET not in (tmp_path / "a.csv").read_text() + (tmp_path / "m.json").read_text()

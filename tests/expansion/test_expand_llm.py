@@ -2,14 +2,12 @@
 validation with a tiny randomly initialised BART (NOT a trained model), and
 quality with a tiny random GPT-2."""
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import polars as pl
 import pytest
 import torch
+from fake_openai import fake_chat_server
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 from transformers import (
     BartConfig,
@@ -24,37 +22,15 @@ from hatecheck_pipeline.expansion import generate, nli, prompts, quality
 SECRET = "sk-test-secret-123"
 
 
-class FakeAPI(BaseHTTPRequestHandler):
-    calls: list = []
-
-    def do_POST(self):  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        FakeAPI.calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        text = "1. I can't stand them at all.\n2. \"They are all vermin, honestly.\"\n3. Nothing more to say."
-        data = json.dumps({"id": "x", "object": "chat.completion", "model": body["model"],
-                           "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                        "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+CALLS: list = []
+GENERATED = "1. I can't stand them at all.\n2. \"They are all vermin, honestly.\"\n3. Nothing more to say."
 
 
 @pytest.fixture
 def server():
-    FakeAPI.calls = []
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), FakeAPI)
-    srv.timeout = 5
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
-    srv.shutdown()
-    srv.server_close()
-    thread.join(timeout=5)
+    CALLS.clear()
+    with fake_chat_server(lambda body: GENERATED, CALLS) as url:
+        yield url
 
 
 def tiny_tokenizer(path: Path) -> PreTrainedTokenizerFast:
@@ -111,12 +87,12 @@ def test_generate_cached_and_key_never_written(server, tmp_path, monkeypatch):
     cfg = llm_cfg(server, tmp_path / "cache")
     out = tmp_path / "cand.parquet"
     res = generate.run_generate(suite, "english", cfg, out)
-    assert res["cells"] == 3 and res["queried"] == 3 and len(FakeAPI.calls) == 3
-    assert FakeAPI.calls[0]["auth"] == f"Bearer {SECRET}" and FakeAPI.calls[0]["path"] == "/v1/chat/completions"
+    assert res["cells"] == 3 and res["queried"] == 3 and len(CALLS) == 3
+    assert CALLS[0]["auth"] == f"Bearer {SECRET}" and CALLS[0]["path"] == "/v1/chat/completions"
     cand = pl.read_parquet(out)
     assert cand.height == 9 and "They are all vermin, honestly." in cand["text"].to_list()
     res2 = generate.run_generate(suite, "english", cfg, out)  # re-run: all from cache
-    assert res2["queried"] == 0 and res2["cached"] == 3 and len(FakeAPI.calls) == 3
+    assert res2["queried"] == 0 and res2["cached"] == 3 and len(CALLS) == 3
     cfg["temperature"] = 0.0  # a setting change queries again
     assert generate.run_generate(suite, "english", cfg, out)["queried"] == 3
     for f in [*(tmp_path / "cache").rglob("*"), out]:
