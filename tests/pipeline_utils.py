@@ -22,7 +22,11 @@ def env() -> dict[str, str]:
     e["PATH"] = f"{BIN}{os.pathsep}{e['PATH']}"
     e.setdefault("DVC_NO_ANALYTICS", "1")
     for key, value in (("GIT_AUTHOR_NAME", "test"), ("GIT_AUTHOR_EMAIL", "test@localhost"),
-                       ("GIT_COMMITTER_NAME", "test"), ("GIT_COMMITTER_EMAIL", "test@localhost")):
+                       ("GIT_COMMITTER_NAME", "test"), ("GIT_COMMITTER_EMAIL", "test@localhost"),
+                       # fixed dates: two copies committed the same way get the same
+                       # commit id, so a model card's git_commit is comparable between them
+                       ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00+00:00"),
+                       ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00+00:00")):
         e.setdefault(key, value)
     return e
 
