@@ -9,8 +9,7 @@ import polars as pl
 import pytest
 import torch
 from fake_openai import fake_chat_server
-from tokenizers import Tokenizer, models, pre_tokenizers
-from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+from tiny_causal_lm import tiny_causal_lm
 
 from hatecheck_pipeline.data import ethos
 from hatecheck_pipeline.evaluation import llm
@@ -23,12 +22,7 @@ WORDS = ("<pad> <unk> is the following text sexist racist neither not-sexist not
 
 @pytest.fixture(scope="module")
 def tiny_lm():
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="<pad>")
-    torch.manual_seed(0)
-    net = GPT2LMHeadModel(GPT2Config(vocab_size=len(WORDS), n_embd=16, n_layer=2, n_head=2, n_positions=256)).eval()
-    return net, fast
+    return tiny_causal_lm(WORDS)
 
 
 def manual(net, tok, prompt: str, cont: str) -> float:
@@ -42,8 +36,10 @@ def manual(net, tok, prompt: str, cont: str) -> float:
 
 def test_continuation_logprobs_match_an_unpadded_forward_whatever_the_batching(tiny_lm):
     net, tok = tiny_lm
-    prompts = ["is the following text sexist ? answer yes or no", "women", "the comment : 'a joke' ."]
-    conts = [[" yes", " no"], [" sexist", " not-sexist"], [" racist", " neither", " sexist"]]
+    prompts = ["is the following text sexist ? answer yes or no", "women", "the comment : 'a joke' .", "men are"]
+    # one-token answers, and several of two to four tokens per prompt (run on the prompt's cache)
+    conts = [[" yes", " no"], [" sexist", " not-sexist"], [" racist", " neither", " sexist"],
+             [" a joke", " no", " yes or no answer", " not-racist"]]
     for batch_size in (1, 3, 8):
         got = prompting.LocalLM(net, tok, batch_size).continuation_logprobs(prompts, conts)
         for i, cs in enumerate(conts):

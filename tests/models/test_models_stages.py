@@ -57,6 +57,9 @@ def test_models_stage_functions_take_exactly_their_declared_arguments():
     p = params()
     for s in models_phase.stages(p):
         assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
+        if s.run == models_phase.LLM_PREDICT:  # a prompted LLM's predict_<model> (evaluation layer: it may use the endpoint client)
+            assert s.name.split("_", 1)[1] in p["models"] and config.is_llm(p["models"][s.name.split("_", 1)[1]])
+            continue
         prefix = s.name.split("_", 1)[0]
         assert s.function == prefix and s.module == f"hatecheck_pipeline.models.{prefix}", s.name
 
@@ -75,6 +78,9 @@ def test_one_predict_stage_per_model_and_suite():
     p = params(profile="smoke")
     stages = by_name(p)
     for model in p["models"]:
+        if config.is_llm(p["models"][model]):  # one stage for all its suites (tests/evaluation/test_llm_classifier.py)
+            assert not any(f"predict_{model}_{s.name}" in stages for s in suites.suites_for_model(p, model))
+            continue
         for suite in suites.suites_for_model(p, model):
             st = stages[f"predict_{model}_{suite.name}"]
             assert st.all_outs == [paths.predictions(model, suite.name)]

@@ -294,7 +294,7 @@ def bad_config(overrides: list[str], *must: str) -> str:
 
 
 CONFIG_CASES = {
-    "config: unknown nested key": (["models.B-D.sedd=7"], "models.B-D.sedd: unknown key (allowed here: recipe, role, scheme, seed, suites, train)"),
+    "config: unknown nested key": (["models.B-D.sedd=7"], "models.B-D.sedd: unknown key (allowed here: kind, recipe, role, scheme, seed, suites, train)"),
     "config: unknown key in a profile": (["profiles.smoke.max_epoch=1"], "profiles.smoke.max_epoch: unknown key"),
     "config: wrong type": (["datasets.davidson2017.seed=abc"], "datasets.davidson2017.seed: 'abc' is not of type 'integer'"),
     "config: out-of-range value": (["evaluation.ci_level=1.5"], "evaluation.ci_level: 1.5 is greater than or equal to the maximum of 1"),

@@ -22,7 +22,7 @@ def test_report_stage_declares_what_it_reads(params):
     (stage,) = ph_report.stages(params)
     assert stage.run == "hatecheck_pipeline.report.html:report"
     assert signature_mismatch(stage) is None
-    assert set(stage.param_keys) == {"report.title", "report.heatmap_models", "evaluation.below_mark", "profile", "models"}
+    assert set(stage.param_keys) == {"report.title", "report.heatmap_models", "evaluation.below_mark", "profile", "models", "llm.backends"}
     assert stage.all_outs == [paths.report()]
     deps = stage.data_deps
     for dep in ("src/hatecheck_pipeline/resources/published.yaml", "src/hatecheck_pipeline/resources/functionalities.yaml",

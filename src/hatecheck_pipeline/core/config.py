@@ -155,6 +155,12 @@ def apply_and_validate(
     return params
 
 
+def is_llm(spec: Mapping[str, Any]) -> bool:
+    """Whether a ``models.<name>`` entry is a prompted LLM (``kind: llm``:
+    no training, no text scheme) rather than a fine-tuned classifier."""
+    return spec.get("kind") == "llm"
+
+
 SUITE_GROUPS = ("hatecheck", "mhc", "perturbed_hatecheck", "perturbed_mhc", "extended", "gpt_hatecheck")
 
 
@@ -170,8 +176,20 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
     recipes = set(params.get("training", {}).get("recipes", {}))
     languages = params.get("datasets", {}).get("mhc", {}).get("languages", [])
     suites = set(SUITE_GROUPS) | {f"mhc_{lang}" for lang in languages}
+    backends = params.get("llm", {}).get("backends", {})
     for name, model in params.get("models", {}).items():
         where = f"models.{name}"
+        if is_llm(model):
+            if model.get("backend") not in backends:
+                errors.append(f"{where}.backend: {model.get('backend')!r} is not a backend (llm.backends: {', '.join(sorted(backends)) or 'none'})")
+            elif not backends[model["backend"]].get("enabled"):
+                errors.append(f"{where}.backend: {model['backend']!r} is disabled (llm.backends.{model['backend']}.enabled: false)")
+            functional = {"hatecheck", "mhc"} | {f"mhc_{lang}" for lang in languages}
+            for sname in model.get("suites", []):
+                if sname not in functional:
+                    errors.append(f"{where}.suites: {sname!r} is not a functional suite an llm model is asked about "
+                                  f"(suites: {', '.join(sorted(functional))})")
+            continue
         if model.get("scheme") not in schemes:
             errors.append(f"{where}.scheme: {model.get('scheme')!r} is not a scheme (preprocessing.schemes: {', '.join(sorted(schemes))})")
         if model.get("recipe") not in recipes:

@@ -70,6 +70,11 @@ def predictions(model: str, suite: str) -> str:
     return f"{RESULTS}/{model}/{suite}/predictions.parquet"
 
 
+def llm_suite_answers(model: str) -> str:
+    """An ``llm`` model's raw answers on all its suites (one CSV)."""
+    return f"{RESULTS}/{model}/llm_answers.csv"
+
+
 def metrics(model: str, suite: str) -> str:
     return f"{RESULTS}/{model}/{suite}/metrics.json"
 

@@ -287,13 +287,15 @@ def score(
     profile: str,
     profiles: Mapping[str, Any],
     model_seed: int,
+    cap_key: str = "max_cases_per_suite",
 ) -> str:
     """Stage ``score_<model>_<suite>``: one model's predictions on one suite
     -> METRICS.json. ``threshold`` None scores the predicted labels, else
     ``p_hateful >= threshold``. A profile that caps the cases predicted per
     suite (smoke) scores the same seeded subsample the predict stage drew
-    (``max_cases_per_suite``, the model's ``seed``)."""
-    cap = active_profile(profile, profiles).get("max_cases_per_suite")
+    (the profile's ``cap_key``: ``max_cases_per_suite``, or
+    ``llm_max_cases_per_suite`` for an ``llm`` model; the model's ``seed``)."""
+    cap = active_profile(profile, profiles).get(cap_key)
     gold = predicted_subsample(gold_cases(suite, gold_table), "id", cap, model_seed)
     doc = run(
         suite, predictions, metrics, "pred" if threshold is None else "p_hateful", threshold,

@@ -113,36 +113,52 @@ class LocalLM:
         """log P(continuation | prompt), summed over the continuation's
         tokens, for every continuation of every prompt. Prompt and
         continuation are tokenised apart and concatenated, so the prompt's
-        tokens are the same for every continuation. One forward row per
-        prompt gives every continuation's first token; a continuation of
-        several tokens gets a row of its own (prompt + continuation)."""
+        tokens are the same for every continuation.
+
+        Prompts are batched by length and run once, keeping their key/value
+        cache: the last position's logits score every one-token
+        continuation; continuations of several tokens are then run on top of
+        the cache, one per prompt per forward (right-padded, positions
+        continuing each prompt's own), and the cache is cut back to the
+        prompts after each. A prompt is thus encoded once, however many
+        answers it has (a non-English answer word is often several tokens)."""
         import torch
 
         out = [[0.0] * len(cs) for cs in continuations]
-        rows: list[tuple[list[int], list[tuple[int, int, list[int]]]]] = []  # (ids, [(i, j, continuation ids)])
-        for i, (p, cs) in enumerate(zip(prompts, continuations)):
-            pids = self._ids(p)
-            cids = [self._ids(c) for c in cs]
-            single = [(i, j, c) for j, c in enumerate(cids) if len(c) == 1]
-            if single:
-                rows.append((pids, single))
-            rows += [(pids + c, [(i, j, c)]) for j, c in enumerate(cids) if len(c) > 1]
-        order = sorted(range(len(rows)), key=lambda k: len(rows[k][0]))
+        pids = [self._ids(p) for p in prompts]
+        cids = [[self._ids(c) for c in cs] for cs in continuations]
+        order = sorted(range(len(prompts)), key=lambda k: len(pids[k]))
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
-                chunk = [rows[k] for k in order[start : start + self.batch_size]]
-                ids, att = self._left_padded([r[0] for r in chunk])
+                idx = order[start : start + self.batch_size]
+                ids, att = self._left_padded([pids[k] for k in idx])
                 pos = (att.cumsum(-1) - 1).clamp(min=0)
-                logits = self.net(input_ids=ids, attention_mask=att, position_ids=pos).logits.float()
-                width = ids.shape[1]
-                for b, (seq, targets) in enumerate(chunk):
-                    for i, j, c in targets:
-                        n = len(c)
-                        # the logits at position t predict token t + 1; a one-token
-                        # continuation is scored at the prompt's last position
-                        first = width - 1 if n == 1 else width - n - 1
-                        logp = torch.log_softmax(logits[b, first : first + n], dim=-1)
-                        out[i][j] = float(logp.gather(-1, torch.tensor(c, device=logp.device).unsqueeze(-1)).double().sum())
+                result = self.net(input_ids=ids, attention_mask=att, position_ids=pos, use_cache=True)
+                last = torch.log_softmax(result.logits[:, -1].float(), dim=-1)  # next-token log-probs per prompt
+                cache, width = result.past_key_values, ids.shape[1]
+                multi: list[list[tuple[int, list[int]]]] = []  # per row: (continuation index, ids) of several tokens
+                for b, k in enumerate(idx):
+                    for j, c in enumerate(cids[k]):
+                        out[k][j] = float(last[b, c[0]].double())  # the first token, from the prompt's last position
+                    multi.append([(j, c) for j, c in enumerate(cids[k]) if len(c) > 1])
+                for slot in range(max(map(len, multi))):
+                    todo = [(b, *m[slot]) for b, m in enumerate(multi) if slot < len(m)]
+                    span = max(len(c) for _, _, c in todo) - 1  # tokens fed: all but the last of each continuation
+                    feed = torch.full((len(idx), span), self.pad_id, dtype=torch.long)
+                    mask = torch.zeros((len(idx), span), dtype=torch.long)
+                    for b, _, c in todo:
+                        feed[b, : len(c) - 1] = torch.tensor(c[:-1], dtype=torch.long)
+                        mask[b, : len(c) - 1] = 1
+                    feed, mask = feed.to(self.device), mask.to(self.device)
+                    lengths = att.sum(-1, keepdim=True)
+                    cont_pos = lengths + torch.arange(span, device=self.device).unsqueeze(0)
+                    logits = self.net(input_ids=feed, attention_mask=torch.cat([att, mask], dim=-1), position_ids=cont_pos,
+                                      past_key_values=cache, use_cache=True).logits.float()
+                    cache.crop(width - cache.get_seq_length())  # a negative count: the tokens to drop
+                    logp = torch.log_softmax(logits, dim=-1)
+                    for b, j, c in todo:
+                        rest = torch.tensor(c[1:], device=logp.device).unsqueeze(-1)
+                        out[idx[b]][j] += float(logp[b, : len(c) - 1].gather(-1, rest).double().sum())
         return out
 
     def choose(self, prompts: Sequence[str], options: Sequence[Mapping[str, Sequence[str]]]) -> list[tuple[str, dict[str, float]]]:

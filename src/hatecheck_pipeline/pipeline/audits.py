@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
 from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import profile
+from hatecheck_pipeline.core.config import is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot
 from hatecheck_pipeline.pipeline.models import supervised_model
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -105,7 +105,7 @@ def explained_models(params: Mapping[str, Any]) -> list[str]:
     """HateXplain classifiers the pipeline fine-tunes (models of ``models``,
     and the supervised one), explained by hatexplain_explain_<model>."""
     sup = supervised_model(params)
-    trained = set(params["models"]) | ({sup["model"]} if sup else set())
+    trained = {m for m, spec in params["models"].items() if not is_llm(spec)} | ({sup["model"]} if sup else set())
     return [c for c in hatexplain_classifiers(params) if c in trained]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot
 from hatecheck_pipeline.evaluation.tables import GROUPS, Source
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -62,12 +63,13 @@ def group_training_tables(params: Mapping[str, Any], group: str) -> dict[str, li
     if not GROUPS[group].training_languages:
         return {}
     models = sorted({s.model for s in group_sources(params, group)})
-    return {m: [paths.interim_table(d) for d in params["models"][m]["train"]] for m in models}
+    return {m: [paths.interim_table(d) for d in params["models"][m].get("train", [])] for m in models}
 
 
 def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     keys = {**SCORE_PARAMS, "profile": "profile", "profiles": "profiles"}
     keys["model_seed"] = f"models.{model}.seed"
+    llm = is_llm(params["models"][model])
     return Stage(
         score_stage_name(model, suite.name),
         "evaluate",
@@ -75,7 +77,8 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
         outputs={"metrics": metric(paths.metrics(model, suite.name))},
         params=keys,
-        args={"suite": suite, "model": model},
+        # an llm model's predict stage caps its cases with llm_max_cases_per_suite
+        args={"suite": suite, "model": model, "cap_key": "llm_max_cases_per_suite" if llm else "max_cases_per_suite"},
     )
 
 

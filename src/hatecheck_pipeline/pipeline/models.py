@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import profile
+from hatecheck_pipeline.core.config import is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -24,6 +24,8 @@ from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 CONVERT = "hatecheck_pipeline.models.convert:convert"
 TRAIN = "hatecheck_pipeline.models.train:train"
 PREDICT = "hatecheck_pipeline.models.predict:predict"
+LLM_PREDICT = "hatecheck_pipeline.evaluation.llm_classifier:predict_suites"
+LLM_MEM_MB = 4000
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
@@ -32,6 +34,8 @@ PROFILE_PARAMS = {"profile": "profile", "profiles": "profiles"}
 
 def pipeline_bases(params: Mapping[str, Any], model: str) -> set[str]:
     """Pipeline-built base models the model starts from under any profile."""
+    if is_llm(params["models"][model]):
+        return set()
     refs = (base_ref({**params, "profile": name}, model) for name in params["profiles"])
     return {b for ref in refs if (b := pipeline_base(ref)) is not None}
 
@@ -137,13 +141,51 @@ def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     )
 
 
+def llm_predict_stage(params: Mapping[str, Any], model: str) -> Stage:
+    """``predict_<model>`` of an ``llm`` model: all its suites in one
+    process (the LLM loaded once), one predictions file per suite."""
+    spec = params["models"][model]
+    suites = suites_for_model(params, model)
+    return Stage(
+        f"predict_{model}",
+        "predict",
+        LLM_PREDICT,
+        inputs={
+            "tables": {s.name: s.raw_table() for s in suites},
+            "validation": sorted({paths.validation_json(s.dataset) for s in suites if not s.expanded}),
+        },
+        outputs={
+            "predictions": tuple(out(paths.predictions(model, s.name)) for s in suites),
+            "answers": out(paths.llm_suite_answers(model)),
+        },
+        params={
+            "backend": f"llm.backends.{spec['backend']}",
+            "template": f"models.{model}.template",
+            "prompt_language": f"models.{model}.prompt_language",
+            "seed": f"models.{model}.seed",
+            "threshold": "prediction.threshold",
+            "threads": "llm.threads",
+            "batch_size": "llm.batch_size",
+            "cache_dir": "llm.cache_dir",
+            **PROFILE_PARAMS,
+        },
+        args={"model": model, "backend_name": spec["backend"], "suites": suites},
+        threads=params["llm"]["threads"],
+        mem_mb=LLM_MEM_MB,
+        gpu=profile(params).get("gpu", 0),  # a local backend runs on CUDA when there is one
+        runtime=profile(params).get("predict_runtime"),
+    )
+
+
 def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_ = convert_stages(params)
-    for model in params["models"]:
+    finetuned = [m for m, spec in params["models"].items() if not is_llm(spec)]
+    for model in finetuned:
         out_.append(train_stage(params, model))
     if (sup := supervised_model(params)) is not None:
         out_.append(supervised_train_stage(params, sup))
-    for model in params["models"]:
+    for model in finetuned:
         for suite in suites_for_model(params, model):
             out_.append(predict_stage(params, model, suite))
+    out_ += [llm_predict_stage(params, m) for m, spec in params["models"].items() if is_llm(spec)]
     return out_

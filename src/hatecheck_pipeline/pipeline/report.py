@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, out
 from hatecheck_pipeline.data.specs import DATASETS
 from hatecheck_pipeline.evaluation.tables import GROUPS
@@ -75,6 +76,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     if llm_metrics:
         inputs["llm"] = llm_metrics
     inputs["validation"] = {d: paths.validation_json(d) for d in DATASETS}
+    llm_keys = {"llm_backends": "llm.backends"} if any(is_llm(s) for s in params["models"].values()) else {}
     inputs["published"] = PUBLISHED
     inputs["functionalities"] = FUNCTIONALITIES
     return [
@@ -90,6 +92,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 "below_mark": "evaluation.below_mark",
                 "profile": "profile",
                 "models": "models",
+                **llm_keys,
             },
         )
     ]

@@ -17,11 +17,12 @@ from typing import Any, Mapping
 import polars as pl
 import yaml
 
+from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.files import InputError, write_text
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
-from hatecheck_pipeline.report.llm import llm_section
+from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
 from hatecheck_pipeline.report.sections import (
     bias_section,
     expanded_section,
@@ -70,6 +71,7 @@ def build(
     expansion: Mapping[str, Any] | None = None,
     bias: Mapping[str, Any] | None = None,
     llm: Mapping[str, Any] | None = None,
+    llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -116,6 +118,7 @@ def build(
         "(or SiftNinja, B-D, B-F) checks it cell by cell. The published figures below (italic columns) are shown for comparison.</p>"
     )
     section("summary", "Summary", summary)
+    cards = {**cards, **{m: prompted_card(spec, llm_backends or {}) for m, spec in models.items() if is_llm(spec)}}
     section("models", "Models that ran", models_section(models, cards, profile, training_languages))
 
     # HateCheck
@@ -174,8 +177,11 @@ def build(
         ))
     if bias is not None:
         section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
-    if llm:
-        section("llm", "Prompted LLMs as classifiers (ETHOS; GPT-3 detection paper)", llm_section(llm["docs"], llm["files"]))
+    prompted = [m for m, spec in models.items() if is_llm(spec)]
+    if llm or prompted:
+        body = llm_section(llm["docs"], llm["files"]) if llm else ""
+        body += functional_llm_section({m: models[m] for m in prompted}, get("hatecheck_t2"), get("mhc_t7"), below_mark)
+        section("llm", "Prompted LLMs as classifiers (ETHOS; GPT-3 detection paper)", body)
 
     section("validation", "Data validation", validation_section(validation))
     return (
@@ -210,6 +216,7 @@ def run(
     bias_summary_file: str | Path | None = None,
     published: Mapping[str, Any] | None = None,
     llm_files: Mapping[str, str | Path] | None = None,
+    llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -237,6 +244,7 @@ def run(
         expansion=expansion,
         bias=bias,
         llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()}} if llm_files else None,
+        llm_backends=llm_backends,
     )
     return write_text(html, out)
 
@@ -257,6 +265,7 @@ def report(
     expansion: Mapping[str, Path] | None = None,
     bias_summary: Path | None = None,
     llm: Mapping[str, Path] | None = None,
+    llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -265,13 +274,14 @@ def report(
     and the bias summary (None = no bias section), the prompted LLMs'
     ETHOS metrics per backend (``llm``; None = no section), next to the papers'
     ``published`` tables (``functionalities``: the papers' F-numbering, read
-    through the package's resources)."""
+    through the package's resources); ``llm_backends``: ``llm.backends``
+    (what an ``llm`` model kind's backend is)."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
     written = run(
         out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm,
-        published=yaml.safe_load(Path(published).read_text("utf-8")),
+        published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends,
     )
     return f"wrote {written}"

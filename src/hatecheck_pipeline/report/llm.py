@@ -73,3 +73,50 @@ def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str
         head = ["setting", "variant", "category", "answers", "unparsed %", *METRICS, *(f"{m} (paper)" for m in METRICS)]
         out += html_table(f"llm-ethos-{backend}", head, rows)
     return out
+
+
+def prompted_card(spec: Mapping[str, Any], backends: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """What the models table shows for an ``llm`` model (it has no training
+    stage and so no model card): its backend's model, stand-in and prompt.
+
+    >>> card = prompted_card({"kind": "llm", "backend": "b", "template": "suite_zero_shot", "prompt_language": "suite"},
+    ...                      {"b": {"model": "pkg:x", "stand_in": "a small LM"}})
+    >>> card["base_model"]["stand_in"], card["budget_note"]
+    ('a small LM', 'no training: prompted with suite_zero_shot_<language>, the instruction in each suite's language')
+    """
+    backend = backends.get(spec["backend"], {})
+    where = "the instruction in English" if spec["prompt_language"] == "english" else "the instruction in each suite's language"
+    return {
+        "base_model": {"ref": backend.get("model", spec["backend"]),
+                       "description": f"{spec['backend']}: {backend.get('model', 'backend not configured')} (prompted LLM)",
+                       "stand_in": backend.get("stand_in")},
+        "budget_note": f"no training: prompted with {spec['template']}_<language>, {where}",
+    }
+
+
+def functional_llm_section(models: Mapping[str, Mapping[str, Any]], hatecheck_t2, mhc_t7, below_mark: float) -> str:
+    """The ``llm`` model kind on the functional suites: HateCheck accuracy
+    and MHC macro F1 per language, one column per prompted model (an
+    English instruction next to the suite's own language: zero-shot
+    prompting either way, the model was never trained on the task). Cells
+    are the HateCheck / MHC tables' cells, with their lineage."""
+    import polars as pl
+
+    from hatecheck_pipeline.report.cells import pivot
+
+    if not models:
+        return ""
+    names = list(models)
+    langs = ", ".join(f"{m}: {'English' if s['prompt_language'] == 'english' else 'each suite’s language'}" for m, s in models.items())
+    out = ("<h3>Functional tests of prompted LLMs (the <code>llm</code> model kind)</h3>"
+           f"<p class='note'>Every case asked as a yes/no question (instruction language — {escape(langs)}); "
+           "p(hateful) is the probability of the yes answer among yes/no (a local model's constrained variant) or the "
+           "parsed answer (an endpoint). Scored by the same stages as the fine-tuned models; their per-functionality "
+           "accuracy is in the HateCheck and MHC tables above.</p>")
+    hc = hatecheck_t2.filter(pl.col("model").is_in(names) & (pl.col("row") == "total"))
+    if not hc.is_empty():
+        out += "<h4>HateCheck accuracy (%)</h4>" + pivot(hc, "llm-hatecheck", "row", "model", below_mark)
+    mhc = mhc_t7.filter(pl.col("model").is_in(names))
+    if not mhc.is_empty():
+        out += "<h4>MHC macro F1 per language, by instruction language</h4>" + pivot(mhc, "llm-mhc", "row", "model", None)
+    return out

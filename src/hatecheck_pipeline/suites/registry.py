@@ -125,7 +125,7 @@ def expand(name: str, params: Mapping[str, Any]) -> list[Suite]:
 def all_suites(params: Mapping[str, Any]) -> list[Suite]:
     """Every suite the configuration defines (held-out sets of every model's
     training data, HateCheck, every MHC language, every expanded suite)."""
-    held = {d for m in params["models"].values() for d in m["train"]}
+    held = {d for m in params["models"].values() for d in m.get("train", [])}  # an llm model trains on nothing
     out = [heldout(d) for d in sorted(held)] + [hatecheck()]
     out += [mhc(lang) for lang in params["datasets"]["mhc"]["languages"]]
     out += [s for g in EXPANDED_GROUPS for s in expanded_group(g, params)]
@@ -135,7 +135,7 @@ def all_suites(params: Mapping[str, Any]) -> list[Suite]:
 def suites_for_model(params: Mapping[str, Any], model: str) -> list[Suite]:
     """Every suite a model is evaluated on: held-out test splits, then suites."""
     spec = params["models"][model]
-    out = [heldout(d) for d in spec["train"]]
+    out = [heldout(d) for d in spec.get("train", [])]
     for name in spec["suites"]:
         out.extend(expand(name, params))
     return out
