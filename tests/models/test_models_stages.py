@@ -40,7 +40,7 @@ def test_embedded_profile_wires_convert_into_the_xlmt_models():
     assert {o.path for o in train.out_list if o.directory} == {paths.model_dir("XTC"), paths.checkpoints("XTC")}
     assert (train.mem_mb, train.gpu) == (6000, 0)
     # Snakemake runs torch jobs side by side only while their threads fit the cores
-    assert train.threads == p["training"]["threads"] and stages["predict_XTC_mhc_german"].threads == p["prediction"]["threads"]
+    assert train.threads == p["training"]["threads"] and stages["predict_XTC_mhc"].threads == p["prediction"]["threads"]
     assert "training.recipes.mhc" in train.param_keys and {"profile", "profiles"} <= set(train.param_keys)
     for key in train.param_keys:  # every declared key exists
         config.get_key(p, key)
@@ -74,21 +74,28 @@ def test_paper_profile_uses_hub_models():
     assert stages["train_XTC"].gpu == 1
 
 
-def test_one_predict_stage_per_model_and_suite():
+def test_one_predict_stage_per_suite_group_and_one_output_per_suite():
     p = params(profile="smoke")
     stages = by_name(p)
     for model in p["models"]:
         if config.is_llm(p["models"][model]):  # one stage for all its suites (tests/evaluation/test_llm_classifier.py)
-            assert not any(f"predict_{model}_{s.name}" in stages for s in suites.suites_for_model(p, model))
+            assert stages[f"predict_{model}"].all_outs[:-1] == [paths.predictions(model, s.name) for s in suites.suites_for_model(p, model)]
             continue
-        for suite in suites.suites_for_model(p, model):
-            st = stages[f"predict_{model}_{suite.name}"]
-            assert st.all_outs == [paths.predictions(model, suite.name)]
-            assert suite.table(p["models"][model]["scheme"]) in st.deps
+        outs = []
+        for group, members in suites.suite_groups(p, model):
+            st = stages[f"predict_{model}_{group}"]
+            assert st.all_outs == [paths.predictions(model, s.name) for s in members]
+            assert {s.table(p["models"][model]["scheme"]) for s in members} <= set(st.deps)
             assert paths.model_dir(model) in st.deps
             for key in st.param_keys:
                 config.get_key(p, key)
-    assert "predict_XTC_mhc_hindi" in stages and "predict_B-F_heldout_founta2018" in stages
+            outs += st.all_outs
+        # every suite of the model predicted exactly once
+        assert outs == [paths.predictions(model, s.name) for s in suites.suites_for_model(p, model)]
+    # the MHC languages of a model share one process (the model loaded once)
+    langs = p["datasets"]["mhc"]["languages"]
+    assert stages["predict_XTC_mhc"].all_outs == [paths.predictions("XTC", f"mhc_{lang}") for lang in langs]
+    assert "predict_XTC_mhc_hindi" not in stages and "predict_B-F_heldout_founta2018" in stages
 
 
 def test_base_model_references_resolve():

