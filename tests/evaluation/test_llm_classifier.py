@@ -134,6 +134,9 @@ def test_the_dag_gives_an_llm_model_one_predict_stage_and_a_score_stage_per_suit
     score = stages[f"score_P_mhc_{langs[0]}"]
     assert score.args["cap_key"] == "llm_max_cases_per_suite" and stages["score_B-D_hatecheck"].args["cap_key"] == "max_cases_per_suite"
     assert "results/P/mhc_german/metrics.json" in stages["tables_mhc"].data_deps
+    # the bias audit reads the same capped draw as the score stages
+    assert stages["target_bias_P"].args["cap_key"] == "llm_max_cases_per_suite"
+    assert stages["target_bias_B-D"].args["cap_key"] == "max_cases_per_suite"
     # no text scheme: no preprocess stage for it, and no base-model conversion
     assert not any(n.startswith("convert_") and "P" in n for n in stages)
 

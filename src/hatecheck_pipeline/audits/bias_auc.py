@@ -146,13 +146,15 @@ def target_bias(
     profile: str,
     profiles: Mapping[str, Any],
     seed: int,
+    cap_key: str = "max_cases_per_suite",
 ) -> str:
     """Stage ``target_bias_<model>``: Subgroup/BPSN/BNSP AUCs per
     ``target_ident`` on the model's functional suites. ``gold`` and
-    ``predictions`` are keyed by suite name; a profile capping
-    ``max_cases_per_suite`` audits the cases its predict stage drew (same
+    ``predictions`` are keyed by suite name; a profile capping the cases
+    (``cap_key``: ``max_cases_per_suite``, or ``llm_max_cases_per_suite``
+    for an ``llm`` model) audits the cases its predict stage drew (same
     seeded draw, the model's ``seed``)."""
-    cap = active_profile(profile, profiles).get("max_cases_per_suite")
+    cap = active_profile(profile, profiles).get(cap_key)
     entries = [
         (s.name, predicted_subsample(s.load_raw(str(gold[s.name])).collect(), "id", cap, seed), "id", Path(predictions[s.name]))
         for s in suites

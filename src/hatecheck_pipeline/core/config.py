@@ -161,6 +161,16 @@ def is_llm(spec: Mapping[str, Any]) -> bool:
     return spec.get("kind") == "llm"
 
 
+def case_cap_key(spec: Mapping[str, Any]) -> str:
+    """The profile key capping the cases a model predicts per suite (its
+    predict stage draws them; score and bias stages read the same draw).
+
+    >>> case_cap_key({"kind": "llm"}), case_cap_key({"role": "bert"})
+    ('llm_max_cases_per_suite', 'max_cases_per_suite')
+    """
+    return "llm_max_cases_per_suite" if is_llm(spec) else "max_cases_per_suite"
+
+
 SUITE_GROUPS = ("hatecheck", "mhc", "perturbed_hatecheck", "perturbed_mhc", "extended", "gpt_hatecheck")
 
 

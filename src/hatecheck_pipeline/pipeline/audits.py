@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
 from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_llm, profile
+from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot
 from hatecheck_pipeline.pipeline.models import supervised_model
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -170,7 +170,7 @@ def target_bias_stage(model: str, params: Mapping[str, Any]) -> Stage:
         },
         # profile: a capped profile audits the cases its predict stage drew
         params={"power": "bias.targets.power", **PROFILE_KEYS, "seed": f"models.{model}.seed"},
-        args={"model": model, "suites": tuple(suites)},
+        args={"model": model, "suites": tuple(suites), "cap_key": case_cap_key(params["models"][model])},
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_llm
+from hatecheck_pipeline.core.config import case_cap_key
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot
 from hatecheck_pipeline.evaluation.tables import GROUPS, Source
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -69,7 +69,6 @@ def group_training_tables(params: Mapping[str, Any], group: str) -> dict[str, li
 def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     keys = {**SCORE_PARAMS, "profile": "profile", "profiles": "profiles"}
     keys["model_seed"] = f"models.{model}.seed"
-    llm = is_llm(params["models"][model])
     return Stage(
         score_stage_name(model, suite.name),
         "evaluate",
@@ -77,8 +76,8 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
         outputs={"metrics": metric(paths.metrics(model, suite.name))},
         params=keys,
-        # an llm model's predict stage caps its cases with llm_max_cases_per_suite
-        args={"suite": suite, "model": model, "cap_key": "llm_max_cases_per_suite" if llm else "max_cases_per_suite"},
+        # the profile key that capped the model's predicted cases
+        args={"suite": suite, "model": model, "cap_key": case_cap_key(params["models"][model])},
     )
 
 
