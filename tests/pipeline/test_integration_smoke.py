@@ -48,9 +48,15 @@ def test_report_builds_from_the_smoke_profile(smoke, params):
     assert "smoke" in html
     assert "multilingual-e5-small" in html  # the stand-in is named, not called XLM-T
     assert not re.search(r"""(?:src|href)=["']https?://""", html)
-    for model in params["models"]:
+    for model, spec in params["models"].items():
+        if spec.get("kind") == "llm":  # a prompted LLM: no training, its raw answers instead of a card
+            answers = pl.read_csv(smoke / f"results/{model}/llm_answers.csv")
+            assert answers["parsed"].all() and answers["p_hateful"].is_between(0, 1).all(), model
+            continue
         card = json.loads((smoke / f"models/{model}/model_card.json").read_text())
         assert card, model
+    # the prompted LLMs' functional results, English vs native instruction, each cell traceable
+    assert 'id="llm-mhc"' in html and 'data-cell-id="mhc_t7:LLM-NATIVE:' in html
     preds = pl.read_parquet(smoke / "results/XTC/mhc_hindi/predictions.parquet")
     assert set(preds.columns) >= {"id", "p_hateful", "pred", "model", "suite"}
     assert preds["p_hateful"].is_between(0, 1).all() and set(preds["pred"]) <= {"hateful", "non-hateful"}
