@@ -186,6 +186,7 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
     recipes = set(params.get("training", {}).get("recipes", {}))
     languages = params.get("datasets", {}).get("mhc", {}).get("languages", [])
     suites = set(SUITE_GROUPS) | {f"mhc_{lang}" for lang in languages}
+    functional = {"hatecheck", "mhc"} | {f"mhc_{lang}" for lang in languages}  # what an llm model is asked about
     backends = params.get("llm", {}).get("backends", {})
     for name, model in params.get("models", {}).items():
         where = f"models.{name}"
@@ -194,7 +195,6 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
                 errors.append(f"{where}.backend: {model.get('backend')!r} is not a backend (llm.backends: {', '.join(sorted(backends)) or 'none'})")
             elif not backends[model["backend"]].get("enabled"):
                 errors.append(f"{where}.backend: {model['backend']!r} is disabled (llm.backends.{model['backend']}.enabled: false)")
-            functional = {"hatecheck", "mhc"} | {f"mhc_{lang}" for lang in languages}
             for sname in model.get("suites", []):
                 if sname not in functional:
                     errors.append(f"{where}.suites: {sname!r} is not a functional suite an llm model is asked about "

@@ -93,21 +93,30 @@ def iteration_label(row: Mapping[str, Any], repeat: int, iterations: int) -> str
     return str(repeat + 1)
 
 
+def chat_client(cfg: Mapping[str, Any], cache_dir: Path):
+    """The cached chat client of an ``openai`` backend (``llm.backends.<name>``)."""
+    from hatecheck_pipeline.expansion.llm import ChatClient
+
+    return ChatClient(cfg["base_url"], cfg.get("api_key_env"), cache_dir, cfg.get("timeout_s", 60))
+
+
+def ask(client, cfg: Mapping[str, Any], prompt: str, seed: int) -> str:
+    """One prompt as a user message to an ``openai`` backend; the answer text."""
+    body = {"model": cfg["model"], "messages": [{"role": "user", "content": prompt}],
+            "temperature": cfg["temperature"], "max_tokens": cfg["max_new_tokens"], "seed": seed}
+    choice = (client.complete(body).get("choices") or [{}])[0]
+    return ((choice.get("message") or {}).get("content")) or choice.get("text") or ""
+
+
 def openai_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path, seed: int,
                    progress: Callable | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Every prompt ``iterations`` times through the cached chat client."""
-    from hatecheck_pipeline.expansion.llm import ChatClient
-
-    client = ChatClient(cfg["base_url"], cfg.get("api_key_env"), cache_dir, cfg.get("timeout_s", 60))
+    client = chat_client(cfg, cache_dir)
     rows = []
     try:
         for repeat in range(cfg["iterations"]):
             for r, prompt in zip(items.iter_rows(named=True), prompts):
-                body = {"model": cfg["model"], "messages": [{"role": "user", "content": prompt}],
-                        "temperature": cfg["temperature"], "max_tokens": cfg["max_new_tokens"], "seed": seed + repeat}
-                response = client.complete(body)
-                choices = response.get("choices") or [{}]
-                text = ((choices[0].get("message") or {}).get("content")) or choices[0].get("text") or ""
+                text = ask(client, cfg, prompt, seed + repeat)
                 rows.append({**r, "variant": "free", "iteration": iteration_label(r, repeat, cfg["iterations"]), "answer": text})
             if progress:
                 progress(repeat)

@@ -25,7 +25,6 @@ the instruction, answer, p_hateful, parsed).
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from pathlib import Path
@@ -34,11 +33,12 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.core.files import write_csv
+from hatecheck_pipeline.core.files import write_csv, write_parquet
+from hatecheck_pipeline.evaluation.llm import ask, chat_client
 from hatecheck_pipeline.models import llm as prompting
-from hatecheck_pipeline.models.predict import COLUMNS
+from hatecheck_pipeline.models.predict import predictions_frame
 from hatecheck_pipeline.suites.registry import Suite
-from hatecheck_pipeline.suites.sample import sample_cases
+from hatecheck_pipeline.suites.sample import drawn_cases
 
 ANSWER_COLUMNS = ["suite", "id", "prompt_language", "template", "answer", "p_hateful", "parsed"]
 WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -87,33 +87,15 @@ def parse_yes_no(answer: str | None, template: Mapping[str, Any]) -> bool | None
     return True if words[0] in yes else False if words[0] in no else None
 
 
-def local_scores(lm: "prompting.LocalLM", texts: Sequence[str], template: Mapping[str, Any]) -> list[tuple[str, float]]:
-    """(answer word, p(yes) among yes/no) per text, constrained variant."""
-    options = prompting.choices(template)
-    chosen = lm.choose([prompting.render(template, t) for t in texts], [options] * len(texts))
-    return [(word, 1.0 / (1.0 + math.exp(s["no"] - s["yes"]))) for word, s in chosen]
-
-
 def openai_scores(client, cfg: Mapping[str, Any], texts: Sequence[str], template: Mapping[str, Any], seed: int) -> list[tuple[str, float | None]]:
     """(raw answer, 1 / 0 / None when unparsed) per text, one request each
     (cached by the client)."""
     out = []
     for text in texts:
-        body = {"model": cfg["model"], "messages": [{"role": "user", "content": prompting.render(template, text)}],
-                "temperature": cfg["temperature"], "max_tokens": cfg["max_new_tokens"], "seed": seed}
-        response = client.complete(body)
-        choice = (response.get("choices") or [{}])[0]
-        answer = ((choice.get("message") or {}).get("content")) or choice.get("text") or ""
+        answer = ask(client, cfg, prompting.render(template, text), seed)
         verdict = parse_yes_no(answer, template)
         out.append((answer, None if verdict is None else float(verdict)))
     return out
-
-
-def write_predictions(frame: pl.DataFrame, out: Path) -> None:
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(out).with_suffix(".tmp.parquet")
-    frame.write_parquet(tmp)
-    tmp.replace(out)
 
 
 def predict_suites(
@@ -150,7 +132,8 @@ def predict_suites(
     del validation  # a dependency only: validate_<dataset> fails on a bad table
     cap = active_profile(profile, profiles).get("llm_max_cases_per_suite")
     templates = prompting.load_templates()
-    chosen = {s.name: suite_template(templates, template, instruction_language(s, prompt_language)) for s in suites}
+    languages = {s.name: instruction_language(s, prompt_language) for s in suites}
+    chosen = {s.name: suite_template(templates, template, languages[s.name]) for s in suites}
     client = lm = None
     if backend["kind"] == "local":
         import torch
@@ -159,9 +142,7 @@ def predict_suites(
         torch.set_num_threads(bounded_threads(threads))
         lm = prompting.LocalLM.load(backend["model"], batch_size)
     elif backend["kind"] == "openai":
-        from hatecheck_pipeline.expansion.llm import ChatClient
-
-        client = ChatClient(backend["base_url"], backend.get("api_key_env"), Path(cache_dir) / backend_name, backend.get("timeout_s", 60))
+        client = chat_client(backend, Path(cache_dir) / backend_name)
     else:
         raise PipelineError(f"llm.backends.{backend_name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")
     started = time.perf_counter()
@@ -170,31 +151,17 @@ def predict_suites(
     try:
         for suite, out in tqdm(list(zip(suites, predictions)), desc=f"{model} suites", mininterval=10):
             name, tpl = chosen[suite.name]
-            cases = (
-                suite.load_raw(str(tables[suite.name]))
-                .select(pl.col(suite.id_column).cast(pl.Utf8).alias("id"), pl.col("text"))
-                .collect()
-                .sort("id")
-            )
-            cases = sample_cases(cases, cap, seed)
+            cases = drawn_cases(suite.load_raw(str(tables[suite.name])), suite.id_column, cap, seed)
             texts = cases["text"].to_list()
-            scored = local_scores(lm, texts, tpl) if lm is not None else openai_scores(client, backend, texts, tpl, seed)
+            scored = prompting.yes_no_answers(lm, texts, tpl) if lm is not None else openai_scores(client, backend, texts, tpl, seed)
             p = [0.0 if v is None else v for _, v in scored]
-            frame = pl.DataFrame(
-                {
-                    "id": cases["id"],
-                    "p_hateful": pl.Series(p, dtype=pl.Float64),
-                    "pred": ["hateful" if v >= threshold else "non-hateful" for v in p],
-                    "model": [model] * cases.height,
-                    "suite": [suite.name] * cases.height,
-                }
-            ).select(COLUMNS)
-            write_predictions(frame, out)
+            frame = predictions_frame(cases["id"], p, threshold, model, suite.name)
+            write_parquet(frame, out)
             unparsed = sum(v is None for _, v in scored)
             rows.append(pl.DataFrame({
                 "suite": [suite.name] * cases.height,
                 "id": cases["id"],
-                "prompt_language": [instruction_language(suite, prompt_language)] * cases.height,
+                "prompt_language": [languages[suite.name]] * cases.height,
                 "template": [name] * cases.height,
                 "answer": [a for a, _ in scored],
                 "p_hateful": pl.Series([v for _, v in scored], dtype=pl.Float64),

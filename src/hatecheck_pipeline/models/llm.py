@@ -206,14 +206,18 @@ def _logsumexp(xs: Sequence[float]) -> float:
     return m + math.log(sum(math.exp(x - m) for x in xs))
 
 
-def hateful_probabilities(lm: LocalLM, texts: Sequence[str], template: Mapping[str, Any]) -> list[float]:
-    """p(hateful) of each text from a yes/no prompt (e.g. the
-    ``suite_zero_shot_english`` template): the probability of "yes" among the
-    two allowed answers, renormalised. The building block of an ``llm``
-    model kind on the functional suites (its predictions in the layout of
-    ``models/predict.py``: id, p_hateful, pred, model, suite)."""
+def yes_no_answers(lm: LocalLM, texts: Sequence[str], template: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """(constrained answer word, p(yes)) of each text from a yes/no prompt
+    (e.g. the ``suite_zero_shot_english`` template): p(yes) is the
+    probability of "yes" among the two allowed answers, renormalised. The
+    building block of the ``llm`` model kind on the functional suites."""
     options = choices(template)
     if set(options) != {"yes", "no"}:
         raise ValueError(f"a suite template answers yes/no; this one allows {sorted(options)}")
     answers = lm.choose([render(template, t) for t in texts], [options] * len(texts))
-    return [1.0 / (1.0 + math.exp(scores["no"] - scores["yes"])) for _, scores in answers]
+    return [(word, 1.0 / (1.0 + math.exp(scores["no"] - scores["yes"]))) for word, scores in answers]
+
+
+def hateful_probabilities(lm: LocalLM, texts: Sequence[str], template: Mapping[str, Any]) -> list[float]:
+    """p(hateful) of each text: the p(yes) of :func:`yes_no_answers`."""
+    return [p for _, p in yes_no_answers(lm, texts, template)]

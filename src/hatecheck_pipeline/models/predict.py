@@ -16,6 +16,7 @@ import polars as pl
 import torch
 
 from hatecheck_pipeline.core.cpu import bounded_threads
+from hatecheck_pipeline.core.files import write_parquet
 from hatecheck_pipeline.models.runtime import (
     available_threads,
     encode,
@@ -43,6 +44,27 @@ def predict_proba(model, tokenizer, texts: Sequence[str], max_length: int, batch
     seqs = encode(tokenizer, texts, max_length)
     logits = forward_logits(model, seqs, tokenizer.pad_token_id, batch_size, amp=amp, progress=progress)
     return torch.softmax(logits, dim=-1)[:, hateful_index(model.config)].numpy()
+
+
+def set_threads(threads: int) -> None:
+    """torch CPU threads: ``threads`` (bounded by the cores), or
+    :func:`available_threads` when <= 0."""
+    torch.set_num_threads(bounded_threads(threads) if threads > 0 else available_threads())
+
+
+def predictions_frame(ids: pl.Series, p: Sequence[float], threshold: float, model: str, suite: str) -> pl.DataFrame:
+    """The predictions layout (``COLUMNS``): id, p_hateful, pred
+    (``p_hateful >= threshold``), model, suite."""
+    p = np.asarray(p, dtype=np.float64)
+    return pl.DataFrame(
+        {
+            "id": ids.cast(pl.Utf8),
+            "p_hateful": pl.Series(p, dtype=pl.Float64),
+            "pred": np.where(p >= threshold, "hateful", "non-hateful"),
+            "model": [model] * len(ids),
+            "suite": [suite] * len(ids),
+        }
+    ).select(COLUMNS)
 
 
 def load_model(model_dir: str | Path):
@@ -73,22 +95,11 @@ def run(
     """Predict ``cases`` (columns ``id``, ``text``) and write the Parquet.
     ``threads`` <= 0 picks :func:`available_threads`; ``loaded``: the
     (model, tokenizer) of ``model_dir`` when the caller has loaded it."""
-    torch.set_num_threads(bounded_threads(threads) if threads > 0 else available_threads())
+    set_threads(threads)
     model, tokenizer = loaded or load_model(model_dir)
     p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress)
-    frame = pl.DataFrame(
-        {
-            "id": cases["id"].cast(pl.Utf8),
-            "p_hateful": pl.Series(p, dtype=pl.Float64),
-            "pred": np.where(p >= threshold, "hateful", "non-hateful"),
-            "model": [model_name] * cases.height,
-            "suite": [suite_name] * cases.height,
-        }
-    ).select(COLUMNS)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(out).with_suffix(".tmp.parquet")
-    frame.write_parquet(tmp)
-    tmp.replace(out)
+    frame = predictions_frame(cases["id"], p, threshold, model_name, suite_name)
+    write_parquet(frame, out)
     return frame
 
 
@@ -113,21 +124,15 @@ def predict(
     A profile capping ``max_cases_per_suite`` predicts a draw seeded with
     the model's ``seed``."""
     from hatecheck_pipeline.core.config import active_profile
-    from hatecheck_pipeline.suites.sample import sample_cases
+    from hatecheck_pipeline.suites.sample import drawn_cases
 
     prof = active_profile(profile, profiles)
     threads = prediction["threads"]
-    torch.set_num_threads(bounded_threads(threads) if threads > 0 else available_threads())
+    set_threads(threads)  # before loading, so the load uses them too
     loaded = load_model(model_dir)
     lines = []
     for suite, out in zip(suites, predictions, strict=True):
-        cases = (
-            suite.load(scheme, table=str(tables[suite.name]))
-            .select(pl.col(suite.id_column).cast(pl.Utf8).alias("id"), pl.col("text"))
-            .collect()
-            .sort("id")
-        )
-        cases = sample_cases(cases, prof.get("max_cases_per_suite"), seed)
+        cases = drawn_cases(suite.load(scheme, table=str(tables[suite.name])), suite.id_column, prof.get("max_cases_per_suite"), seed)
         frame = run(
             Path(model_dir),
             cases,
