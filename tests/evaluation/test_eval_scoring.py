@@ -145,6 +145,19 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     assert json.loads((project / "x.json").read_text())["overall"]["n"] == 60
 
 
+def test_expanded_suites_take_their_own_case_cap():
+    """Score stages of expanded suites read max_expanded_cases_per_suite,
+    the original suites max_cases_per_suite, prompted LLMs their own key."""
+    from hatecheck_pipeline.core.config import load_params
+    from hatecheck_pipeline.pipeline.registry import build_stages
+
+    stages = {s.name: s for s in build_stages(load_params(REPO / "params.yaml"))}
+    assert stages["score_XTC_perturbed_mhc_german"].args["cap_key"] == "max_expanded_cases_per_suite"
+    assert stages["score_B-D_extended_english"].args["cap_key"] == "max_expanded_cases_per_suite"
+    assert stages["score_XTC_mhc_german"].args["cap_key"] == "max_cases_per_suite"
+    assert stages["score_LLM-EN_mhc_german"].args["cap_key"] == "llm_max_cases_per_suite"
+
+
 def test_score_stage_runs_from_the_registry(project):
     """`hatecheck-pipeline run score_<model>_<suite>` reads the declared
     predictions and gold table and writes the declared metrics file."""

@@ -247,7 +247,7 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
 
     params = {
         "profile": "test",
-        "profiles": {"test": {**{k: v for k, v in PROFILE.items() if k != "name"}, "base_models": {"tiny": "pipeline:multilingual-e5-small"}, "max_cases_per_suite": 5}},
+        "profiles": {"test": {**{k: v for k, v in PROFILE.items() if k != "name"}, "base_models": {"tiny": "pipeline:multilingual-e5-small"}, "max_cases_per_suite": 5, "max_expanded_cases_per_suite": 3}},
         "models": {"TINY": {"role": "tiny", "scheme": "bert", "train": ["toy"], "suites": [], "recipe": "r", "seed": 7}},
         "training": {"recipes": {"r": {**RECIPE, "epochs": 1}}, "amp": False, "threads": 1},
         "prediction": {"batch_size": 4, "threshold": 0.5, "threads": 1},
@@ -269,20 +269,24 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
     assert [r["epoch"] for r in json.loads(log.read_text())["epochs"]] == [1] and (ckpts / "epoch-1").is_dir()
 
     suite = Suite("heldout_toy", "toy", "id", "heldout", split="test")
+    # an expanded suite in the same group takes max_expanded_cases_per_suite
+    expanded = Suite("perturbed_toy", "toy", "id", "expanded", split="test", source="toy")
     pred = tmp_path / "results" / "predictions.parquet"
+    pred_expanded = tmp_path / "results" / "expanded.parquet"
     predict_stage = Stage(
         "predict_TINY_heldout_toy", "predict", "hatecheck_pipeline.models.predict:predict",
-        inputs={"model_dir": str(final), "tables": {"heldout_toy": str(data)}},
-        outputs={"predictions": (out(str(pred)),)},
+        inputs={"model_dir": str(final), "tables": {"heldout_toy": str(data), "perturbed_toy": str(data)}},
+        outputs={"predictions": (out(str(pred)), out(str(pred_expanded)))},
         params={"profile": "profile", "profiles": "profiles", "seed": "models.TINY.seed", "scheme": "models.TINY.scheme", "prediction": "prediction"},
-        args={"model": "TINY", "suites": [suite], "amp": False},
+        args={"model": "TINY", "suites": [suite, expanded], "amp": False},
     )
     summary = call(predict_stage, params)
-    assert summary.startswith("TINY on heldout_toy: 5 cases, ") and summary.endswith(f"-> {pred}")
+    assert summary.startswith("TINY on heldout_toy: 5 cases, ") and f"-> {pred}\nTINY on perturbed_toy: 3 cases, " in summary
     frame = pl.read_parquet(pred)
     cases = pl.read_parquet(data).filter(pl.col("split") == "test").select(pl.col("id").cast(pl.Utf8), "text").sort("id")
     assert frame["id"].to_list() == sample_cases(cases, 5, 7)["id"].to_list()
     assert frame["suite"].unique().to_list() == ["heldout_toy"] and frame["model"].unique().to_list() == ["TINY"]
+    assert pl.read_parquet(pred_expanded)["id"].to_list() == sample_cases(cases, 3, 7)["id"].to_list()
     # a base the stage does not declare is an error, not a silent path lookup
     with pytest.raises(Exception, match="not among the stage's base model inputs"):
         call(dataclasses.replace(train, inputs={"data": [str(data)], "bases": {}}), params)

@@ -161,14 +161,19 @@ def is_llm(spec: Mapping[str, Any]) -> bool:
     return spec.get("kind") == "llm"
 
 
-def case_cap_key(spec: Mapping[str, Any]) -> str:
+def case_cap_key(spec: Mapping[str, Any], expanded: bool = False) -> str:
     """The profile key capping the cases a model predicts per suite (its
-    predict stage draws them; score and bias stages read the same draw).
+    predict stage draws them; score and bias stages read the same draw):
+    ``llm_max_cases_per_suite`` for a prompted LLM, else
+    ``max_expanded_cases_per_suite`` for an expanded suite and
+    ``max_cases_per_suite`` for the others.
 
-    >>> case_cap_key({"kind": "llm"}), case_cap_key({"role": "bert"})
-    ('llm_max_cases_per_suite', 'max_cases_per_suite')
+    >>> case_cap_key({"kind": "llm"}), case_cap_key({"role": "bert"}), case_cap_key({"role": "xlmt"}, expanded=True)
+    ('llm_max_cases_per_suite', 'max_cases_per_suite', 'max_expanded_cases_per_suite')
     """
-    return "llm_max_cases_per_suite" if is_llm(spec) else "max_cases_per_suite"
+    if is_llm(spec):
+        return "llm_max_cases_per_suite"
+    return "max_expanded_cases_per_suite" if expanded else "max_cases_per_suite"
 
 
 SUITE_GROUPS = ("hatecheck", "mhc", "perturbed_hatecheck", "perturbed_mhc", "extended", "gpt_hatecheck")

@@ -121,9 +121,9 @@ def predict(
     read from ``tables[suite]`` (the suite's table preprocessed with the
     model's ``scheme``), sorted by id, one file per suite (``predictions``
     in the order of ``suites``). The model is loaded once for the group.
-    A profile capping ``max_cases_per_suite`` predicts a draw seeded with
-    the model's ``seed``."""
-    from hatecheck_pipeline.core.config import active_profile
+    A profile capping ``max_cases_per_suite`` (``max_expanded_cases_per_suite``
+    for an expanded suite) predicts a draw seeded with the model's ``seed``."""
+    from hatecheck_pipeline.core.config import active_profile, case_cap_key
     from hatecheck_pipeline.suites.sample import drawn_cases
 
     prof = active_profile(profile, profiles)
@@ -132,7 +132,8 @@ def predict(
     loaded = load_model(model_dir)
     lines = []
     for suite, out in zip(suites, predictions, strict=True):
-        cases = drawn_cases(suite.load(scheme, table=str(tables[suite.name])), suite.id_column, prof.get("max_cases_per_suite"), seed)
+        cap = prof.get(case_cap_key({}, suite.expanded))
+        cases = drawn_cases(suite.load(scheme, table=str(tables[suite.name])), suite.id_column, cap, seed)
         frame = run(
             Path(model_dir),
             cases,

@@ -77,7 +77,7 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         outputs={"metrics": metric(paths.metrics(model, suite.name))},
         params=keys,
         # the profile key that capped the model's predicted cases
-        args={"suite": suite, "model": model, "cap_key": case_cap_key(params["models"][model])},
+        args={"suite": suite, "model": model, "cap_key": case_cap_key(params["models"][model], suite.expanded)},
     )
 
 
