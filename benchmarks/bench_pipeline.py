@@ -7,10 +7,15 @@ prints Markdown tables: the stages sorted by wall time with their share of
 the summed stage time, and the phases. With ``--run TARGET`` it first builds
 TARGET with Snakemake from the current state of the workspace and also
 prints the run's wall-clock time (parallel stages overlap, so it is less
-than the summed stage time).
+than the summed stage time); ``--run data`` builds every data stage
+(ingest, prepare, validate, preprocess of every dataset and suite). The
+whole report and the data stages are checked against the default
+profile's targets (issue 12): <= 60 minutes and <= 60 seconds of wall
+time from an empty workspace on the 2-core machine.
 
-    python benchmarks/bench_pipeline.py [--project DIR] [--run reports/mhc_xtc.html --cores 2] [--top 25]
-    python benchmarks/bench_pipeline.py --phases data   # only the data stages, with their total
+    python benchmarks/bench_pipeline.py [--project DIR] [--run reports/mhc_xtc.html --cores 8] [--top 25]
+    python benchmarks/bench_pipeline.py --run data        # time the data stages alone
+    python benchmarks/bench_pipeline.py --phases data     # tables of the data stages' records
 """
 
 from __future__ import annotations
@@ -24,6 +29,30 @@ from collections import defaultdict
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+DATA_PHASES = ("ingest", "prepare", "validate", "preprocess")
+REPORT = "reports/mhc_xtc.html"
+# Wall-clock targets of a build from an empty workspace (seconds).
+TARGETS = {REPORT: 3600.0, "data": 60.0}
+
+
+def data_stages(project: Path) -> list[str]:
+    """Names of every stage in the data phases, from the registry."""
+    listing = subprocess.run([str(BIN / "hatecheck-pipeline"), "dag", "list"], cwd=project, check=True, capture_output=True, text=True).stdout
+    return [cols[1] for line in listing.splitlines() if len(cols := line.split()) >= 2 and cols[0] in DATA_PHASES]
+
+
+def phases_of(names: list[str]) -> list[str]:
+    """``data`` stands for the four data phases."""
+    return [p for n in names for p in (DATA_PHASES if n == "data" else (n,))]
+
+
+def span_s(records: list[dict]) -> float:
+    """Wall-clock seconds from the first stage's start to the last one's end."""
+    from datetime import datetime
+
+    starts = [datetime.fromisoformat(r["started"]) for r in records]
+    ends = [datetime.fromisoformat(r["finished"]) for r in records]
+    return (max(ends) - min(starts)).total_seconds()
 
 
 def load_records(project: Path) -> list[dict]:
@@ -54,41 +83,52 @@ def phase_table(records: list[dict]) -> list[str]:
     for r in records:
         by[r["phase"]].append(r)
     total = sum(r["wall_s"] for r in records) or 1.0
-    lines = ["| phase | stages | wall s (summed) | CPU s | peak RSS MiB (max) | share |", "|---|---|---|---|---|---|"]
+    lines = ["| phase | stages | wall s (summed) | CPU s | peak RSS MiB (max) | share | span s (first start to last end) |", "|---|---|---|---|---|---|---|"]
     for phase, rs in sorted(by.items(), key=lambda kv: -sum(r["wall_s"] for r in kv[1])):
         wall = sum(r["wall_s"] for r in rs)
         lines.append(
-            f"| {phase} | {len(rs)} | {fmt_s(wall)} | {fmt_s(sum(r['cpu_s'] for r in rs))} | {max(r['max_rss_mb'] for r in rs):,.0f} | {100 * wall / total:.1f}% |"
+            f"| {phase} | {len(rs)} | {fmt_s(wall)} | {fmt_s(sum(r['cpu_s'] for r in rs))} | {max(r['max_rss_mb'] for r in rs):,.0f} | {100 * wall / total:.1f}% | {fmt_s(span_s(rs))} |"
         )
-    lines.append(f"| **all** | {len(records)} | {fmt_s(sum(r['wall_s'] for r in records))} | {fmt_s(sum(r['cpu_s'] for r in records))} | | 100% |")
+    lines.append(f"| **all** | {len(records)} | {fmt_s(sum(r['wall_s'] for r in records))} | {fmt_s(sum(r['cpu_s'] for r in records))} | | 100% | {fmt_s(span_s(records))} |")
     return lines
+
+
+def verdict(what: str, seconds: float) -> str:
+    target = TARGETS.get(what)
+    if target is None:
+        return ""
+    return f" -- target <= {target / 60:.0f} min: {'met' if seconds <= target else 'NOT met'}" if target >= 600 else f" -- target <= {target:.0f} s: {'met' if seconds <= target else 'NOT met'}"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--project", type=Path, default=Path("."))
-    ap.add_argument("--run", metavar="TARGET", nargs="+", help="build the TARGET(s) with snakemake first and time the whole run")
+    ap.add_argument("--run", metavar="TARGET", nargs="+", help="build the TARGET(s) with snakemake first and time the whole run ('data' = every data stage)")
     ap.add_argument("--cores", type=int, default=2)
-    ap.add_argument("--phases", nargs="*", help="only these phases (e.g. data)")
+    ap.add_argument("--phases", nargs="*", help="only these phases ('data' = ingest, prepare, validate, preprocess)")
     ap.add_argument("--top", type=int, default=25, help="stages listed (0 = all)")
     args = ap.parse_args()
     project = args.project.resolve()
     run_wall = None
     if args.run:
+        targets = [t for name in args.run for t in (data_stages(project) if name == "data" else [name])]
         start = time.perf_counter()
-        proc = subprocess.run([str(BIN / "snakemake"), "--cores", str(args.cores), *args.run], cwd=project)
+        proc = subprocess.run([str(BIN / "snakemake"), "--cores", str(args.cores), *targets], cwd=project)
         run_wall = time.perf_counter() - start
         if proc.returncode != 0:
             raise SystemExit(f"snakemake failed ({proc.returncode}) after {run_wall:.0f} s")
     records = load_records(project)
     if args.phases:
-        records = [r for r in records if r["phase"] in args.phases]
+        records = [r for r in records if r["phase"] in phases_of(args.phases)]
     if not records:
         raise SystemExit(f"no stage records under {project / 'logs/benchmarks'}: run the pipeline first")
     if run_wall is not None:
         what = args.run[0] if len(args.run) == 1 else f"{len(args.run)} targets"
-        print(f"snakemake --cores {args.cores} ({what}): {run_wall:.1f} s wall ({run_wall / 60:.1f} min)\n")
+        print(f"snakemake --cores {args.cores} ({what}): {run_wall:.1f} s wall ({run_wall / 60:.1f} min){verdict(what, run_wall)}\n")
     print("\n".join(phase_table(records)))
+    data = [r for r in records if r["phase"] in DATA_PHASES]
+    if data:
+        print(f"\ndata stages ({len(data)}): {span_s(data):.1f} s from the first start to the last end{verdict('data', span_s(data))}")
     print()
     print("\n".join(stage_table(records, args.top or None)))
 
