@@ -21,15 +21,14 @@ time from an empty workspace on the 2-core machine.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from pathlib import Path
 
+from hatecheck_pipeline.core.usage import DATA_PHASES, load_records, phase_rows, span_s
+
 BIN = Path(sys.executable).parent
-DATA_PHASES = ("ingest", "prepare", "validate", "preprocess")
 REPORT = "reports/mhc_xtc.html"
 # Wall-clock targets of a build from an empty workspace (seconds).
 TARGETS = {REPORT: 3600.0, "data": 60.0}
@@ -44,20 +43,6 @@ def data_stages(project: Path) -> list[str]:
 def phases_of(names: list[str]) -> list[str]:
     """``data`` stands for the four data phases."""
     return [p for n in names for p in (DATA_PHASES if n == "data" else (n,))]
-
-
-def span_s(records: list[dict]) -> float:
-    """Wall-clock seconds from the first stage's start to the last one's end."""
-    from datetime import datetime
-
-    starts = [datetime.fromisoformat(r["started"]) for r in records]
-    ends = [datetime.fromisoformat(r["finished"]) for r in records]
-    return (max(ends) - min(starts)).total_seconds()
-
-
-def load_records(project: Path) -> list[dict]:
-    folder = project / "logs" / "benchmarks"
-    return [json.loads(p.read_text("utf-8")) for p in sorted(folder.glob("*.json"))]
 
 
 def fmt_s(seconds: float) -> str:
@@ -79,15 +64,10 @@ def stage_table(records: list[dict], top: int | None) -> list[str]:
 
 
 def phase_table(records: list[dict]) -> list[str]:
-    by: dict[str, list[dict]] = defaultdict(list)
-    for r in records:
-        by[r["phase"]].append(r)
-    total = sum(r["wall_s"] for r in records) or 1.0
     lines = ["| phase | stages | wall s (summed) | CPU s | peak RSS MiB (max) | share | span s (first start to last end) |", "|---|---|---|---|---|---|---|"]
-    for phase, rs in sorted(by.items(), key=lambda kv: -sum(r["wall_s"] for r in kv[1])):
-        wall = sum(r["wall_s"] for r in rs)
+    for row in phase_rows(records):
         lines.append(
-            f"| {phase} | {len(rs)} | {fmt_s(wall)} | {fmt_s(sum(r['cpu_s'] for r in rs))} | {max(r['max_rss_mb'] for r in rs):,.0f} | {100 * wall / total:.1f}% | {fmt_s(span_s(rs))} |"
+            f"| {row['phase']} | {row['stages']} | {fmt_s(row['wall_s'])} | {fmt_s(row['cpu_s'])} | {row['max_rss_mb']:,.0f} | {100 * row['share']:.1f}% | {fmt_s(row['span_s'])} |"
         )
     lines.append(f"| **all** | {len(records)} | {fmt_s(sum(r['wall_s'] for r in records))} | {fmt_s(sum(r['cpu_s'] for r in records))} | | 100% | {fmt_s(span_s(records))} |")
     return lines
@@ -117,7 +97,7 @@ def main() -> None:
         run_wall = time.perf_counter() - start
         if proc.returncode != 0:
             raise SystemExit(f"snakemake failed ({proc.returncode}) after {run_wall:.0f} s")
-    records = load_records(project)
+    records = load_records(project / "logs" / "benchmarks")
     if args.phases:
         records = [r for r in records if r["phase"] in phases_of(args.phases)]
     if not records:

@@ -30,6 +30,7 @@ def test_report_stage_declares_what_it_reads(params):
                 paths.table("mhc_t7"), paths.table("hatecheck_t1"), paths.table("contrast"), paths.model_card("XTC")):
         assert dep in deps, dep
     assert len(deps) == len(set(deps))
+    assert stage.args == {"usage_dir": "logs/benchmarks"} and "logs/benchmarks" not in " ".join(deps)  # a run record, not a tracked input
 
 
 def test_report_function_writes_the_html_from_its_inputs(workdir):
@@ -53,3 +54,31 @@ def test_report_function_writes_the_html_from_its_inputs(workdir):
     assert 'id="expanded"' not in html and 'id="bias"' not in html  # not declared: no section
     assert "missing model card" in html
     assert not list(Path("reports").glob("*.tmp"))
+
+
+def test_report_shows_the_stage_time_and_memory_records(workdir):
+    """The section "Run time and memory": per phase and slowest stages from
+    the stage records; without records it says so."""
+    import json
+
+    srcs = [make_metrics(workdir, "B-D", Suite("hatecheck", "hatecheck", "case_id"), 0.7, 1)]
+    tables.run("hatecheck", srcs, "tables_hatecheck")
+    usage_dir = Path("logs/benchmarks")
+    usage_dir.mkdir(parents=True)
+    for stage, phase, wall, start, end in [("train_B-D", "train", 291.0, "12:00:00", "12:04:51"), ("score_B-D_hatecheck", "evaluate", 9.0, "12:04:51", "12:05:00")]:
+        rec = {"stage": stage, "phase": phase, "wall_s": wall, "cpu_s": 2 * wall, "max_rss_mb": 1234.0,
+               "started": f"2026-01-01T{start}+00:00", "finished": f"2026-01-01T{end}+00:00"}
+        (usage_dir / f"{stage}.json").write_text(json.dumps(rec))
+    kwargs = dict(
+        tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables}, cards={}, validation={},
+        published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
+        out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile="smoke",
+        models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
+    )
+    report.report(**kwargs, usage_dir=usage_dir)
+    html = Path("reports/r.html").read_text("utf-8")
+    assert 'id="usage"' in html and "2 stages: 5.0 minutes of stage time summed, 5.0 minutes from the first" in html
+    assert "<td class='rowhead'>train</td><td>1</td><td>291.0</td><td>582.0</td><td>1,234</td><td>97.0%</td>" in html
+    assert html.index("<td class='rowhead'>train_B-D</td>") < html.index("<td class='rowhead'>score_B-D_hatecheck</td>")
+    report.report(**kwargs, usage_dir=Path("elsewhere"))
+    assert "No stage records" in Path("reports/r.html").read_text("utf-8")

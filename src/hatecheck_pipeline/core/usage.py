@@ -63,3 +63,47 @@ def recorded(stage: str, phase: str, root: Path = BENCHMARK_DIR) -> Iterator[Non
         "cores": os.cpu_count(),
     }
     write_text(json.dumps(record, indent=1) + "\n", record_path(stage, root))
+
+
+DATA_PHASES = ("ingest", "prepare", "validate", "preprocess")
+
+
+def load_records(root: Path = BENCHMARK_DIR) -> list[dict]:
+    """Every stage record under ``root`` (none when it does not exist)."""
+    return [json.loads(p.read_text("utf-8")) for p in sorted(Path(root).glob("*.json"))]
+
+
+def span_s(records: list[dict]) -> float:
+    """Wall-clock seconds from the first record's start to the last one's
+    end (parallel stages overlap, so this is at most the summed time).
+
+    >>> span_s([{"started": "2026-01-01T12:00:00+00:00", "finished": "2026-01-01T12:00:07+00:00"},
+    ...         {"started": "2026-01-01T12:00:02+00:00", "finished": "2026-01-01T12:00:05+00:00"}])
+    7.0
+    """
+    starts = [datetime.fromisoformat(r["started"]) for r in records]
+    ends = [datetime.fromisoformat(r["finished"]) for r in records]
+    return (max(ends) - min(starts)).total_seconds()
+
+
+def phase_rows(records: list[dict]) -> list[dict]:
+    """One row per phase, most summed wall time first: stages, summed wall
+    and CPU seconds, the largest peak RSS, share of the summed wall time,
+    and the phase's wall-clock span."""
+    by: dict[str, list[dict]] = {}
+    for r in records:
+        by.setdefault(r["phase"], []).append(r)
+    total = sum(r["wall_s"] for r in records) or 1.0
+    rows = [
+        {
+            "phase": phase,
+            "stages": len(rs),
+            "wall_s": sum(r["wall_s"] for r in rs),
+            "cpu_s": sum(r["cpu_s"] for r in rs),
+            "max_rss_mb": max(r["max_rss_mb"] for r in rs),
+            "share": sum(r["wall_s"] for r in rs) / total,
+            "span_s": span_s(rs),
+        }
+        for phase, rs in by.items()
+    ]
+    return sorted(rows, key=lambda row: -row["wall_s"])

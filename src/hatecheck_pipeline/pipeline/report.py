@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core import paths, usage
 from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, out
 from hatecheck_pipeline.data.specs import DATASETS
@@ -86,6 +86,8 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
             REPORT,
             inputs=inputs,
             outputs={"out": out(paths.report())},
+            # the stage time and memory records, shown as a record of the run (not a tracked input)
+            args={"usage_dir": str(usage.BENCHMARK_DIR)},
             params={
                 "title": "report.title",
                 "heatmap_models": "report.heatmap_models",

@@ -19,6 +19,7 @@ import yaml
 
 from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.files import InputError, write_text
+from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
@@ -27,6 +28,7 @@ from hatecheck_pipeline.report.sections import (
     bias_section,
     expanded_section,
     models_section,
+    usage_section,
     validation_section,
 )
 
@@ -72,12 +74,15 @@ def build(
     bias: Mapping[str, Any] | None = None,
     llm: Mapping[str, Any] | None = None,
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> str:
     """The report as one HTML string.
 
     ``expansion``: {coverage, coverage_file, reproduction, reproduction_file}
     (documents may be None); ``bias``: {doc, file} of results/bias/summary.json.
-    Either None leaves its section out (the pipeline always passes both)."""
+    Either None leaves its section out (the pipeline always passes both).
+    ``usage``: {records, folder} of the stage time and memory records (None
+    = no such section)."""
     published = P.load() if published is None else published
     from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS
 
@@ -184,6 +189,8 @@ def build(
         section("llm", "Prompted LLMs as classifiers (ETHOS; GPT-3 detection paper)", body)
 
     section("validation", "Data validation", validation_section(validation))
+    if usage is not None:
+        section("usage", "Run time and memory", usage_section(usage["records"], usage["folder"]))
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{escape(title)}</title><style>{CSS}</style></head><body>"
@@ -217,13 +224,15 @@ def run(
     published: Mapping[str, Any] | None = None,
     llm_files: Mapping[str, str | Path] | None = None,
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
+    usage_dir: str | Path | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
     ``expansion_files``: {"coverage": ..., "reproduction": ...} (the expand
     phase's reports; None = no expansion section); ``bias_summary_file``:
     results/bias/summary.json (None = no bias section); ``published``: the
-    papers' tables (default: the package's ``published.yaml``)."""
+    papers' tables (default: the package's ``published.yaml``);
+    ``usage_dir``: the stage time and memory records (None = no section)."""
     expansion = None
     if expansion_files is not None:
         cov, rep = expansion_files.get("coverage", ""), expansion_files.get("reproduction", "")
@@ -245,6 +254,7 @@ def run(
         bias=bias,
         llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()}} if llm_files else None,
         llm_backends=llm_backends,
+        usage=None if usage_dir is None else {"records": load_records(Path(usage_dir)), "folder": str(usage_dir)},
     )
     return write_text(html, out)
 
@@ -266,6 +276,7 @@ def report(
     bias_summary: Path | None = None,
     llm: Mapping[str, Path] | None = None,
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
+    usage_dir: Path | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -275,13 +286,15 @@ def report(
     ETHOS metrics per backend (``llm``; None = no section), next to the papers'
     ``published`` tables (``functionalities``: the papers' F-numbering, read
     through the package's resources); ``llm_backends``: ``llm.backends``
-    (what an ``llm`` model kind's backend is)."""
+    (what an ``llm`` model kind's backend is); ``usage_dir``: the stage
+    time and memory records shown in the section "Run time and memory" (a
+    record of the run read as it is, not a tracked input)."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
     written = run(
         out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm,
-        published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends,
+        published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
     )
     return f"wrote {written}"

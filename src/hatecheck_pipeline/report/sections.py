@@ -290,3 +290,46 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
                     + html_table(f"target-bias-communities-{slug(model)}", ["suite", "target group", "Subgroup AUC", "BPSN AUC", "BNSP AUC"], crow)
                     + "</details>")
     return out
+
+
+def usage_section(records: list[dict], folder: str, slowest: int = 10) -> str:
+    """Time and memory of the stages that built this report, per phase and
+    the slowest stages, from the stage records (``core.usage``): a record of
+    the run, not a result (no lineage; it differs between runs).
+
+    >>> rec = {"stage": "train_X", "phase": "train", "wall_s": 60.0, "cpu_s": 110.0, "max_rss_mb": 900.0,
+    ...        "started": "2026-01-01T12:00:00+00:00", "finished": "2026-01-01T12:01:00+00:00"}
+    >>> html = usage_section([rec], "logs/benchmarks")
+    >>> "<td class='rowhead'>train_X</td>" in html and "1 stages" in html
+    True
+    """
+    from hatecheck_pipeline.core.usage import phase_rows, span_s
+
+    note = (
+        f"<p class='note'>Measured when each stage last ran (<code>{escape(folder)}/&lt;stage&gt;.json</code>, written by "
+        "<code>hatecheck-pipeline run</code> under Snakemake or <code>dvc repro</code>): wall and CPU seconds and peak memory. "
+        "A record of the run, not a result: these figures have no lineage and differ between runs and machines. "
+        "<code>python benchmarks/bench_pipeline.py</code> prints the same tables.</p>"
+    )
+    if not records:
+        return note + "<p>No stage records (stages built before records were kept, or run elsewhere).</p>"
+    total = sum(r["wall_s"] for r in records)
+    head = (
+        f"<p>{len(records)} stages: {total / 60:,.1f} minutes of stage time summed, "
+        f"{span_s(records) / 60:,.1f} minutes from the first stage's start to the last one's end.</p>"
+    )
+    phases = [
+        f"<tr><td class='rowhead'>{escape(r['phase'])}</td><td>{r['stages']}</td><td>{r['wall_s']:,.1f}</td><td>{r['cpu_s']:,.1f}</td>"
+        f"<td>{r['max_rss_mb']:,.0f}</td><td>{100 * r['share']:.1f}%</td></tr>"
+        for r in phase_rows(records)
+    ]
+    stages = [
+        f"<tr><td class='rowhead'>{escape(r['stage'])}</td><td>{escape(r['phase'])}</td><td>{r['wall_s']:,.1f}</td><td>{r['cpu_s']:,.1f}</td>"
+        f"<td>{r['max_rss_mb']:,.0f}</td><td>{100 * r['wall_s'] / (total or 1):.1f}%</td></tr>"
+        for r in sorted(records, key=lambda r: -r["wall_s"])[:slowest]
+    ]
+    return (
+        note + head
+        + html_table("usage-phases", ["phase", "stages", "wall s (summed)", "CPU s", "peak RSS MiB (max)", "share"], phases, "Per phase")
+        + html_table("usage-stages", ["stage", "phase", "wall s", "CPU s", "peak RSS MiB", "share"], stages, f"The {min(slowest, len(records))} slowest stages")
+    )
