@@ -376,7 +376,8 @@ def save_best(ckpt_dir: Path, model) -> None:
 
 
 def load_for_training(
-    base: str, dropout: float, seed: int, labels: LabelSet = BINARY, eager_attention: bool = False, freeze_embeddings: bool = False
+    base: str, dropout: float, seed: int, labels: LabelSet = BINARY, eager_attention: bool = False, freeze_embeddings: bool = False,
+    freeze_lower_layers: float = 0.0,
 ):
     """A classifier over ``labels`` (2 by default) from a base model (head
     seeded); ``eager_attention``: attention weights it can return (and
@@ -385,7 +386,11 @@ def load_for_training(
     optimiser state): most of a multilingual encoder's parameters, and a
     known aid to zero-shot cross-lingual transfer, since languages unseen in
     fine-tuning keep embeddings that stay aligned with the fine-tuned
-    encoder."""
+    encoder. ``freeze_lower_layers`` (a share of the encoder layers, 0-1)
+    also keeps the whole embedding block and the lowest
+    ``floor(share x layers)`` encoder layers at their pretrained values:
+    backward then stops at the first trainable layer, and the lower layers'
+    multilingual alignment is kept as well."""
     from transformers import AutoModelForSequenceClassification
 
     torch.manual_seed(seed)
@@ -401,7 +406,18 @@ def load_for_training(
     )
     if freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
+    if freeze_lower_layers > 0:
+        for module in (model.base_model.embeddings, *lower_layers(model, freeze_lower_layers)):
+            module.requires_grad_(False)
     return model
+
+
+def lower_layers(model, share: float) -> list:
+    """The lowest ``floor(share x n)`` of a BERT-style encoder's ``n`` layers."""
+    layers = getattr(getattr(model.base_model, "encoder", None), "layer", None)
+    if layers is None:
+        raise ValueError(f"freeze_lower_layers: {type(model).__name__} has no encoder.layer list")
+    return list(layers)[: int(share * len(layers))]
 
 
 def train_loop(
@@ -586,6 +602,7 @@ def grid_search(
     fingerprint: Mapping[str, Any],
     max_epochs: int | None = None,
     freeze_embeddings: bool = False,
+    freeze_lower_layers: float = 0.0,
     amp: bool = True,
     length_bucketing: bool = False,
     eval_batch_size: int = 64,
@@ -629,7 +646,7 @@ def grid_search(
             print(f"grid trial {i}/{len(trials)} {name}: recorded, skipped", flush=True)
             continue
         print(f"grid trial {i}/{len(trials)} {name}", flush=True)
-        model = load_for_training(base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings)
+        model = load_for_training(base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers)
         log = train_loop(
             model, tokenizer, train_split, dev_split, r,
             seed=seed, max_length=max_length, ckpt_dir=ckpt_dir / "trials" / name,
@@ -651,7 +668,7 @@ def grid_search(
         os.replace(tmp, record)
         shutil.rmtree(ckpt_dir / "trials" / name, ignore_errors=True)
     assert best is not None
-    model = load_for_training(base, recipe.dropout, seed, labels, freeze_embeddings=freeze_embeddings)
+    model = load_for_training(base, recipe.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers)
     load_model(model, str(ckpt_dir / "grid" / "best" / "model.safetensors"), device="cpu")
     model.to(pick_device())
     ordered = [done[trial_name(r)] for r in trials]
@@ -728,6 +745,7 @@ def run(
     resolved = basemodels.resolve(base_ref, bases)
     recipe = Recipe.from_params(recipe_params, profile.get("max_epochs"))
     freeze = bool(profile.get("freeze_embeddings", False))
+    lower = float(profile.get("freeze_lower_layers") or 0.0)
     bucketing = bool(profile.get("length_bucketing", False))
     labels = LabelSet.from_recipe(recipe_params)
     supervision = Supervision.from_recipe(recipe_params)
@@ -751,6 +769,8 @@ def run(
         "freeze_embeddings": freeze,
         "length_bucketing": bucketing,
     }
+    if lower:
+        fingerprint["freeze_lower_layers"] = lower
     if labels != BINARY:  # binary models keep their fingerprint (and checkpoints)
         fingerprint["labels"] = asdict(labels)
     if supervision is not None:
@@ -773,14 +793,18 @@ def run(
     if recipe.grid_search:
         model, log = grid_search(
             resolved, tokenizer, train_split, dev_split, recipe,
-            max_epochs=profile.get("max_epochs"), freeze_embeddings=freeze, **common,
+            max_epochs=profile.get("max_epochs"), freeze_embeddings=freeze, freeze_lower_layers=lower, **common,
         )  # fmt: skip
     else:
-        model = load_for_training(resolved, recipe.dropout, seed, labels, eager_attention=supervision is not None, freeze_embeddings=freeze)
+        model = load_for_training(
+            resolved, recipe.dropout, seed, labels, eager_attention=supervision is not None, freeze_embeddings=freeze, freeze_lower_layers=lower
+        )
         log = train_loop(model, tokenizer, train_split, dev_split, recipe, supervision=supervision, **common)
     log["model"] = model_name
     log["data"] = counts
     log["freeze_embeddings"] = freeze
+    log["freeze_lower_layers"] = lower
+    log["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     log["train_seconds"] = round(time.perf_counter() - started, 1)  # this run (a resumed run: since the resume)
 
     def write(tmp: Path) -> None:
@@ -800,7 +824,7 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings", "length_bucketing")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing")},
         "budget_note": (
             f"training data subsampled to at most {profile['max_train_per_model']} train examples"
             f" ({per_dataset_cap(profile['max_train_per_model'], len(data_files))} per dataset, stratified)"
@@ -808,7 +832,9 @@ def run(
             else "full training data"
         )
         + (f"; epochs capped at {profile['max_epochs']}" if profile.get("max_epochs") else "; the recipe's epochs")
-        + ("; word embeddings frozen" if freeze else ""),
+        + ("; word embeddings frozen" if freeze else "")
+        + (f"; embedding block and the lowest {lower:g} of the encoder layers frozen" if lower else "")
+        + ("; length-bucketed batches" if bucketing else ""),
         "training_data": counts,
         "training_data_sha256": data_hashes,
         "recipe": asdict(recipe),
