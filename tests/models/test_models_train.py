@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 from pathlib import Path
 
 import numpy as np
@@ -313,6 +314,31 @@ def test_frozen_word_embeddings_keep_their_pretrained_values(base, data, tmp_pat
     # a different freezing choice is a different training run (checkpoints not reused)
     unfrozen = run_training(base, data, tmp_path / "unfrozen")
     assert unfrozen["freeze_embeddings"] is False
+
+
+def test_frozen_lower_layers_keep_their_pretrained_values(base, data, tmp_path):
+    """freeze_lower_layers 0.5: the embedding block and the lower half of
+    the encoder layers keep the base model's weights, the upper half and
+    the head train; the share is in the log, the card and the fingerprint."""
+    profile = {**PROFILE, "freeze_lower_layers": 0.5}
+    log = training.run(
+        "TINY", str(base), [data], RECIPE, profile, 7, tmp_path / "final", tmp_path / "ckpt",
+        tmp_path / "log.json", tmp_path / "card.json", threads=1, progress=False,
+    )  # fmt: skip
+    before = {k.removeprefix("bert."): v for k, v in load_file(str(base / "model.safetensors")).items()}
+    after = {k.removeprefix("bert."): v for k, v in load_file(str(tmp_path / "final" / "model.safetensors")).items()}
+    n_layers = len({k.split(".")[2] for k in after if k.startswith("encoder.layer.")})
+    assert n_layers >= 2
+    frozen = [k for k in after if k.startswith("embeddings.") or any(k.startswith(f"encoder.layer.{i}.") for i in range(n_layers // 2))]
+    trained = [k for k in after if any(k.startswith(f"encoder.layer.{i}.") for i in range(n_layers // 2, n_layers))]
+    assert frozen and trained
+    assert all(torch.equal(after[k], before[k]) for k in frozen)
+    assert any(not torch.equal(after[k], before[k]) for k in trained)
+    assert log["freeze_lower_layers"] == 0.5 and log["trainable_parameters"] < sum(v.numel() for v in after.values())
+    card = json.loads((tmp_path / "card.json").read_text())
+    assert card["budget"]["freeze_lower_layers"] == 0.5 and "lowest 0.5 of the encoder layers frozen" in card["budget_note"]
+    with pytest.raises(ValueError, match="SimpleNamespace has no encoder.layer list"):
+        training.lower_layers(types.SimpleNamespace(base_model=object()), 0.5)
 
 
 def test_length_bucketed_training_is_seeded_and_recorded(base, data, tmp_path):
