@@ -50,6 +50,11 @@ def built_report(workdir) -> Path:
     (workdir / "cards/XTC.json").write_text('{"profile": "smoke"}')  # a card missing fields
     (workdir / "val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
     names = [t for g in tables.GROUPS.values() for t in g.tables]
+    (workdir / "logs/benchmarks").mkdir(parents=True)
+    (workdir / "logs/benchmarks/train_XTC.json").write_text(
+        '{"stage": "train_XTC", "phase": "train", "wall_s": 231.4, "cpu_s": 450.2, "max_rss_mb": 3620.9,'
+        ' "started": "2026-01-01T12:00:00+00:00", "finished": "2026-01-01T12:03:51+00:00"}'
+    )
     return report.run(
         workdir / "reports/mhc_xtc.html", "Synthetic report", "smoke",
         {"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}, "XTC": {"train": ["hateval2019_es"], "suites": ["mhc"]}},
@@ -57,7 +62,7 @@ def built_report(workdir) -> Path:
         {"hatecheck": "val.json", "mhc": "missing.json"},
         {t: f"results/tables/{t}.csv" for t in names},
         "results/tables/training_languages.json", 50, ["XTC"],
-        expansion_files=expansion_files, bias_summary_file="results/bias/summary.json",
+        expansion_files=expansion_files, bias_summary_file="results/bias/summary.json", usage_dir="logs/benchmarks",
     )
 
 
@@ -72,9 +77,11 @@ def test_report_is_self_contained(built_report):
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html), "the report must not load anything from the network"
     assert "<link" not in html and "<script" not in html
     assert html.count("data:image/png;base64,") >= 4
-    # every data cell carries provenance
+    # every data cell carries provenance: a cell id (lineage) or, for the run's time and memory, its record file
     cells = re.findall(r"<td[^>]*data-cell-id=\"([^\"]+)\"[^>]*>", html)
     tds = re.findall(r"<td(?![^>]*class=\"(?:rowhead|missing)\")[^>]*>", html)
+    records = [t for t in tds if "class='record'" in t]
+    assert records and all("data-record='logs/benchmarks/" in t for t in records)
     assert cells and len(cells) == len([t for t in tds if "data-cell-id" in t])
     assert 'data-cell-id="hatecheck_t2:B-D:total:accuracy"' in html
     assert "results/B-D/hatecheck/metrics.json (stage score_B-D_hatecheck)" in html
@@ -100,7 +107,7 @@ def test_report_renders_in_chromium(built_report, tmp_path):
                      "shots-summary", "contrast-table", "validation",
                      "expanded", "expanded-b-d-perturbed-hatecheck", "expanded-xtc-perturbed-mhc-hindi", "perturbation-coverage",
                      "template-reproduction", "bias", "crows-pairs", "crows-pairs-bias-types", "hatexplain-table6",
-                     "target-bias-xtc", "fig-expanded-b-d", "fig-target-bias-xtc"]:
+                     "target-bias-xtc", "fig-expanded-b-d", "fig-target-bias-xtc", "usage", "usage-phases", "usage-stages"]:
         assert f'id="{table_id}"' in dom.stdout, table_id
     assert 'data-cell-id="mhc_t7:XTC:hindi:macro_f1"' in dom.stdout
     assert 'data-cell-id="expanded_functionality:XTC:perturbed_mhc_hindi:hateful_cases:change"' in dom.stdout

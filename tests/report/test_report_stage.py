@@ -3,6 +3,7 @@ only what it is given."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from conftest import REPO
@@ -78,7 +79,9 @@ def test_report_shows_the_stage_time_and_memory_records(workdir):
     report.report(**kwargs, usage_dir=usage_dir)
     html = Path("reports/r.html").read_text("utf-8")
     assert 'id="usage"' in html and "2 stages: 5.0 minutes of stage time summed, 5.0 minutes from the first" in html
-    assert "<td class='rowhead'>train</td><td>1</td><td>291.0</td><td>582.0</td><td>1,234</td><td>97.0%</td>" in html
+    train = html[html.index("<td class='rowhead'>train</td>"):]
+    assert [c for c in re.findall(r">([^<>]+)</td>", train[: train.index("</tr>")])] == ["train", "1", "291.0", "582.0", "1,234", "97.0%"]
+    assert "data-record='logs/benchmarks/train_B-D.json'" in html  # each number names the record it comes from
     assert html.index("<td class='rowhead'>train_B-D</td>") < html.index("<td class='rowhead'>score_B-D_hatecheck</td>")
     report.report(**kwargs, usage_dir=Path("elsewhere"))
     assert "No stage records" in Path("reports/r.html").read_text("utf-8")

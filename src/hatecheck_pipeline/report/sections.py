@@ -318,16 +318,19 @@ def usage_section(records: list[dict], folder: str, slowest: int = 10) -> str:
         f"<p>{len(records)} stages: {total / 60:,.1f} minutes of stage time summed, "
         f"{span_s(records) / 60:,.1f} minutes from the first stage's start to the last one's end.</p>"
     )
-    phases = [
-        f"<tr><td class='rowhead'>{escape(r['phase'])}</td><td>{r['stages']}</td><td>{r['wall_s']:,.1f}</td><td>{r['cpu_s']:,.1f}</td>"
-        f"<td>{r['max_rss_mb']:,.0f}</td><td>{100 * r['share']:.1f}%</td></tr>"
-        for r in phase_rows(records)
-    ]
-    stages = [
-        f"<tr><td class='rowhead'>{escape(r['stage'])}</td><td>{escape(r['phase'])}</td><td>{r['wall_s']:,.1f}</td><td>{r['cpu_s']:,.1f}</td>"
-        f"<td>{r['max_rss_mb']:,.0f}</td><td>{100 * r['wall_s'] / (total or 1):.1f}%</td></tr>"
-        for r in sorted(records, key=lambda r: -r["wall_s"])[:slowest]
-    ]
+    def rec(value: str, source: str) -> str:
+        return f"<td class='record' data-record='{escape(source)}' title='run record: {escape(source)}'>{value}</td>"
+
+    phases = []
+    for r in phase_rows(records):
+        src = f"{folder}/<{r['phase']} stages>.json"
+        cols = (f"{r['stages']}", f"{r['wall_s']:,.1f}", f"{r['cpu_s']:,.1f}", f"{r['max_rss_mb']:,.0f}", f"{100 * r['share']:.1f}%")
+        phases.append(f"<tr><td class='rowhead'>{escape(r['phase'])}</td>{''.join(rec(c, src) for c in cols)}</tr>")
+    stages = []
+    for r in sorted(records, key=lambda r: -r["wall_s"])[:slowest]:
+        src = f"{folder}/{r['stage']}.json"
+        cols = (f"{r['wall_s']:,.1f}", f"{r['cpu_s']:,.1f}", f"{r['max_rss_mb']:,.0f}", f"{100 * r['wall_s'] / (total or 1):.1f}%")
+        stages.append(f"<tr><td class='rowhead'>{escape(r['stage'])}</td><td class='rowhead'>{escape(r['phase'])}</td>{''.join(rec(c, src) for c in cols)}</tr>")
     return (
         note + head
         + html_table("usage-phases", ["phase", "stages", "wall s (summed)", "CPU s", "peak RSS MiB (max)", "share"], phases, "Per phase")
