@@ -32,6 +32,26 @@ def test_vectorised_f1_matches_sklearn():
         assert np.isclose(stats["f1_hateful"](gold[i:i + 1], pred[i:i + 1])[0], expected[0])
         assert np.isclose(stats["f1_non_hateful"](gold[i:i + 1], pred[i:i + 1])[0], expected[1])
         assert np.isclose(stats["macro_f1"](gold[i:i + 1], pred[i:i + 1])[0], expected.mean())
+        point = metrics.f1_scores(gold[i], pred[i])
+        assert point == {
+            "f1_hateful": metrics.pct(expected[0]),
+            "f1_non_hateful": metrics.pct(expected[1]),
+            "macro_f1": metrics.pct(expected.mean()),
+        }
+    assert metrics.f1_scores(np.array([], dtype=int), np.array([], dtype=int)) == {
+        "f1_hateful": 0.0, "f1_non_hateful": 0.0, "macro_f1": 0.0}
+
+
+def test_score_path_does_not_import_sklearn():
+    """The score stage's metrics module stays free of scikit-learn's import
+    cost (checked in a fresh interpreter, since the test session has it)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hatecheck_pipeline.evaluation.metrics, hatecheck_pipeline.evaluation.scoring; "
+            "print('sklearn' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_bootstrap_is_seeded_and_brackets_the_estimate():
