@@ -359,3 +359,19 @@ def test_length_bucketed_training_is_seeded_and_recorded(base, data, tmp_path):
     assert card["budget"]["length_bucketing"] is True
     plain = run_training(base, data, tmp_path / "plain")
     assert plain["epochs"][0]["train_loss"] != a["epochs"][0]["train_loss"]  # a different batch order
+
+
+def test_profile_learning_rate_by_role_overrides_the_recipe_and_is_recorded(base, data, tmp_path):
+    def stage(root, lr_by_role):
+        prof = {**PROFILE, "base_models": {"bert": str(base)}, **({"lr_by_role": lr_by_role} if lr_by_role else {})}
+        training.train(
+            "TINY", [data], {}, root / "final", root / "card.json", root / "ckpt", root / "log.json",
+            "test", {"test": prof}, {"role": "bert", "seed": 7}, RECIPE, amp=False, threads=1,
+        )  # fmt: skip
+        return json.loads((root / "card.json").read_text()), json.loads((root / "log.json").read_text())
+
+    card, log = stage(tmp_path / "scaled", {"bert": 3e-3, "xlmt": 1e-5})
+    assert card["recipe"]["lr"] == 3e-3 and card["budget"]["lr_by_role"] == {"bert": 3e-3, "xlmt": 1e-5}
+    plain_card, plain_log = stage(tmp_path / "plain", None)
+    assert plain_card["recipe"]["lr"] == RECIPE["lr"] and plain_card["budget"]["lr_by_role"] is None
+    assert log["epochs"][0]["train_loss"] != plain_log["epochs"][0]["train_loss"]  # the larger step was taken

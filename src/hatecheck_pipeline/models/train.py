@@ -824,7 +824,7 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "lr_by_role")},
         "budget_note": (
             f"training data subsampled to at most {profile['max_train_per_model']} train examples"
             f" ({per_dataset_cap(profile['max_train_per_model'], len(data_files))} per dataset, stratified)"
@@ -888,6 +888,9 @@ def train(
     from hatecheck_pipeline.models.base import role_ref
 
     prof = active_profile(profile, profiles)
+    lr = (prof.get("lr_by_role") or {}).get(spec["role"])
+    if lr is not None:  # the profile's learning rate for this role (a small budget wants a larger step); in the card's recipe
+        recipe = {**recipe, "lr": float(lr)}
     log = run(
         model,
         role_ref(prof, spec["role"]),
