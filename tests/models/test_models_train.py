@@ -236,6 +236,22 @@ def test_training_budget_is_per_model_and_spread_evenly_over_datasets(tmp_path):
     assert len(single.texts) == 40
 
 
+def test_training_budget_per_dataset_gives_a_union_of_the_single_dataset_samples(tmp_path):
+    """max_train_per_dataset = 20: each dataset gives 20 train examples (dev
+    capped to 5), so a two-dataset model sees 40, exactly the union of what
+    the two single-dataset models see with the same seed; with a per-model
+    cap as well the smaller share wins."""
+    a = processed_table(tmp_path / "a" / "bert.parquet", dataset="a", seed=1)
+    b = processed_table(tmp_path / "b" / "bert.parquet", dataset="b", seed=2)
+    both, _, counts = training.load_splits([a, b], None, 0, max_per_dataset=20)
+    assert [(c["dataset"], c["train_used"], c["dev_used"]) for c in counts] == [("a", 20, 5), ("b", 20, 5)]
+    only_a, _, _ = training.load_splits([a], None, 0, max_per_dataset=20)
+    only_b, _, _ = training.load_splits([b], None, 0, max_per_dataset=20)
+    assert both.ids == only_a.ids + only_b.ids and both.texts == only_a.texts + only_b.texts
+    _, _, capped = training.load_splits([a, b], 30, 0, max_per_dataset=20)
+    assert [c["train_used"] for c in capped] == [15, 15]
+
+
 def test_train_and_predict_stage_functions(base, data, tmp_path):
     """The stage functions through the stage model (`hatecheck-pipeline run`):
     train starts from the active profile's base model for the role (a
@@ -361,17 +377,32 @@ def test_length_bucketed_training_is_seeded_and_recorded(base, data, tmp_path):
     assert plain["epochs"][0]["train_loss"] != a["epochs"][0]["train_loss"]  # a different batch order
 
 
-def test_profile_learning_rate_by_role_overrides_the_recipe_and_is_recorded(base, data, tmp_path):
-    def stage(root, lr_by_role):
-        prof = {**PROFILE, "base_models": {"bert": str(base)}, **({"lr_by_role": lr_by_role} if lr_by_role else {})}
+def test_profile_recipe_by_role_overrides_the_recipe_and_is_recorded(base, data, tmp_path):
+    def stage(root, recipe_by_role):
+        prof = {**PROFILE, "base_models": {"bert": str(base)}, **({"recipe_by_role": recipe_by_role} if recipe_by_role else {})}
         training.train(
             "TINY", [data], {}, root / "final", root / "card.json", root / "ckpt", root / "log.json",
             "test", {"test": prof}, {"role": "bert", "seed": 7}, RECIPE, amp=False, threads=1,
         )  # fmt: skip
         return json.loads((root / "card.json").read_text()), json.loads((root / "log.json").read_text())
 
-    card, log = stage(tmp_path / "scaled", {"bert": 3e-3, "xlmt": 1e-5})
-    assert card["recipe"]["lr"] == 3e-3 and card["budget"]["lr_by_role"] == {"bert": 3e-3, "xlmt": 1e-5}
+    by_role = {"bert": {"lr": 3e-3, "class_weights": "none"}, "xlmt": {"lr": 1e-5}}
+    card, log = stage(tmp_path / "scaled", by_role)
+    assert card["recipe"]["lr"] == 3e-3 and card["recipe"]["class_weights"] == "none"
+    assert card["recipe"]["epochs"] == RECIPE["epochs"] and card["budget"]["recipe_by_role"] == by_role
     plain_card, plain_log = stage(tmp_path / "plain", None)
-    assert plain_card["recipe"]["lr"] == RECIPE["lr"] and plain_card["budget"]["lr_by_role"] is None
-    assert log["epochs"][0]["train_loss"] != plain_log["epochs"][0]["train_loss"]  # the larger step was taken
+    assert plain_card["recipe"]["lr"] == RECIPE["lr"] and plain_card["recipe"]["class_weights"] == RECIPE["class_weights"]
+    assert plain_card["budget"]["recipe_by_role"] is None
+    assert log["epochs"][0]["train_loss"] != plain_log["epochs"][0]["train_loss"]  # the larger, unweighted step was taken
+
+
+def test_per_dataset_training_budget_is_in_the_model_card(base, data, tmp_path):
+    profile = {**PROFILE, "max_train_per_dataset": 20}
+    log = training.run(
+        "TINY", str(base), [data], RECIPE, profile, 7, tmp_path / "final", tmp_path / "ckpt",
+        tmp_path / "log.json", tmp_path / "card.json", threads=1, progress=False,
+    )  # fmt: skip
+    card = json.loads((tmp_path / "card.json").read_text())
+    assert card["budget"]["max_train_per_dataset"] == 20 and card["training_data"][0]["train_used"] == 20
+    assert card["budget_note"].startswith("training data subsampled to at most 20 train examples per dataset (20 at most over 1 dataset")
+    assert log["epochs"]

@@ -246,23 +246,31 @@ def stratified_cap(frame: pl.DataFrame, cap: int | None, seed: int) -> pl.DataFr
     return pl.concat(parts).sort("id")
 
 
-def per_dataset_cap(max_train: int | None, n_datasets: int) -> int | None:
+def per_dataset_cap(max_train: int | None, n_datasets: int, max_per_dataset: int | None = None) -> int | None:
     """Train examples drawn from each of a model's ``n_datasets`` datasets
-    when the model may see ``max_train`` in total (an even share, at least 2).
+    when the model may see ``max_train`` in total (an even share, at least 2)
+    and each dataset may give ``max_per_dataset`` (the smaller cap wins; None
+    = no cap of that kind).
 
     >>> per_dataset_cap(3000, 1), per_dataset_cap(3000, 3), per_dataset_cap(None, 3)
     (3000, 1000, None)
+    >>> per_dataset_cap(None, 3, 1500), per_dataset_cap(3000, 3, 1500), per_dataset_cap(3000, 1, 1500)
+    (1500, 1000, 1500)
     """
-    return None if max_train is None else max(2, max_train // max(1, n_datasets))
+    caps = [c for c in (None if max_train is None else max(2, max_train // max(1, n_datasets)), max_per_dataset) if c is not None]
+    return min(caps) if caps else None
 
 
-def load_splits(files: Sequence[Path], max_train: int | None, seed: int, labels: LabelSet = BINARY) -> tuple[Split, Split, list[dict]]:
+def load_splits(
+    files: Sequence[Path], max_train: int | None, seed: int, labels: LabelSet = BINARY, max_per_dataset: int | None = None
+) -> tuple[Split, Split, list[dict]]:
     """Train and dev splits of processed tables. ``max_train`` caps the
-    model's train examples in total, spread evenly over its datasets (a
-    stratified sample of each); each dev split is capped to a quarter of
-    that dataset's share. Labels come from ``labels.column``."""
+    model's train examples in total, spread evenly over its datasets, and
+    ``max_per_dataset`` each dataset's (a stratified sample of each; see
+    :func:`per_dataset_cap`); each dev split is capped to a quarter of that
+    dataset's share. Labels come from ``labels.column``."""
     train, dev, counts = Split([], [], []), Split([], [], []), []
-    max_train = per_dataset_cap(max_train, len(files))
+    max_train = per_dataset_cap(max_train, len(files), max_per_dataset)
     for f in files:
         table = pl.read_parquet(f, columns=["id", "text", labels.column, "split", "dataset"])
         if labels.column != "label":
@@ -749,7 +757,7 @@ def run(
     bucketing = bool(profile.get("length_bucketing", False))
     labels = LabelSet.from_recipe(recipe_params)
     supervision = Supervision.from_recipe(recipe_params)
-    train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed, labels)
+    train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed, labels, profile.get("max_train_per_dataset"))
     if supervision is not None:
         if recipe.grid_search or rationales_file is None:
             raise ValueError("attention supervision needs a rationales file for the training posts (and no grid search)")
@@ -771,6 +779,8 @@ def run(
     }
     if lower:
         fingerprint["freeze_lower_layers"] = lower
+    if profile.get("max_train_per_dataset") is not None:
+        fingerprint["max_train_per_dataset"] = profile["max_train_per_dataset"]
     if labels != BINARY:  # binary models keep their fingerprint (and checkpoints)
         fingerprint["labels"] = asdict(labels)
     if supervision is not None:
@@ -824,11 +834,11 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "lr_by_role")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "recipe_by_role")},
         "budget_note": (
-            f"training data subsampled to at most {profile['max_train_per_model']} train examples"
-            f" ({per_dataset_cap(profile['max_train_per_model'], len(data_files))} per dataset, stratified)"
-            if profile.get("max_train_per_model")
+            f"training data subsampled to at most {cap} train examples per dataset"
+            f" ({cap * len(data_files)} at most over {len(data_files)} dataset{'s' if len(data_files) > 1 else ''}, stratified)"
+            if (cap := per_dataset_cap(profile.get("max_train_per_model"), len(data_files), profile.get("max_train_per_dataset")))
             else "full training data"
         )
         + (f"; epochs capped at {profile['max_epochs']}" if profile.get("max_epochs") else "; the recipe's epochs")
@@ -888,9 +898,9 @@ def train(
     from hatecheck_pipeline.models.base import role_ref
 
     prof = active_profile(profile, profiles)
-    lr = (prof.get("lr_by_role") or {}).get(spec["role"])
-    if lr is not None:  # the profile's learning rate for this role (a small budget wants a larger step); in the card's recipe
-        recipe = {**recipe, "lr": float(lr)}
+    override = (prof.get("recipe_by_role") or {}).get(spec["role"]) or {}
+    if override:  # the profile's recipe settings for this role (a small budget wants a larger step); in the card's recipe
+        recipe = {**recipe, **override}
     log = run(
         model,
         role_ref(prof, spec["role"]),
