@@ -404,5 +404,5 @@ def test_per_dataset_training_budget_is_in_the_model_card(base, data, tmp_path):
     )  # fmt: skip
     card = json.loads((tmp_path / "card.json").read_text())
     assert card["budget"]["max_train_per_dataset"] == 20 and card["training_data"][0]["train_used"] == 20
-    assert card["budget_note"].startswith("training data subsampled to at most 20 train examples per dataset (20 at most over 1 dataset")
+    assert card["budget_note"].startswith("training data subsampled to at most 20 train examples (stratified); ")
     assert log["epochs"]

@@ -836,8 +836,8 @@ def run(
         "profile": profile["name"],
         "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "recipe_by_role")},
         "budget_note": (
-            f"training data subsampled to at most {cap} train examples per dataset"
-            f" ({cap * len(data_files)} at most over {len(data_files)} dataset{'s' if len(data_files) > 1 else ''}, stratified)"
+            f"training data subsampled to at most {cap} train examples"
+            + (f" per dataset ({cap * len(data_files)} over its {len(data_files)} datasets, stratified)" if len(data_files) > 1 else " (stratified)")
             if (cap := per_dataset_cap(profile.get("max_train_per_model"), len(data_files), profile.get("max_train_per_dataset")))
             else "full training data"
         )
