@@ -85,3 +85,35 @@ def test_report_shows_the_stage_time_and_memory_records(workdir):
     assert html.index("<td class='rowhead'>train_B-D</td>") < html.index("<td class='rowhead'>score_B-D_hatecheck</td>")
     report.report(**kwargs, usage_dir=Path("elsewhere"))
     assert "No stage records" in Path("reports/r.html").read_text("utf-8")
+
+
+def test_report_shows_the_scores_no_table_reads_and_the_expanded_suite_files(workdir):
+    """A held-out score of a model tested on no functional suite (the HateXplain
+    model's) lands in the ``other`` group and the report's "Other scores";
+    every expanded suite file is listed with its row count."""
+    hx = make_metrics(workdir, "hatexplain", Suite("heldout_hatexplain", "hatexplain", "case_id", HELDOUT, split="test"), 0.8, 3)
+    bd = make_metrics(workdir, "B-D", Suite("hatecheck", "hatecheck", "case_id"), 0.7, 1)
+    assert tables.GROUPS["other"].select([hx, bd]) == [hx]
+    assert hx not in tables.GROUPS["hatecheck"].select([hx, bd])
+    tables.run("hatecheck", [bd], "tables_hatecheck")
+    tables.run("other", [hx], "tables_other")
+    suite_file = Path("data/expanded/perturbed_hatecheck/bert.parquet")
+    suite_file.parent.mkdir(parents=True)
+    import polars as pl
+
+    pl.DataFrame({"case_id": [f"c{i}" for i in range(1234)]}).write_parquet(suite_file)
+    Path("val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
+    report.report(
+        tables={t: Path(paths.table(t)) for g in ("hatecheck", "other") for t in tables.GROUPS[g].tables},
+        cards={}, validation={"hatecheck": Path("val.json")},
+        published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
+        out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile="smoke",
+        models={"B-D": {"suites": ["hatecheck"]}, "hatexplain": {"suites": ["heldout_hatexplain"]}},
+        expansion={}, expanded_suites={"perturbed_hatecheck/bert": suite_file, "extended/xlmt": Path("data/expanded/extended/xlmt.parquet")},
+    )
+    html = Path("reports/r.html").read_text("utf-8")
+    other = re.search(r'<table id="other-scores">.*?</table>', html, re.S).group(0)
+    assert 'data-cell-id="other_scores:hatexplain:heldout_hatexplain:macro_f1"' in other and "B-D" not in other
+    files = re.search(r'<table id="expanded-suite-files">.*?</table>', html, re.S).group(0)
+    assert "data/expanded/perturbed_hatecheck/bert.parquet</code></td><td>1,234<" in files
+    assert "data/expanded/extended/xlmt.parquet</code></td><td>—<" in files  # not there: no count

@@ -1,6 +1,6 @@
-"""The papers' tables, zero- vs many-shot, contrast consistency and
-original vs expanded suites, built from the per-(model, suite)
-METRICS.json files.
+"""The papers' tables, zero- vs many-shot, contrast consistency,
+original vs expanded suites and every other score (``other``), built from
+the per-(model, suite) METRICS.json files.
 
 Every table is written in long form, one row per cell, and every cell
 carries its provenance: the metrics file and the stage that produced it
@@ -348,6 +348,14 @@ def _paired(every: list[Source]) -> list[Source]:
     return list(dict.fromkeys(s for pair in comparison_pairs(every) for s in pair))
 
 
+def _unselected(every: list[Source]) -> list[Source]:
+    # every scored (model, suite) no other group reads (e.g. a model's held-out
+    # set when the model is tested on no functional suite): the report shows
+    # every score the pipeline computes
+    taken = {s for name, g in GROUPS.items() if name != "other" for s in g.select(every)}
+    return [s for s in every if s not in taken]
+
+
 def _build_hatecheck(loaded: Loaded, languages_of: Mapping[str, list[str]], summary_file: str, stage: str) -> Built:
     tables = hatecheck_tables(loaded)
     return tables, {
@@ -372,6 +380,11 @@ def _build_shots(loaded: Loaded, languages_of: Mapping[str, list[str]], summary_
 def _build_contrast(loaded: Loaded, languages_of: Mapping[str, list[str]], summary_file: str, stage: str) -> Built:
     tables = {"contrast": contrast_table(loaded)}
     return tables, {"both_correct": nested(tables["contrast"], "model", "row")}
+
+
+def _build_other(loaded: Loaded, languages_of: Mapping[str, list[str]], summary_file: str, stage: str) -> Built:
+    tables = {"other_scores": overall_cells("other_scores", loaded, ["macro_f1"], row_of=lambda s: s.suite)}
+    return tables, {"macro_f1": nested(tables["other_scores"], "model", "row")}
 
 
 def _build_expanded(loaded: Loaded, languages_of: Mapping[str, list[str]], summary_file: str, stage: str) -> Built:
@@ -423,6 +436,7 @@ GROUPS: dict[str, Group] = {
                          "title": "Accuracy (%) per functional test, original vs expanded suite", "x_label": "accuracy (%)"},
                         rows=lambda cells: cells.filter(pl.col("column") != "change")),),
         ),
+        Group("other", ("other_scores",), _build_other, _unselected),
     ]
 }
 

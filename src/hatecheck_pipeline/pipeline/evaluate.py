@@ -5,7 +5,8 @@
 - ``tables_<group>``: the table groups declared in
   :data:`hatecheck_pipeline.evaluation.tables.GROUPS` (the papers' tables
   ``hatecheck`` and ``mhc``, zero- vs many-shot ``shots``, contrast
-  consistency ``contrast``, original vs expanded suites ``expanded``), as
+  consistency ``contrast``, original vs expanded suites ``expanded``, the
+  scores no other group reads ``other``), as
   long CSVs with per-cell provenance, a DVC metrics JSON and DVC plot CSVs.
 """
 

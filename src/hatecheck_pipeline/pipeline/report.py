@@ -53,6 +53,19 @@ def expansion_reports(params: Mapping[str, Any]) -> dict[str, str]:
     return {k: v for k, v in wanted.items() if v in produced}
 
 
+def expanded_suites(params: Mapping[str, Any]) -> dict[str, str]:
+    """Every expanded suite the expand phase writes in each preprocessing
+    scheme ("<suite>/<scheme>" -> its processed file), published whether or
+    not a configured model reads that scheme: the report lists them."""
+    from hatecheck_pipeline.pipeline import expand
+
+    return {
+        f"{s.args['name']}/{s.args['scheme']}": s.outputs["out"].path
+        for s in expand.stages(params)
+        if s.function == "expand_preprocess"
+    }
+
+
 def bias_summary(params: Mapping[str, Any]) -> str | None:
     """results/bias/summary.json where the audits phase is configured."""
     from hatecheck_pipeline.pipeline import audits
@@ -67,6 +80,9 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     inputs["cards"] = model_cards(params)
     if "expansion" in params:  # the section is shown (a report not produced says so)
         inputs["expansion"] = expansion_reports(params)
+        suites = expanded_suites(params)
+        if suites:
+            inputs["expanded_suites"] = suites
     summary = bias_summary(params)
     if summary:
         inputs["bias_summary"] = summary

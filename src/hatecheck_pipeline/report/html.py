@@ -78,8 +78,8 @@ def build(
 ) -> str:
     """The report as one HTML string.
 
-    ``expansion``: {coverage, coverage_file, reproduction, reproduction_file}
-    (documents may be None); ``bias``: {doc, file} of results/bias/summary.json.
+    ``expansion``: {coverage, coverage_file, reproduction, reproduction_file,
+    suites: {"<suite>/<scheme>": (file, rows)}} (documents may be None); ``bias``: {doc, file} of results/bias/summary.json.
     Either None leaves its section out (the pipeline always passes both).
     ``usage``: {records, folder} of the stage time and memory records (None
     = no such section)."""
@@ -175,10 +175,15 @@ def build(
     if not get("contrast").is_empty():
         section("contrast", "Contrast consistency", "<p class='note'>Share of (hateful case, non-hateful contrast) pairs linked by <code>ref_case_id</code> where the model gets both right.</p>" + pivot(get("contrast"), "contrast-table", "row", "model", below_mark))
 
+    if not get("other_scores").is_empty():
+        section("other", "Other scores", "<p class='note'>Macro F1 of every scored (model, suite) that no table above reads "
+                "(for example a held-out test set of a model tested on no functional suite).</p>"
+                + pivot(get("other_scores"), "other-scores", "row", "model", None, caption="macro F1"))
+
     if expansion is not None:
         section("expanded", "Expanded suites: original versus expanded", expanded_section(
             get("expanded_functionality"), below_mark, expansion.get("coverage"), expansion.get("coverage_file", ""),
-            expansion.get("reproduction"), expansion.get("reproduction_file", ""),
+            expansion.get("reproduction"), expansion.get("reproduction_file", ""), expansion.get("suites"),
         ))
     if bias is not None:
         section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
@@ -208,6 +213,11 @@ def _maybe_json(path: str | Path) -> dict | None:
         return None
 
 
+def _rows(path: str | Path) -> int | None:
+    """Row count of a Parquet file (None: not there)."""
+    return pl.scan_parquet(path).select(pl.len()).collect().item() if Path(path).exists() else None
+
+
 def run(
     out: str | Path,
     title: str,
@@ -225,11 +235,13 @@ def run(
     llm_files: Mapping[str, str | Path] | None = None,
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
     usage_dir: str | Path | None = None,
+    expanded_suite_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
     ``expansion_files``: {"coverage": ..., "reproduction": ...} (the expand
-    phase's reports; None = no expansion section); ``bias_summary_file``:
+    phase's reports; None = no expansion section); ``expanded_suite_files``:
+    the expanded suites' processed files; ``bias_summary_file``:
     results/bias/summary.json (None = no bias section); ``published``: the
     papers' tables (default: the package's ``published.yaml``);
     ``usage_dir``: the stage time and memory records (None = no section)."""
@@ -237,7 +249,8 @@ def run(
     if expansion_files is not None:
         cov, rep = expansion_files.get("coverage", ""), expansion_files.get("reproduction", "")
         expansion = {"coverage": _maybe_json(cov) if cov else None, "coverage_file": str(cov),
-                     "reproduction": _maybe_json(rep) if rep else None, "reproduction_file": str(rep)}
+                     "reproduction": _maybe_json(rep) if rep else None, "reproduction_file": str(rep),
+                     "suites": {k: (str(p), _rows(p)) for k, p in (expanded_suite_files or {}).items()}}
     bias = None if bias_summary_file is None else {"doc": _maybe_json(bias_summary_file), "file": str(bias_summary_file)}
     html = build(
         title,
@@ -277,6 +290,7 @@ def report(
     llm: Mapping[str, Path] | None = None,
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
     usage_dir: Path | None = None,
+    expanded_suites: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -288,7 +302,9 @@ def report(
     through the package's resources); ``llm_backends``: ``llm.backends``
     (what an ``llm`` model kind's backend is); ``usage_dir``: the stage
     time and memory records shown in the section "Run time and memory" (a
-    record of the run read as it is, not a tracked input)."""
+    record of the run read as it is, not a tracked input); ``expanded_suites``:
+    "<suite>/<scheme>" -> the expanded suites' processed files (listed with
+    their row counts)."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -296,5 +312,6 @@ def report(
         out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
+        expanded_suite_files=expanded_suites,
     )
     return f"wrote {written}"

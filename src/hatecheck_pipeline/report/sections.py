@@ -89,8 +89,10 @@ def expanded_section(
     coverage_file: str,
     reproduction: Mapping[str, Any] | None,
     reproduction_file: str,
+    suites: Mapping[str, tuple[str, int | None]] | None = None,
 ) -> str:
-    """Original vs expanded per functionality, perturbation coverage, template reproduction."""
+    """Original vs expanded per functionality, perturbation coverage, template
+    reproduction, and the expanded suite files ("<suite>/<scheme>" -> (file, rows))."""
     out = (
         "<p class='note'>Per-functionality accuracy on each published suite and its expansion (as GPT-HateCheck's "
         "Figure 4). Perturbed cases are grouped by the functionality of the case they were perturbed from; "
@@ -154,6 +156,13 @@ def expanded_section(
                 tds.append(json_td(v, cell_id("expansion", "reproduction", lang, key), reproduction_file, "expand_templates", digits))
             rows.append(f'<tr><td class="rowhead">{escape(lang)}</td>{"".join(tds)}</tr>')
         out += html_table("template-reproduction", ["language", *(h for _, h, _ in cols)], rows)
+    if suites:
+        out += "<h3>Expanded suite files</h3><p class='note'>Every expanded suite in every preprocessing scheme, for scoring any model on it.</p>"
+        rows = [
+            f'<tr><td class="rowhead">{escape(name)}</td><td><code>{escape(file)}</code></td><td>{"—" if n is None else f"{n:,}"}</td></tr>'
+            for name, (file, n) in suites.items()
+        ]
+        out += html_table("expanded-suite-files", ["suite / scheme", "file", "rows"], rows)
     return out
 
 
