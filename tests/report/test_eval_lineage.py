@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import yaml
 from typer.testing import CliRunner
 
@@ -89,3 +91,19 @@ def test_cli_and_errors(workdir):
     assert out.exit_code == 1 and "no stage in dvc.lock produces it" in out.output
     chain = lineage.trace("published:hatecheck_t2:B-D:total:accuracy", lineage.read_lock("dvc.lock"), REGISTRY, "report.html")
     assert "published number" in lineage.render(chain)
+
+
+def test_render_shows_the_active_profile_only(workdir):
+    """A stage that reads the profile records every profile; the text shows
+    the active one's values and names the others (JSON keeps them all)."""
+    lock = {"schema": "2.0", "stages": {"train_B-D": _stage(
+        "hatecheck-pipeline run train_B-D", ["data/processed/davidson2017/bert.parquet"], ["models/B-D"],
+        {"params.yaml": {"profile": "embedded", "profiles": {"embedded": {"max_epochs": 1}, "paper": {"max_epochs": 50}, "smoke": {"max_epochs": 9}}}})}}
+    (workdir / "dvc.lock").write_text(yaml.safe_dump(lock))
+    chain = lineage.trace("models/B-D", lineage.read_lock("dvc.lock"), REGISTRY)
+    text = lineage.render(chain)
+    assert 'param  profile = "embedded"' in text
+    assert 'param  profiles.embedded = {"max_epochs": 1}' in text
+    assert "not active: paper, smoke" in text
+    assert '"max_epochs": 50' not in text
+    assert json.loads(lineage.to_json(chain))["stages"]["train_B-D"]["params"]["params.yaml"]["profiles"]["paper"] == {"max_epochs": 50}

@@ -176,9 +176,21 @@ def render(chain: Chain) -> str:
 
 
 def _flat(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """``(key, value)`` lines of a stage's recorded parameters. A stage that
+    reads the profile records the whole ``profiles`` section next to
+    ``profile``; only the active profile's entry is shown (``profiles.<name>``,
+    the others named, not printed; :func:`to_json` keeps every value)."""
     out = []
     for file, values in params.items():
-        for key, value in (values or {}).items():
+        values = dict(values or {})
+        active, every = values.get("profile"), values.get("profiles")
+        if isinstance(active, str) and isinstance(every, Mapping) and active in every:
+            others = sorted(p for p in every if p != active)
+            values["profiles"] = every[active]
+            values = {(f"profiles.{active}" if k == "profiles" else k): v for k, v in values.items()}
+            if others:
+                values[f"profiles (not active: {', '.join(others)})"] = "omitted"
+        for key, value in values.items():
             out.append((f"{file}:{key}" if file != "params.yaml" else key, value))
     return out
 
