@@ -406,3 +406,43 @@ def test_per_dataset_training_budget_is_in_the_model_card(base, data, tmp_path):
     assert card["budget"]["max_train_per_dataset"] == 20 and card["training_data"][0]["train_used"] == 20
     assert card["budget_note"].startswith("training data subsampled to at most 20 train examples (stratified); ")
     assert log["epochs"]
+
+
+def test_layer_lr_decay_groups_and_training(base, data, tmp_path):
+    """layer_lr_decay: the head trains at lr, encoder layer i of n at
+    lr x decay^(n - i), the embedding block at lr x decay^(n + 1); biases and
+    norms without weight decay; 1.0 keeps one lr (two groups, as before);
+    a decayed run trains, is recorded in the card's recipe, and its lower
+    layers move less than with one lr."""
+    model = training.load_for_training(str(base), 0.1, 0)
+    n = len(model.base_model.encoder.layer)
+    depths = training.layer_depths(model)
+    assert depths["bert.embeddings.word_embeddings.weight"] == 0
+    assert depths["bert.encoder.layer.0.attention.self.query.weight"] == 1
+    assert depths[f"bert.encoder.layer.{n - 1}.output.dense.weight"] == n
+    assert depths["classifier.weight"] == n + 1
+    recipe = training.Recipe.from_params({**RECIPE, "layer_lr_decay": 0.5})
+    groups = training.param_groups(model, recipe)
+    lr_of = {id(p): g["lr"] for g in groups for p in g["params"]}
+    wd_of = {id(p): g["weight_decay"] for g in groups for p in g["params"]}
+    params = dict(model.named_parameters())
+    assert lr_of[id(params["classifier.weight"])] == pytest.approx(1e-3)
+    assert lr_of[id(params[f"bert.encoder.layer.{n - 1}.output.dense.weight"])] == pytest.approx(1e-3 * 0.5)
+    assert lr_of[id(params["bert.encoder.layer.0.output.dense.weight"])] == pytest.approx(1e-3 * 0.5**n)
+    assert lr_of[id(params["bert.embeddings.word_embeddings.weight"])] == pytest.approx(1e-3 * 0.5 ** (n + 1))
+    assert wd_of[id(params["bert.encoder.layer.0.output.dense.bias"])] == 0.0
+    assert wd_of[id(params["bert.encoder.layer.0.output.dense.weight"])] == 0.01
+    assert sum(len(g["params"]) for g in groups) == len(params)
+    flat = training.param_groups(model, training.Recipe.from_params(RECIPE))
+    assert len(flat) == 2 and {g["lr"] for g in flat} == {1e-3}
+
+    before = {k: v.clone() for k, v in training.load_for_training(str(base), 0.1, 7).state_dict().items()}
+    moved = {}
+    for decay in (1.0, 0.1):
+        root = tmp_path / f"decay-{decay}"
+        log = run_training(base, data, root, recipe={**RECIPE, "layer_lr_decay": decay})
+        after = load_file(str(root / "final" / "model.safetensors"))
+        card = json.loads((root / "model_card.json").read_text())
+        assert card["recipe"]["layer_lr_decay"] == decay and log["epochs"]
+        moved[decay] = float((after["bert.encoder.layer.0.output.dense.weight"] - before["bert.encoder.layer.0.output.dense.weight"]).abs().sum())
+    assert 0 < moved[0.1] < moved[1.0] / 10

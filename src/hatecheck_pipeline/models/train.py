@@ -90,6 +90,7 @@ class Recipe:
     batch_size: int
     epochs: int
     warmup_ratio: float = 0.0
+    layer_lr_decay: float = 1.0  # lr of encoder layer i = lr x decay^(layers - i); 1 = one lr for all
     early_stopping: Mapping[str, Any] | None = None  # {metric, patience}
     keep_best: bool = False
     select_on: str = "dev_loss"
@@ -428,6 +429,51 @@ def lower_layers(model, share: float) -> list:
     return list(layers)[: int(share * len(layers))]
 
 
+NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+
+
+def layer_depths(model) -> dict[str, int]:
+    """Depth of every parameter of a BERT-style classifier: 0 for the
+    embedding block, ``i + 1`` for encoder layer ``i``, ``layers + 1`` for
+    everything above the encoder (pooler, classification head)."""
+    base = model.base_model_prefix
+    layers = getattr(getattr(model.base_model, "encoder", None), "layer", None)
+    if layers is None:
+        raise ValueError(f"layer_lr_decay: {type(model).__name__} has no encoder.layer list")
+    n = len(layers)
+    out = {}
+    for name, _ in model.named_parameters():
+        parts = name.split(".")
+        if parts[0] == base:
+            parts = parts[1:]
+        if parts[0] == "embeddings":
+            out[name] = 0
+        elif parts[:2] == ["encoder", "layer"]:
+            out[name] = int(parts[2]) + 1
+        else:
+            out[name] = n + 1
+    return out
+
+
+def param_groups(model, recipe: "Recipe") -> list[dict]:
+    """AdamW parameter groups of the trainable parameters: weight decay off
+    for biases and norms, and with ``recipe.layer_lr_decay`` < 1 layer-wise
+    learning-rate decay (Howard & Ruder 2018; Sun et al. 2019): the head
+    trains at ``lr``, encoder layer ``i`` of ``n`` at ``lr x decay^(n - i)``,
+    the embedding block at ``lr x decay^(n + 1)``."""
+    trainable = [(nm, p) for nm, p in model.named_parameters() if p.requires_grad]
+    decay = float(recipe.layer_lr_decay)
+    depths = layer_depths(model) if decay != 1.0 else {nm: 0 for nm, _ in trainable}
+    top = max(depths.values(), default=0)
+    groups: dict[tuple[int, bool], dict] = {}
+    for nm, p in trainable:
+        key = (depths[nm], nm.endswith(NO_DECAY))
+        if key not in groups:
+            groups[key] = {"params": [], "weight_decay": 0.0 if key[1] else recipe.weight_decay, "lr": recipe.lr * decay ** (top - key[0])}
+        groups[key]["params"].append(p)
+    return [groups[k] for k in sorted(groups)]
+
+
 def train_loop(
     model,
     tokenizer,
@@ -478,13 +524,7 @@ def train_loop(
     steps_per_epoch = math.ceil(n / recipe.batch_size)
     total = steps_per_epoch * recipe.epochs
 
-    no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
-    trainable = [(nm, p) for nm, p in model.named_parameters() if p.requires_grad]
-    groups = [
-        {"params": [p for nm, p in trainable if not nm.endswith(no_decay)], "weight_decay": recipe.weight_decay},
-        {"params": [p for nm, p in trainable if nm.endswith(no_decay)], "weight_decay": 0.0},
-    ]
-    opt = torch.optim.AdamW(groups, lr=recipe.lr)
+    opt = torch.optim.AdamW(param_groups(model, recipe), lr=recipe.lr)
     sched = get_linear_schedule_with_warmup(opt, int(recipe.warmup_ratio * total), total)
     use_scaler = amp and device.type == "cuda" and not torch.cuda.is_bf16_supported()
     scaler = torch.amp.GradScaler("cuda", enabled=use_scaler) if device.type == "cuda" else None
