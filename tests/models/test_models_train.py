@@ -440,9 +440,13 @@ def test_layer_lr_decay_groups_and_training(base, data, tmp_path):
     moved = {}
     for decay in (1.0, 0.1):
         root = tmp_path / f"decay-{decay}"
-        log = run_training(base, data, root, recipe={**RECIPE, "layer_lr_decay": decay})
+        override = {"layer_lr_decay": decay, "class_weights": "none"} if decay != 1.0 else None
+        log = run_training(base, data, root, recipe={**RECIPE, **(override or {})}, recipe_override=override)
         after = load_file(str(root / "final" / "model.safetensors"))
         card = json.loads((root / "model_card.json").read_text())
         assert card["recipe"]["layer_lr_decay"] == decay and log["epochs"]
+        # the profile's per-role recipe settings are named in the budget note
+        named = "the profile's recipe for this role: class_weights none, layer_lr_decay 0.1"
+        assert (named in card["budget_note"]) == (override is not None), card["budget_note"]
         moved[decay] = float((after["bert.encoder.layer.0.output.dense.weight"] - before["bert.encoder.layer.0.output.dense.weight"]).abs().sum())
     assert 0 < moved[0.1] < moved[1.0] / 10

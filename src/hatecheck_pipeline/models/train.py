@@ -780,12 +780,15 @@ def run(
     on_checkpoint: Callable[[int], None] | None = None,
     bases: Mapping[str, Path] | None = None,
     rationales_file: Path | None = None,
+    recipe_override: Mapping[str, Any] | None = None,
 ) -> dict:
     """Train one model and write its directory, training log and card
     (``on_checkpoint``: see :func:`train_loop`; ``bases``: the pipeline base
     model directories, see :func:`~hatecheck_pipeline.models.base.resolve`;
     ``rationales_file``: the training posts' rationales, for a recipe with
-    ``attention_supervision``)."""
+    ``attention_supervision``; ``recipe_override``: the recipe settings the
+    profile set for the model's role, already in ``recipe_params``, named in
+    the card's budget note)."""
     from hatecheck_pipeline import __version__
     from hatecheck_pipeline.models import base as basemodels
 
@@ -884,7 +887,12 @@ def run(
         + (f"; epochs capped at {profile['max_epochs']}" if profile.get("max_epochs") else "; the recipe's epochs")
         + ("; word embeddings frozen" if freeze else "")
         + (f"; embedding block and the lowest {lower:g} of the encoder layers frozen" if lower else "")
-        + ("; length-bucketed batches" if bucketing else ""),
+        + ("; length-bucketed batches" if bucketing else "")
+        + (
+            "; the profile's recipe for this role: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in sorted(recipe_override.items()))
+            if recipe_override
+            else ""
+        ),
         "training_data": counts,
         "training_data_sha256": data_hashes,
         "recipe": asdict(recipe),
@@ -956,6 +964,7 @@ def train(
         amp=amp,
         bases=bases,
         rationales_file=Path(rationales) if rationales is not None else None,
+        recipe_override=override,
     )
     best = next(r for r in log["epochs"] if r["epoch"] == log["selected_epoch"])
     kind = " (attention-supervised)" if rationales is not None else ""
