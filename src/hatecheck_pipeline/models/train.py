@@ -421,12 +421,19 @@ def load_for_training(
     return model
 
 
-def lower_layers(model, share: float) -> list:
-    """The lowest ``floor(share x n)`` of a BERT-style encoder's ``n`` layers."""
+def encoder_layers(model, setting: str) -> list:
+    """The ``n`` layers of a BERT-style encoder, lowest first (``setting``:
+    the profile or recipe key that needs them, named in the error)."""
     layers = getattr(getattr(model.base_model, "encoder", None), "layer", None)
     if layers is None:
-        raise ValueError(f"freeze_lower_layers: {type(model).__name__} has no encoder.layer list")
-    return list(layers)[: int(share * len(layers))]
+        raise ValueError(f"{setting}: {type(model).__name__} has no encoder.layer list")
+    return list(layers)
+
+
+def lower_layers(model, share: float) -> list:
+    """The lowest ``floor(share x n)`` of a BERT-style encoder's ``n`` layers."""
+    layers = encoder_layers(model, "freeze_lower_layers")
+    return layers[: int(share * len(layers))]
 
 
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
@@ -436,23 +443,10 @@ def layer_depths(model) -> dict[str, int]:
     """Depth of every parameter of a BERT-style classifier: 0 for the
     embedding block, ``i + 1`` for encoder layer ``i``, ``layers + 1`` for
     everything above the encoder (pooler, classification head)."""
-    base = model.base_model_prefix
-    layers = getattr(getattr(model.base_model, "encoder", None), "layer", None)
-    if layers is None:
-        raise ValueError(f"layer_lr_decay: {type(model).__name__} has no encoder.layer list")
-    n = len(layers)
-    out = {}
-    for name, _ in model.named_parameters():
-        parts = name.split(".")
-        if parts[0] == base:
-            parts = parts[1:]
-        if parts[0] == "embeddings":
-            out[name] = 0
-        elif parts[:2] == ["encoder", "layer"]:
-            out[name] = int(parts[2]) + 1
-        else:
-            out[name] = n + 1
-    return out
+    layers = encoder_layers(model, "layer_lr_decay")
+    blocks = [model.base_model.embeddings, *layers]
+    depth = {id(p): d for d, block in enumerate(blocks) for p in block.parameters()}
+    return {name: depth.get(id(p), len(blocks)) for name, p in model.named_parameters()}
 
 
 def param_groups(model, recipe: "Recipe") -> list[dict]:

@@ -186,8 +186,7 @@ def _flat(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
         active, every = values.get("profile"), values.get("profiles")
         if isinstance(active, str) and isinstance(every, Mapping) and active in every:
             others = sorted(p for p in every if p != active)
-            values["profiles"] = every[active]
-            values = {(f"profiles.{active}" if k == "profiles" else k): v for k, v in values.items()}
+            values = dict((f"profiles.{active}", every[active]) if k == "profiles" else (k, v) for k, v in values.items())
             if others:
                 values[f"profiles (not active: {', '.join(others)})"] = "omitted"
         for key, value in values.items():
