@@ -1,0 +1,51 @@
+"""benchmarks/screen_model.py: which stages a screen runs, and its tables."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from hatecheck_pipeline.core.config import load_params
+from hatecheck_pipeline.evaluation import published
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def screen():
+    spec = importlib.util.spec_from_file_location("screen_model", ROOT / "benchmarks" / "screen_model.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["screen_model"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_screen_runs_the_models_train_heldout_and_mhc_stages_only(screen):
+    params = load_params(ROOT / "params.yaml")
+    picked = screen.screen_stages(params, "XTC")
+    assert [s.name for s in picked["train"]] == ["train_XTC"]
+    heldout = [s.name for s in picked["heldout"]]
+    assert sorted(n for n in heldout if n.startswith("score_")) == [
+        "score_XTC_heldout_fortuna2019", "score_XTC_heldout_haspeede2020", "score_XTC_heldout_hateval2019_es"]
+    assert all(n.index("predict_") == 0 for n in heldout if not n.startswith("score_"))
+    mhc = [s.name for s in picked["mhc"]]
+    assert mhc[0] == "predict_XTC_mhc" and len([n for n in mhc if n.startswith("score_XTC_mhc_")]) == 10
+    assert not any("perturbed" in n for n in mhc)  # the expanded suites are not part of a screen
+    with pytest.raises(SystemExit, match="train_LLM-EN"):
+        screen.screen_stages(params, "LLM-EN")
+
+
+def _doc(n: int, f1: float) -> dict:
+    return {"overall": {"n": n, "macro_f1": {"value": f1}}}
+
+
+def test_summary_sets_our_figures_next_to_the_papers(screen):
+    metrics = {"heldout_haspeede2020": _doc(1256, 70.0), "mhc_arabic": _doc(1000, 56.0), "mhc_hindi": _doc(1000, 50.0)}
+    text = screen.summary("XTC", metrics, published.load(), 412.4)
+    assert text.startswith("XTC: training 412 s")
+    assert "| haspeede2020 | 1256 | 70.0 | 76.3 | -6.3 |" in text
+    assert "| macro F1 (n=1000 per language) | 56.0 | 50.0 | **53.0** |" in text
+    assert "| paper | 59.4 | 58.1 | 58.8 |" in text  # MHC Table 7, XTC on Arabic and Hindi
