@@ -60,20 +60,20 @@ def macro_f1(doc: Mapping[str, Any]) -> float:
 def summary(model: str, metrics: Mapping[str, Mapping[str, Any]], tables: Mapping[str, Any], train_s: float) -> str:
     """Markdown tables of held-out and MHC macro F1 (``metrics``: suite name
     -> metrics document) with the paper's figures from ``tables``."""
-    t6 = (tables.get("mhc_t6", {}).get("values", {}) or {}).get(model, {})
-    t7 = (tables.get("mhc_t7", {}).get("values", {}) or {}).get(model, {})
+    t6 = published.lookup("mhc_t6", model, tables)  # (dataset, metric) -> (value, table, source)
+    t7 = published.lookup("mhc_t7", model, tables)
     lines = [f"{model}: training {train_s:.0f} s", "", "| held-out set | n | macro F1 | paper | difference |", "|---|---|---|---|---|"]
     for name, doc in metrics.items():
         if name.startswith("heldout_"):
             dataset = name.removeprefix("heldout_")
-            paper = t6.get(dataset, {}).get("macro_f1")
+            paper = t6.get((dataset, "macro_f1"), (None,))[0]
             diff = f"{macro_f1(doc) - paper:+.1f}" if paper is not None else ""
             lines.append(f"| {dataset} | {doc['overall']['n']} | {macro_f1(doc):.1f} | {paper if paper is not None else ''} | {diff} |")
     mhc = {name.removeprefix("mhc_"): doc for name, doc in metrics.items() if name.startswith("mhc_")}
     if mhc:
         langs = list(mhc)
         ours = [macro_f1(mhc[lang]) for lang in langs]
-        paper = [t7.get(lang, {}).get("macro_f1") for lang in langs]
+        paper = [t7.get((lang, "macro_f1"), (None,))[0] for lang in langs]
         lines += ["", "| | " + " | ".join(langs) + " | mean |", "|---|" + "---|" * (len(langs) + 1)]
         lines.append(f"| macro F1 (n={mhc[langs[0]]['overall']['n']} per language) | " + " | ".join(f"{v:.1f}" for v in ours) + f" | **{sum(ours) / len(ours):.1f}** |")
         if all(v is not None for v in paper):
