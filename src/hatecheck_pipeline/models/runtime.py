@@ -31,11 +31,25 @@ def available_threads() -> int:
     return max(1, min(cores, int(cores - load + 0.5)))
 
 
-def autocast_ctx(device: torch.device, amp: bool):
+def autocast_ctx(device: torch.device, amp: bool, cpu_bf16: bool = False):
+    """Mixed precision of a training step: bf16 (or fp16 without bf16)
+    autocast on CUDA when ``amp``; bf16 autocast on a CPU when ``cpu_bf16``
+    (fp32 master weights and optimiser state either way)."""
     if amp and device.type == "cuda":
         dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.autocast("cuda", dtype=dtype)
+    if cpu_bf16 and device.type == "cpu":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
     return contextlib.nullcontext()
+
+
+def precision(device: torch.device, amp: bool, cpu_bf16: bool = False) -> str:
+    """What :func:`autocast_ctx` runs a training step in, for logs and cards."""
+    if amp and device.type == "cuda":
+        return "bf16 autocast (CUDA)" if torch.cuda.is_bf16_supported() else "fp16 autocast (CUDA)"
+    if cpu_bf16 and device.type == "cpu":
+        return "bf16 autocast (CPU)"
+    return "fp32"
 
 
 def encode(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]:

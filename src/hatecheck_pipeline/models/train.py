@@ -40,6 +40,7 @@ from hatecheck_pipeline.models.runtime import (
     encode,
     forward_logits,
     pick_device,
+    precision,
 )
 
 ID2LABEL = {0: "non-hateful", 1: "hateful"}
@@ -480,6 +481,7 @@ def train_loop(
     ckpt_dir: Path,
     fingerprint: Mapping[str, Any],
     amp: bool = True,
+    cpu_bf16: bool = False,
     length_bucketing: bool = False,
     eval_batch_size: int = 64,
     progress: bool = True,
@@ -497,6 +499,8 @@ def train_loop(
     ``scripted_dev`` replaces dev evaluation (tests of early stopping).
     ``supervision`` adds BERT-HateXplain's attention loss (needs
     ``train_split.rationales`` and a model with eager attention).
+    ``cpu_bf16``: training steps on a CPU under bf16 autocast (dev
+    evaluation stays fp32).
     """
     from safetensors.torch import load_model
     from tqdm.auto import tqdm
@@ -567,7 +571,7 @@ def train_loop(
         for idx in bar:
             batch = collate([train_ids[i] for i in idx.tolist()], tokenizer.pad_token_id, device)
             y = train_y[idx].to(device)
-            with autocast_ctx(device, amp):
+            with autocast_ctx(device, amp, cpu_bf16):
                 output = model(**batch, **({"output_attentions": True} if supervision is not None else {}))
             loss = loss_fn(output.logits.float(), y)
             if supervision is not None:
@@ -626,6 +630,7 @@ def train_loop(
         "dev_examples": len(dev_ids),
         "device": str(device),
         "amp": bool(amp and device.type == "cuda"),
+        "precision": precision(device, amp, cpu_bf16),
         "recipe": asdict(recipe),
         **({"attention_supervision": asdict(supervision)} if supervision is not None else {}),
     }
@@ -646,6 +651,7 @@ def grid_search(
     freeze_embeddings: bool = False,
     freeze_lower_layers: float = 0.0,
     amp: bool = True,
+    cpu_bf16: bool = False,
     length_bucketing: bool = False,
     eval_batch_size: int = 64,
     progress: bool = True,
@@ -692,7 +698,7 @@ def grid_search(
         log = train_loop(
             model, tokenizer, train_split, dev_split, r,
             seed=seed, max_length=max_length, ckpt_dir=ckpt_dir / "trials" / name,
-            fingerprint={**fp, "trial": asdict(r)}, amp=amp, length_bucketing=length_bucketing, eval_batch_size=eval_batch_size,
+            fingerprint={**fp, "trial": asdict(r)}, amp=amp, cpu_bf16=cpu_bf16, length_bucketing=length_bucketing, eval_batch_size=eval_batch_size,
             progress=progress, on_checkpoint=on_checkpoint, labels=labels,
         )
         row = next(x for x in log["epochs"] if x["epoch"] == log["selected_epoch"])
@@ -792,6 +798,7 @@ def run(
     freeze = bool(profile.get("freeze_embeddings", False))
     lower = float(profile.get("freeze_lower_layers") or 0.0)
     bucketing = bool(profile.get("length_bucketing", False))
+    cpu_bf16 = bool(profile.get("cpu_bf16", False))
     labels = LabelSet.from_recipe(recipe_params)
     supervision = Supervision.from_recipe(recipe_params)
     train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed, labels, profile.get("max_train_per_dataset"))
@@ -816,6 +823,8 @@ def run(
     }
     if lower:
         fingerprint["freeze_lower_layers"] = lower
+    if cpu_bf16:
+        fingerprint["cpu_bf16"] = True
     if profile.get("max_train_per_dataset") is not None:
         fingerprint["max_train_per_dataset"] = profile["max_train_per_dataset"]
     if labels != BINARY:  # binary models keep their fingerprint (and checkpoints)
@@ -830,6 +839,7 @@ def run(
         ckpt_dir=ckpt_dir,
         fingerprint=fingerprint,
         amp=amp,
+        cpu_bf16=cpu_bf16,
         length_bucketing=bucketing,
         eval_batch_size=eval_batch_size,
         progress=progress,
@@ -871,7 +881,7 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "recipe_by_role")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "cpu_bf16", "recipe_by_role")},
         "budget_note": (
             f"training data subsampled to at most {cap} train examples"
             + (f" per dataset ({cap * len(data_files)} over its {len(data_files)} datasets, stratified)" if len(data_files) > 1 else " (stratified)")
@@ -882,6 +892,7 @@ def run(
         + ("; word embeddings frozen" if freeze else "")
         + (f"; embedding block and the lowest {lower:g} of the encoder layers frozen" if lower else "")
         + ("; length-bucketed batches" if bucketing else "")
+        + ("; bf16 mixed precision on CPU (autocast; fp32 weights, optimiser and prediction)" if log.get("precision") == "bf16 autocast (CPU)" else "")
         + (
             "; the profile's recipe for this role: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in sorted(recipe_override.items()))
             if recipe_override
