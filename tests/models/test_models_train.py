@@ -47,13 +47,13 @@ def data(tmp_path_factory) -> Path:
     return processed_table(tmp_path_factory.mktemp("data") / "toy" / "bert.parquet")
 
 
-def run_training(base: Path, data: Path, root: Path, recipe=RECIPE, **kw):
+def run_training(base: Path, data: Path, root: Path, recipe=RECIPE, profile=PROFILE, **kw):
     return training.run(
         "TINY",
         str(base),
         [data],
         recipe,
-        PROFILE,
+        profile,
         7,
         root / "final",
         root / "checkpoints",
@@ -359,19 +359,12 @@ def test_frozen_lower_layers_keep_their_pretrained_values(base, data, tmp_path):
 
 def test_length_bucketed_training_is_seeded_and_recorded(base, data, tmp_path):
     bucketed = {**PROFILE, "length_bucketing": True}
-
-    def once(root):
-        return training.run(
-            "TINY", str(base), [data], RECIPE, bucketed, 7, root / "final", root / "ckpt",
-            root / "log.json", root / "card.json", threads=1, progress=False,
-        )  # fmt: skip
-
-    a, b = once(tmp_path / "a"), once(tmp_path / "b")
+    a, b = (run_training(base, data, tmp_path / r, profile=bucketed) for r in "ab")
     assert a["epochs"] == b["epochs"]  # same seed, same batches, same losses
     wa = load_file(str(tmp_path / "a" / "final" / "model.safetensors"))
     wb = load_file(str(tmp_path / "b" / "final" / "model.safetensors"))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
-    card = json.loads((tmp_path / "a" / "card.json").read_text())
+    card = json.loads((tmp_path / "a" / "model_card.json").read_text())
     assert card["budget"]["length_bucketing"] is True
     plain = run_training(base, data, tmp_path / "plain")
     assert plain["epochs"][0]["train_loss"] != a["epochs"][0]["train_loss"]  # a different batch order
@@ -382,23 +375,16 @@ def test_cpu_bf16_trains_under_bf16_autocast_and_is_recorded(base, data, tmp_pat
     weights saved, dev evaluation and prediction fp32); deterministic, a
     different training run from fp32's, and said in the log and the card."""
     mixed = {**PROFILE, "cpu_bf16": True}
-
-    def once(root):
-        return training.run(
-            "TINY", str(base), [data], RECIPE, mixed, 7, root / "final", root / "ckpt",
-            root / "log.json", root / "card.json", threads=1, progress=False,
-        )  # fmt: skip
-
     with runtime.autocast_ctx(torch.device("cpu"), amp=False, cpu_bf16=True):
         assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
         assert torch.nn.functional.linear(torch.ones(2, 3), torch.ones(4, 3)).dtype == torch.bfloat16
     assert not torch.is_autocast_enabled("cpu")
     assert runtime.precision(torch.device("cpu"), amp=True, cpu_bf16=False) == "fp32"  # amp alone is CUDA's
-    a, b = once(tmp_path / "a"), once(tmp_path / "b")
+    a, b = (run_training(base, data, tmp_path / r, profile=mixed) for r in "ab")
     assert a["precision"] == "bf16 autocast (CPU)" and a["epochs"] == b["epochs"]
     weights = load_file(str(tmp_path / "a" / "final" / "model.safetensors"))
     assert all(v.dtype == torch.float32 for v in weights.values() if v.is_floating_point())
-    card = json.loads((tmp_path / "a" / "card.json").read_text())
+    card = json.loads((tmp_path / "a" / "model_card.json").read_text())
     assert card["budget"]["cpu_bf16"] is True and "bf16 mixed precision on CPU" in card["budget_note"]
     fp32 = run_training(base, data, tmp_path / "fp32")
     assert fp32["precision"] == "fp32" and "bf16" not in json.loads((tmp_path / "fp32" / "model_card.json").read_text())["budget_note"]
