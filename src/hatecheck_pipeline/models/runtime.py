@@ -31,25 +31,30 @@ def available_threads() -> int:
     return max(1, min(cores, int(cores - load + 0.5)))
 
 
-def autocast_ctx(device: torch.device, amp: bool, cpu_bf16: bool = False):
-    """Mixed precision of a training step: bf16 (or fp16 without bf16)
-    autocast on CUDA when ``amp``; bf16 autocast on a CPU when ``cpu_bf16``
-    (fp32 master weights and optimiser state either way)."""
+def autocast_dtype(device: torch.device, amp: bool, cpu_bf16: bool = False) -> torch.dtype | None:
+    """The autocast dtype of a training step or prediction: bf16 (fp16
+    without bf16) on CUDA when ``amp``; bf16 on a CPU when ``cpu_bf16``;
+    None = fp32. Master weights and optimiser state stay fp32 either way."""
     if amp and device.type == "cuda":
-        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.autocast("cuda", dtype=dtype)
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     if cpu_bf16 and device.type == "cpu":
-        return torch.autocast("cpu", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
+        return torch.bfloat16
+    return None
+
+
+def autocast_ctx(device: torch.device, amp: bool, cpu_bf16: bool = False):
+    dtype = autocast_dtype(device, amp, cpu_bf16)
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 def precision(device: torch.device, amp: bool, cpu_bf16: bool = False) -> str:
-    """What :func:`autocast_ctx` runs a training step in, for logs and cards."""
-    if amp and device.type == "cuda":
-        return "bf16 autocast (CUDA)" if torch.cuda.is_bf16_supported() else "fp16 autocast (CUDA)"
-    if cpu_bf16 and device.type == "cpu":
-        return "bf16 autocast (CPU)"
-    return "fp32"
+    """What :func:`autocast_ctx` runs in, for logs and cards.
+
+    >>> precision(torch.device("cpu"), amp=True), precision(torch.device("cpu"), amp=False, cpu_bf16=True)
+    ('fp32', 'bf16 autocast (CPU)')
+    """
+    dtype = autocast_dtype(device, amp, cpu_bf16)
+    return "fp32" if dtype is None else f"{'bf16' if dtype == torch.bfloat16 else 'fp16'} autocast ({device.type.upper()})"
 
 
 def encode(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]:
@@ -109,12 +114,7 @@ def forward_logits(model, seqs, pad_id: int, batch_size: int, device: torch.devi
     was_training = model.training
     model.eval()
     out = torch.empty((len(seqs), model.config.num_labels), dtype=torch.float32)
-    ctx = (
-        torch.autocast("cuda", dtype=torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16)
-        if amp and device.type == "cuda"
-        else contextlib.nullcontext()
-    )
-    with torch.inference_mode(), ctx:
+    with torch.inference_mode(), autocast_ctx(device, amp):
         for idx in tqdm(length_batches(seqs, batch_size), disable=not progress, desc="predict", mininterval=5):
             batch = collate([seqs[i] for i in idx], pad_id, device)
             out[torch.as_tensor(idx)] = model(**batch).logits.float().cpu()
