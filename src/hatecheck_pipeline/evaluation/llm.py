@@ -41,20 +41,14 @@ ANSWER_COLUMNS = ["backend", "model", "variant", "setting", "example_set", "item
                   "iteration", "answer"]
 
 
-# The paper's figures (GPT-3 davinci, temperature 0.3; percent): Tables 1-3
-# (means over 100 iterations) and the "All" rows of Tables 4 and 7 (mixed
-# category without / with the instruction line, racist or sexist vs neither).
-def _paper(table: str, racist: tuple, sexist: tuple) -> dict[str, dict[str, Any]]:
-    src = f"Chiu, Collins, Alexander 2022, {table}"
-    return {c: {**dict(zip(("accuracy", "precision", "recall", "f1"), v)), "source": src} for c, v in (("racist", racist), ("sexist", sexist))}
-
-
-PAPER = {
-    "zero_shot": _paper("Table 1", (58, 58, 59, 58), (55, 53, 79, 63)),
-    "one_shot": _paper("Table 2", (55, 55, 62, 58), (55, 55, 58, 56)),
-    "few_shot_single": _paper("Table 3", (64, 62, 74, 67), (70, 74, 62, 68)),
-    "mixed": _paper("Table 4 (All)", (83, 68, 94, 79), (85, 76, 79, 77)),
-    "mixed_instruction": _paper("Table 7 (All)", (82, 70, 81, 75), (79, 81, 50, 62)),
+# The paper's figures (GPT-3 davinci, temperature 0.3) per setting: the
+# tables of resources/published.yaml the report sets beside each setting.
+PAPER_TABLES = {
+    "zero_shot": "gpt3_detection_t1",
+    "one_shot": "gpt3_detection_t2",
+    "few_shot_single": "gpt3_detection_t3",
+    "mixed": "gpt3_detection_t4",
+    "mixed_instruction": "gpt3_detection_t7",
 }
 
 
@@ -160,7 +154,7 @@ def metrics_of(answers: pl.DataFrame) -> dict[str, Any]:
     """score-llm metrics per setting and variant."""
     out: dict[str, Any] = {}
     for (setting, variant), part in sorted(answers.group_by("setting", "variant"), key=lambda kv: (SETTINGS.index(kv[0][0]), kv[0][1])):
-        out.setdefault(setting, {})[variant] = score_frame(part.select("category", "label", "answer", "iteration"))
+        out.setdefault(setting, {})[variant] = score_frame(part.select("category", "label", "answer", "iteration", "setting"))
     return out
 
 
@@ -226,8 +220,9 @@ def run_ethos(
         "threads": threads,
         **info,
         "by_setting": metrics_of(frame),
-        "paper": {k: v for k, v in PAPER.items() if k in settings},
+        "paper_tables": {k: v for k, v in PAPER_TABLES.items() if k in settings},
     }
     write_json(doc, metrics)
-    summary = {s: {v: {c: m["f1"]["mean"] for c, m in d["by_category"].items()} for v, d in vs.items()} for s, vs in doc["by_setting"].items()}
+    summary = {s: {v: {c: m["f1"]["mean"] if c not in MIXED else {k: b["pooled"]["f1"] for k, b in m["by_class"].items()}
+                       for c, m in d["by_category"].items()} for v, d in vs.items()} for s, vs in doc["by_setting"].items()}
     return f"{name}: {frame.height} answers in {seconds:.0f} s; F1 {json.dumps(summary)}"

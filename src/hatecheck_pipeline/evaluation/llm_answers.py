@@ -4,27 +4,56 @@
 Input layout (CSV or Parquet): ``category`` (the category asked about:
 ``sexist``, ``racist`` or ``mixed``), ``label`` (gold: ``sexist`` /
 ``not-sexist``, ``racist`` / ``not-racist``; for mixed ``sexist`` /
-``racist`` / ``neither``), ``answer`` (the model's raw text) and an optional
-``iteration`` (repeated runs of the same prompts).
+``racist`` / ``neither``), ``answer`` (the model's raw text), an optional
+``iteration`` (repeated runs of the same prompts; for the mixed settings the
+example set) and an optional ``setting``: on a ``mixed`` row, ``mixed``
+(section 4.4, no instruction; the default) or ``mixed_instruction``
+(section 4.5, with the instruction line).
 
-Parsing: the first word of the answer (case and punctuation ignored):
-``yes`` / ``no`` or the class word (``sexist``, ``not-sexist`` or ``not
-sexist``; for mixed ``sexist`` / ``racist`` / ``neither``). Anything else is
-unparsed: counted and omitted, as the paper omits its "not applicable"
-answers.
+Yes/no settings (zero-, one-shot, single-category few-shot; Tables 1-3):
+the first word of the answer (case and punctuation ignored), ``yes`` /
+``no`` or the class word (``sexist``, ``not-sexist`` or ``not sexist``).
+Anything else is unparsed: counted and omitted, as the paper omits its "not
+applicable" answers. ``overall`` (the paper's "Overall" rows) pools the
+racist and sexist prompts of an iteration (positive = the comment has the
+category asked about).
+
+Mixed settings (Tables 4 and 7), the paper's rule of section 4.4, for
+category c in racist, sexist, over the comments labelled c or ``neither``
+(the comments of the other category are not part of c's figures):
+
+- true positive: labelled c and the answer *contains* c (case-insensitive
+  substring: "sexist, racist" on a racist comment is a TP for racist);
+- false negative: labelled c and the answer does not contain c, whatever it
+  says ("transphobic", "neither", "I don't know", empty);
+- false positive: labelled ``neither`` and the answer contains c;
+- true negative: labelled ``neither`` and the answer does not contain c.
+
+Out-of-scope answers are counted, never omitted, without the instruction.
+With the instruction (section 4.5) the paper omits only the answers that
+name both categories: ``both`` and ``racist and sexist`` (also ``sexist and
+racist``), compared after lower-casing and stripping punctuation; they are
+counted in ``omitted``.
 
 Metrics, in percent: accuracy, and precision / recall / F1 of the positive
-class (the category; for mixed the macro average over the three classes),
-computed per iteration, then the mean and the sample standard deviation
-over iterations (one iteration: sd 0). For mixed, ``by_class`` adds the
-paper's per-category figures (Tables 4 and 7): for class ``c`` in racist,
-sexist the comments labelled ``c`` or ``neither``, positive = answered ``c``.
+class, computed per iteration, then the mean and the sample standard
+deviation over iterations (one iteration: sd 0). For the mixed settings,
+``by_class`` holds the per-category figures above, per iteration (the
+example sets of Tables 4 and 7) and ``pooled`` over every answer (the
+tables' "All" rows, computed from the pooled confusion counts as the
+authors' code does); the top-level mixed figures are the share of answers
+naming exactly the comment's class (Figure 1's "percent correctly
+categorized") as accuracy and the macro precision / recall / F1 over the
+three classes (an answer naming no class, or several, is wrong for every
+class). ``answers`` counts the distinct answers (Table 5) and
+``confusion`` crosses label and answer (Table 6).
 """
 
 from __future__ import annotations
 
 import re
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -35,8 +64,12 @@ from hatecheck_pipeline.core.errors import PipelineError
 MIXED_CLASSES = ("racist", "sexist", "neither")
 BINARY_CATEGORIES = ("racist", "sexist")
 CATEGORIES = (*BINARY_CATEGORIES, "mixed")
+MIXED_SETTINGS = ("mixed", "mixed_instruction")
 METRICS = ("accuracy", "precision", "recall", "f1")
+COUNTS = ("tp", "fp", "fn", "tn")
 WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
+# Answers the paper omits with the instruction (section 4.5), as answer_key gives them.
+BOTH_ANSWERS = ("both", "racist and sexist", "sexist and racist")
 
 
 class AnswersError(PipelineError, ValueError):
@@ -48,19 +81,19 @@ def gold_labels(category: str) -> tuple[str, ...]:
 
 
 def parse_answer(answer: str | None, category: str) -> str | None:
-    """The label an answer gives, or None when it is unparsed.
+    """The label a yes/no-setting answer gives, or None when it is unparsed
+    (the mixed settings are scored by :func:`mixed_outcome` instead; here a
+    mixed answer gives the class it names alone, see :func:`named_class`).
 
     >>> [parse_answer(a, "sexist") for a in ("Yes.", " no", "not-sexist.", "Not sexist", "sexist, racist", "maybe")]
     ['sexist', 'not-sexist', 'not-sexist', 'not-sexist', 'sexist', None]
-    >>> [parse_answer(a, "mixed") for a in ("racist.", "Neither", "sexist and misogynistic", "both", "")]
-    ['racist', 'neither', 'sexist', None, None]
     """
+    if category == "mixed":
+        return named_class(answer)
     words = WORD.findall((answer or "").lower())
     if not words:
         return None
     first = words[0]
-    if category == "mixed":
-        return first if first in MIXED_CLASSES else None
     if first in ("yes", category):
         return category
     if first in ("no", f"not-{category}") or (first == "not" and words[1:2] == [category]):
@@ -68,26 +101,106 @@ def parse_answer(answer: str | None, category: str) -> str | None:
     return None
 
 
+def answer_key(answer: str | None) -> str:
+    """An answer as the distinct-answer tables count it: lower case,
+    whitespace collapsed, surrounding spaces, quotes and final full stops
+    stripped.
+
+    >>> [answer_key(a) for a in (" Racist.", "racist and  sexist", "'Neither'", None)]
+    ['racist', 'racist and sexist', 'neither', '']
+    """
+    text = " ".join((answer or "").split()).lower()
+    return text.strip(" .'\"")
+
+
+def mentions(answer: str | None, cls: str) -> bool:
+    """Whether the answer contains the category (the paper's "contained a
+    category that matched"): a case-insensitive substring test.
+
+    >>> [mentions(a, "racist") for a in ("sexist, racist", "Racist.", "neither", "racists", None)]
+    [True, True, False, True, False]
+    """
+    return cls in (answer or "").lower()
+
+
+def named_class(answer: str | None) -> str | None:
+    """The one class of racist / sexist / neither the answer contains, or
+    None when it contains none or several.
+
+    >>> [named_class(a) for a in ("racist.", "Neither, but the", "sexist and misogynistic", "sexist, racist", "both")]
+    ['racist', 'neither', 'sexist', None, None]
+    """
+    named = [c for c in MIXED_CLASSES if mentions(answer, c)]
+    return named[0] if len(named) == 1 else None
+
+
+def omitted(answer: str | None, setting: str) -> bool:
+    """With the instruction (section 4.5) the answers naming both
+    categories are omitted; without it nothing is.
+
+    >>> [omitted(a, "mixed_instruction") for a in ("Both.", "racist and sexist", "racist", "sexist, racist")]
+    [True, True, False, False]
+    >>> omitted("both", "mixed")
+    False
+    """
+    return setting == "mixed_instruction" and answer_key(answer) in BOTH_ANSWERS
+
+
+def mixed_outcome(label: str, answer: str | None, cls: str) -> str | None:
+    """``tp`` / ``fn`` / ``fp`` / ``tn`` of one mixed answer for category
+    ``cls`` (section 4.4); None when the comment is labelled with the other
+    category (not part of ``cls``'s figures).
+
+    >>> [mixed_outcome("racist", a, "racist") for a in ("sexist, racist", "transphobic", "neither", "I don't know")]
+    ['tp', 'fn', 'fn', 'fn']
+    >>> [mixed_outcome("neither", a, "sexist") for a in ("racist", "sexist.", "hypocritical")], mixed_outcome("sexist", "racist", "racist")
+    (['tn', 'fp', 'tn'], None)
+    """
+    if label not in (cls, "neither"):
+        return None
+    hit = mentions(answer, cls)
+    if label == cls:
+        return "tp" if hit else "fn"
+    return "fp" if hit else "tn"
+
+
+def metrics_from_counts(tp: int, fp: int, fn: int, tn: int) -> dict[str, float]:
+    """Accuracy, precision, recall, F1 (percent; 0 where undefined).
+
+    >>> {k: round(v) for k, v in metrics_from_counts(300, 70, 300, 1130).items()}  # Table 21 "All" -> Table 7 "All", sexism
+    {'accuracy': 79, 'precision': 81, 'recall': 50, 'f1': 62}
+    """
+    n = tp + fp + fn + tn
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f = 2 * p * r / (p + r) if p + r else 0.0
+    return {"accuracy": 100 * (tp + tn) / n if n else 0.0, "precision": 100 * p, "recall": 100 * r, "f1": 100 * f}
+
+
 def read_answers(path: Path) -> pl.DataFrame:
     """The answers file, checked: required columns, known categories, gold
-    labels that fit their category (a bad row is a one-line error naming
-    file, row and rule)."""
+    labels that fit their category, known mixed settings (a bad row is a
+    one-line error naming file, row and rule)."""
     if not Path(path).exists():
         raise AnswersError(f"{path}: answers file not found")
     frame = pl.read_parquet(path) if str(path).endswith(".parquet") else pl.read_csv(path, infer_schema=False)
     missing = [c for c in ("category", "label", "answer") if c not in frame.columns]
     if missing:
-        raise AnswersError(f"{path}: missing column(s) {missing} (need category, label, answer[, iteration])")
+        raise AnswersError(f"{path}: missing column(s) {missing} (need category, label, answer[, iteration][, setting])")
     if "iteration" not in frame.columns:
         frame = frame.with_columns(pl.lit("0").alias("iteration"))
-    frame = frame.with_columns(pl.col("category", "label", "iteration").cast(pl.String), pl.col("answer").cast(pl.String))
-    for row, rec in enumerate(frame.select("category", "label").iter_rows(), start=1):
-        category, label = rec
+    if "setting" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("setting"))
+    frame = frame.with_columns(pl.col("category", "label", "iteration", "setting").cast(pl.String), pl.col("answer").cast(pl.String))
+    for row, rec in enumerate(frame.select("category", "label", "setting").iter_rows(), start=1):
+        category, label, setting = rec
         if category not in CATEGORIES:
             raise AnswersError(f"{path}: row {row}: category {category!r} is not one of {list(CATEGORIES)}")
         if label not in gold_labels(category):
             raise AnswersError(f"{path}: row {row}: label {label!r} is not a gold label of category {category!r} "
                                f"({list(gold_labels(category))})")
+        if category == "mixed" and setting not in (None, "", *MIXED_SETTINGS):
+            raise AnswersError(f"{path}: row {row}: setting {setting!r} of a mixed row is not one of {list(MIXED_SETTINGS)}")
     return frame
 
 
@@ -98,17 +211,16 @@ def with_predictions(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _binary(gold: list[str], pred: list[str], positive: str) -> dict[str, float]:
-    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
+    tp = sum(g == positive and p == positive for g, p in zip(gold, pred))
+    fp = sum(g != positive and p == positive for g, p in zip(gold, pred))
+    fn = sum(g == positive and p != positive for g, p in zip(gold, pred))
+    return metrics_from_counts(tp, fp, fn, len(gold) - tp - fp - fn)
 
-    p, r, f, _ = precision_recall_fscore_support(gold, pred, labels=[positive], average=None, zero_division=0)
-    return {"accuracy": 100 * accuracy_score(gold, pred), "precision": 100 * p[0], "recall": 100 * r[0], "f1": 100 * f[0]}
 
-
-def _macro(gold: list[str], pred: list[str]) -> dict[str, float]:
-    from sklearn.metrics import accuracy_score, precision_recall_fscore_support
-
-    p, r, f, _ = precision_recall_fscore_support(gold, pred, labels=list(MIXED_CLASSES), average="macro", zero_division=0)
-    return {"accuracy": 100 * accuracy_score(gold, pred), "precision": 100 * p, "recall": 100 * r, "f1": 100 * f}
+def _macro(gold: list[str], pred: list[str | None]) -> dict[str, float]:
+    per = [_binary(gold, [p or "" for p in pred], c) for c in MIXED_CLASSES]
+    out = {m: statistics.fmean(x[m] for x in per) for m in ("precision", "recall", "f1")}
+    return {"accuracy": 100 * sum(g == p for g, p in zip(gold, pred)) / len(gold), **out}
 
 
 def summarise(values: Iterable[dict[str, float]]) -> dict[str, dict[str, float]]:
@@ -124,44 +236,104 @@ def summarise(values: Iterable[dict[str, float]]) -> dict[str, dict[str, float]]
     return out
 
 
-def score_category(frame: pl.DataFrame, category: str) -> dict[str, Any]:
-    """Metrics of one category (rows already parsed: column ``parsed``)."""
-    part = frame.filter(pl.col("category") == category)
+def _rounded(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items()}
+
+
+def _iterations(part: pl.DataFrame) -> list[str]:
+    return sorted(part["iteration"].unique().to_list(), key=lambda s: tuple(int(x) if x.isdigit() else x for x in s.split(".")))
+
+
+def score_binary(frame: pl.DataFrame, categories: Iterable[str]) -> dict[str, Any]:
+    """Metrics of yes/no answers (rows already parsed: column ``parsed``) of
+    the given categories, pooled per iteration (one category, or the
+    paper's "Overall" over both)."""
+    categories = list(categories)
+    part = frame.filter(pl.col("category").is_in(categories))
     parsed = part.filter(pl.col("parsed").is_not_null())
     per_iteration = []
-    iterations = sorted(part["iteration"].unique().to_list())
+    iterations = _iterations(part)
     for it in iterations:
         rows = parsed.filter(pl.col("iteration") == it)
         if rows.height == 0:
             continue
-        gold, pred = rows["label"].to_list(), rows["parsed"].to_list()
-        per_iteration.append(_macro(gold, pred) if category == "mixed" else _binary(gold, pred, category))
-    out: dict[str, Any] = {
+        gold = ["pos" if not g.startswith("not-") else "neg" for g in rows["label"].to_list()]
+        pred = ["pos" if not p.startswith("not-") else "neg" for p in rows["parsed"].to_list()]
+        per_iteration.append(_binary(gold, pred, "pos"))
+    return {
         "n": part.height,
         "unparsed": part.height - parsed.height,
         "unparsed_share": round(100 * (part.height - parsed.height) / part.height, 6) if part.height else None,
         "iterations": len(iterations),
         **summarise(per_iteration),
     }
-    if category == "mixed":
-        out["by_class"] = {}
-        for cls in BINARY_CATEGORIES:
-            values = []
-            for it in iterations:
-                rows = parsed.filter((pl.col("iteration") == it) & pl.col("label").is_in([cls, "neither"]))
-                if rows.height:  # any answer other than cls is a negative (paper: TN)
-                    gold = [g if g == cls else "other" for g in rows["label"].to_list()]
-                    pred = [p if p == cls else "other" for p in rows["parsed"].to_list()]
-                    values.append(_binary(gold, pred, cls))
-            out["by_class"][cls] = summarise(values)
-    return out
+
+
+def score_mixed(part: pl.DataFrame, setting: str) -> dict[str, Any]:
+    """Metrics of the answers of one mixed setting (``mixed`` or
+    ``mixed_instruction``) by the paper's rule (module docstring)."""
+    answers, labels, its = part["answer"].to_list(), part["label"].to_list(), part["iteration"].to_list()
+    keep = [not omitted(a, setting) for a in answers]
+    iterations = _iterations(part)
+    per_iteration, by_class = [], {}
+    for it in iterations:
+        rows = [(lab, a) for lab, a, i, k in zip(labels, answers, its, keep) if i == it and k]
+        if rows:
+            per_iteration.append(_macro([lab for lab, _ in rows], [named_class(a) for _, a in rows]))
+    for cls in BINARY_CATEGORIES:
+        counts = {it: Counter() for it in iterations}
+        for lab, a, i, k in zip(labels, answers, its, keep):
+            outcome = mixed_outcome(lab, a, cls) if k else None
+            if outcome:
+                counts[i][outcome] += 1
+        pooled = Counter()
+        for c in counts.values():
+            pooled.update(c)
+        per = {it: {**_rounded(metrics_from_counts(*(c[k] for k in COUNTS))), **{k: c[k] for k in COUNTS}}
+               for it, c in counts.items() if sum(c.values())}
+        by_class[cls] = {
+            **summarise(per.values()),
+            "pooled": {**_rounded(metrics_from_counts(*(pooled[k] for k in COUNTS))), **{k: pooled[k] for k in COUNTS}},
+            "per_iteration": per,
+        }
+    dropped = len(keep) - sum(keep)
+    confusion: dict[str, Counter] = {c: Counter() for c in MIXED_CLASSES}
+    for lab, a in zip(labels, answers):
+        confusion[lab][answer_key(a)] += 1
+    return {
+        "setting": setting,
+        "n": part.height,
+        "omitted": dropped,
+        # the report's "unparsed %" column: answers left out of the figures
+        "unparsed": dropped,
+        "unparsed_share": round(100 * dropped / part.height, 6) if part.height else None,
+        "out_of_scope": sum(named_class(a) is None for a in answers),
+        "iterations": len(iterations),
+        **summarise(per_iteration),
+        "by_class": by_class,
+        "answers": dict(Counter(answer_key(a) for a in answers).most_common()),
+        "confusion": {lab: dict(c.most_common()) for lab, c in confusion.items() if c},
+    }
 
 
 def score_frame(frame: pl.DataFrame) -> dict[str, Any]:
-    """``{"by_category": {category: metrics}}`` for every category present."""
+    """``{"by_category": {key: metrics}}``: ``racist`` / ``sexist`` (yes/no
+    settings), ``overall`` (both pooled, when both are present), ``mixed``
+    and ``mixed_instruction`` (the mixed rows by their ``setting``)."""
+    if "setting" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("setting"))
     frame = with_predictions(frame)
-    present = [c for c in CATEGORIES if c in set(frame["category"].to_list())]
-    return {"by_category": {c: score_category(frame, c) for c in present}}
+    present = set(frame["category"].to_list())
+    out: dict[str, Any] = {c: score_binary(frame, [c]) for c in BINARY_CATEGORIES if c in present}
+    if all(c in present for c in BINARY_CATEGORIES):
+        out["overall"] = score_binary(frame, BINARY_CATEGORIES)
+    mixed = frame.filter(pl.col("category") == "mixed").with_columns(
+        pl.when(pl.col("setting") == "mixed_instruction").then(pl.lit("mixed_instruction")).otherwise(pl.lit("mixed")).alias("setting"))
+    for setting in MIXED_SETTINGS:
+        part = mixed.filter(pl.col("setting") == setting)
+        if part.height:
+            out[setting] = score_mixed(part, setting)
+    return {"by_category": out}
 
 
 def score_file(answers: Path, out: Path) -> dict[str, Any]:

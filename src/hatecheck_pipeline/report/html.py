@@ -189,7 +189,7 @@ def build(
         section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
     prompted = [m for m, spec in models.items() if is_llm(spec)]
     if llm or prompted:
-        body = llm_section(llm["docs"], llm["files"]) if llm else ""
+        body = llm_section(llm["docs"], llm["files"], published, llm.get("misspelling")) if llm else ""
         body += functional_llm_section({m: models[m] for m in prompted}, get("hatecheck_t2"), get("mhc_t7"), below_mark)
         section("llm", "Prompted LLMs as classifiers (ETHOS; GPT-3 detection paper)", body)
 

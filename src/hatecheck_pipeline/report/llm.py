@@ -1,12 +1,18 @@
 """Report section: prompted LLMs on the ETHOS sets ("Detecting Hate Speech
-with GPT-3", Chiu, Collins, Alexander 2022), one table per backend and
-answering variant, with the paper's figures next to ours."""
+with GPT-3", Chiu, Collins, Alexander 2022): per backend the paper's Tables
+1-3 (yes/no settings, with the Overall rows), 4 and 7 (mixed settings per
+example set and All), 5 (distinct answers) and 6 (label x answer), each of
+our cells with its provenance next to the paper's figure
+(``resources/published.yaml``)."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import Any, Mapping
 
+from hatecheck_pipeline.evaluation import published as P
+from hatecheck_pipeline.evaluation.llm import PAPER_TABLES
+from hatecheck_pipeline.evaluation.llm_answers import COUNTS, answer_key, metrics_from_counts
 from hatecheck_pipeline.evaluation.tables import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td
 
@@ -17,32 +23,223 @@ SETTING_NAMES = {
     "mixed": "few-shot, mixed category",
     "mixed_instruction": "few-shot, mixed category, with instruction",
 }
+YES_NO = ("zero_shot", "one_shot", "few_shot_single")
+MIXED = ("mixed", "mixed_instruction")
 METRICS = ("accuracy", "precision", "recall", "f1")
+CATEGORY_NAMES = {"racist": "racist", "sexist": "sexist", "overall": "overall (racist + sexist pooled)"}
+# Table 6's answer columns; any other answer goes to "other".
+T6_ANSWERS = ("neither", "racist", "sexist", "both", "racist and sexist")
+MIXED_RULE = (
+    "Category c (racist, sexist) is scored over the comments labelled c or neither, as the paper's section 4.4 does: "
+    "labelled c and the answer contains c = true positive ('sexist, racist' on a racist comment counts), labelled c and "
+    "any other answer = false negative ('transphobic', 'neither', 'I don't know'), labelled neither and the answer "
+    "contains c = false positive, otherwise true negative; out-of-scope answers are counted, not omitted. With the "
+    "instruction (section 4.5) only the answers 'both' and 'racist and sexist' are omitted (column 'omitted')."
+)
 
 
-def _rows(doc: Mapping[str, Any]) -> list[tuple[str, str, str, Mapping[str, Any], Mapping[str, Any]]]:
-    """(setting, variant, row label, metrics, block) for every table row."""
+def _paper(published: Mapping[str, Any], table: str) -> dict[tuple[str, str], tuple[float, str, str]]:
+    return P.lookup(table, "GPT-3", published)
+
+
+def _paper_td(paper: Mapping[tuple[str, str], tuple[float, str, str]], row: str, column: str) -> str:
+    value, table, source = paper.get((row, column), (None, "", ""))
+    return published_td(table, "GPT-3", row, column, value, source)
+
+
+def _ms(m: Mapping[str, Any], metric: str, cid: str, source: str, stage: str) -> str:
+    v = m.get(metric) or {}
+    return json_td(v.get("mean"), cid, source, stage, 1, f" ± {v.get('sd', 0):.1f} (sd)" if v.get("sd") is not None else "")
+
+
+def overall_check(published: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The paper's Overall rows of Tables 1-3 recomputed from its own
+    figures: F1 from the printed overall precision and recall (2PR/(P+R)),
+    and the same with the sexism recall in the numerator (what the authors'
+    ``paper.Rmd`` computes: ``2*zero_hate_precision*zero_sexism_recall``).
+
+    >>> [(r["table"], r["printed_f1"], round(r["f1_from_pr"], 1), round(r["f1_authors_code"], 1)) for r in overall_check(P.load())]
+    [('gpt3_detection_t1', 70, 61.2, 70.1), ('gpt3_detection_t2', 55, 57.4, 55.5), ('gpt3_detection_t3', 62, 67.5, 61.5)]
+    """
     out = []
-    for setting, variants in (doc.get("by_setting") or {}).items():
-        for variant, d in variants.items():
-            for category, m in (d.get("by_category") or {}).items():
-                if category == "mixed":
-                    out.append((setting, variant, "all classes (macro)", m, m))
-                    for cls, cm in (m.get("by_class") or {}).items():
-                        out.append((setting, variant, f"{cls} (vs neither)", cm, m))
-                else:
-                    out.append((setting, variant, category, m, m))
+    for setting in YES_NO:
+        table = PAPER_TABLES[setting]
+        paper = {k: v[0] for k, v in _paper(published, table).items()}
+        if ("overall", "f1") not in paper:
+            continue
+        p, r, rs = paper[("overall", "precision")], paper[("overall", "recall")], paper[("sexist", "recall")]
+        out.append({"setting": setting, "table": table, "printed_f1": paper[("overall", "f1")], "precision": p, "recall": r,
+                    "f1_from_pr": 2 * p * r / (p + r), "f1_authors_code": 2 * p * rs / (p + r),
+                    "category_f1": (paper[("racist", "f1")], paper[("sexist", "f1")])})
     return out
 
 
-def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str, str]) -> str:
-    """Zero/one/few-shot tables for every configured backend."""
+def yes_no_table(backend: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
+    """Tables 1-3: the yes/no settings, racist / sexist / overall rows."""
+    rows = []
+    for setting in YES_NO:
+        paper = _paper(published, PAPER_TABLES[setting])
+        for variant, d in ((doc.get("by_setting") or {}).get(setting) or {}).items():
+            for category in ("racist", "sexist", "overall"):
+                m = (d.get("by_category") or {}).get(category)
+                if m is None:  # not asked in this run: the paper's figures alone
+                    tds = ['<td class="missing">–</td>'] * 6 + [_paper_td(paper, category, metric) for metric in METRICS]
+                    rows.append(f'<tr><td class="rowhead">{escape(SETTING_NAMES[setting])}</td><td class="rowhead">{escape(variant)}</td>'
+                                f'<td class="rowhead">{escape(CATEGORY_NAMES[category])} (not run)</td>{"".join(tds)}</tr>')
+                    continue
+                cid = lambda *p: cell_id("llm", backend, setting, variant, category, *p)  # noqa: E731
+                tds = [json_td(m.get("n"), cid("n"), source, stage, 0),
+                       json_td(m.get("unparsed_share"), cid("unparsed_share"), source, stage, 1, f", {m.get('unparsed')} unparsed")]
+                tds += [_ms(m, metric, cid(metric), source, stage) for metric in METRICS]
+                tds += [_paper_td(paper, category, metric) for metric in METRICS]
+                rows.append(f'<tr><td class="rowhead">{escape(SETTING_NAMES[setting])}</td><td class="rowhead">{escape(variant)}</td>'
+                            f'<td class="rowhead">{escape(CATEGORY_NAMES[category])}</td>{"".join(tds)}</tr>')
+    if not rows:
+        return ""
+    head = ["setting", "variant", "category", "answers", "unparsed %", *METRICS, *(f"{m} (paper)" for m in METRICS)]
+    checks = overall_check(published)
+    note = ""
+    if checks:
+        computed = ", ".join(f"{c['f1_authors_code']:.1f}" for c in checks)
+        parts = "; ".join(f"{SETTING_NAMES[c['setting']]} (Table {c['table'][-1]}): printed {c['printed_f1']}, "
+                          f"2PR/(P+R) from its printed P {c['precision']} and R {c['recall']} = {c['f1_from_pr']:.1f}, "
+                          f"racist / sexist F1 {c['category_f1'][0]} / {c['category_f1'][1]}" for c in checks)
+        note = ("<p class='note'><b>The paper's Overall rows are not consistent with its category rows:</b> the Overall F1 does not "
+                f"follow from the Overall precision and recall printed beside it ({escape(parts)}). Each printed value equals "
+                f"2·P·R<sub>sexism</sub>/(P+R) ({computed}): the authors' "
+                "<code>paper.Rmd</code> computes the overall F1 with the sexism recall in the numerator. Our overall row is the "
+                "racist and sexist prompts pooled per iteration, F1 from its own precision and recall (computed here from "
+                "<code>published.yaml</code>, not typed in).</p>")
+    return ("<h4>Tables 1–3: zero-shot, one-shot, single-category few-shot (yes/no; first word parsed, other answers "
+            "counted and omitted)</h4>" + html_table(f"llm-ethos-{backend}", head, rows) + note)
+
+
+def _per_set(block: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per example set: the counts of its iterations (``<set>`` or
+    ``<set>.<repeat>``) summed, the metrics from the summed counts."""
+    sums: dict[str, dict[str, int]] = {}
+    for it, c in (block.get("per_iteration") or {}).items():
+        s = sums.setdefault(str(it).split(".")[0], dict.fromkeys(COUNTS, 0))
+        for k in COUNTS:
+            s[k] += c.get(k, 0)
+    return {k: {**metrics_from_counts(*(v[c] for c in COUNTS)), **v} for k, v in sorted(sums.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)}
+
+
+def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
+    """Table 4 (no instruction) or 7 (with instruction): per example set and
+    the "All" row (pooled counts), racist and sexist, ours next to GPT-3's."""
+    paper = _paper(published, PAPER_TABLES[setting])
+    out = ""
+    for variant, d in ((doc.get("by_setting") or {}).get(setting) or {}).items():
+        m = (d.get("by_category") or {}).get(setting)
+        if not m:
+            continue
+        rows = []
+        by_class = m.get("by_class") or {}
+        # every example set of ours or the paper's (a set we did not run shows the paper's figures alone)
+        theirs = {r.split(":")[0] for r, _ in paper if not r.startswith("all:")}
+        sets = sorted({k for b in by_class.values() for k in _per_set(b)} | theirs, key=lambda k: int(k) if k.isdigit() else 0)
+        for key in [*sets, "all", "mean"]:
+            for category in ("racist", "sexist"):
+                b = by_class.get(category) or {}
+                cid = lambda *p: cell_id("llm", backend, setting, variant, key, category, *p)  # noqa: E731
+                if key == "mean":
+                    tds = ["<td></td>"] + [_ms(b, metric, cid(metric), source, stage) for metric in METRICS]
+                    tds += ['<td class="missing">–</td>'] * 4
+                else:
+                    fig = b.get("pooled") if key == "all" else _per_set(b).get(key)
+                    if fig is None:
+                        tds = ['<td class="missing">–</td>'] * 5 + [_paper_td(paper, f"{key}:{category}", metric) for metric in METRICS]
+                        rows.append(f'<tr><td class="rowhead">{escape(key)} (not run)</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
+                        continue
+                    n = sum(fig.get(k, 0) for k in COUNTS)
+                    counts = f", TP {fig['tp']} FP {fig['fp']} FN {fig['fn']} TN {fig['tn']}"
+                    tds = [json_td(n, cid("n"), source, stage, 0, counts)]
+                    tds += [json_td(float(fig[metric]), cid(metric), source, stage, 1, counts) for metric in METRICS]
+                    tds += [_paper_td(paper, f"{key}:{category}", metric) for metric in METRICS]
+                label = {"all": "All", "mean": "mean ± sd over sets"}.get(key, key)
+                rows.append(f'<tr><td class="rowhead">{escape(label)}</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
+        head = ["example set", "category", "answers scored", *METRICS, *(f"{x} (paper)" for x in METRICS)]
+        cid = lambda *p: cell_id("llm", backend, setting, variant, setting, *p)  # noqa: E731
+        share = (m.get("accuracy") or {}).get("mean")
+        out += (f"<h5>{escape(variant)}: {m.get('n')} answers, {json_span(m.get('omitted'), cid('omitted'), source, stage)} omitted, "
+                f"{json_span(m.get('out_of_scope'), cid('out_of_scope'), source, stage)} naming no class or several; "
+                f"answers naming exactly the comment's class (Figure 1): {json_span(share, cid('accuracy'), source, stage)}% "
+                "(mean over sets)</h5>"
+                + html_table(f"llm-{setting.replace('_', '-')}-{backend}-{variant}", head, rows))
+    if not out:
+        return ""
+    number = 4 if setting == "mixed" else 7
+    return f"<h4>Table {number}: {escape(SETTING_NAMES[setting])}, per example set</h4><p class='note'>{escape(MIXED_RULE)}</p>" + out
+
+
+def json_span(value: Any, cid: str, source: str, stage: str) -> str:
+    """An inline figure with its provenance (a one-cell table would break the sentence)."""
+    return json_td(value, cid, source, stage, 1).replace("<td", "<span", 1).replace("</td>", "</span>")
+
+
+def answers_table(backend: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
+    """Table 5: the distinct answers of the mixed setting (no instruction)
+    with their counts, beside the paper's list of 143."""
+    entry = published.get("gpt3_detection_t5") or {}
+    theirs = {answer_key(a) for a in entry.get("answers") or []}
+    paper = _paper(published, "gpt3_detection_t5")
+    out = ""
+    for variant, d in ((doc.get("by_setting") or {}).get("mixed") or {}).items():
+        m = (d.get("by_category") or {}).get("mixed") or {}
+        answers = m.get("answers") or {}
+        rows = []
+        for answer, count in answers.items():
+            cid = cell_id("llm", backend, "mixed", variant, "answers", answer or "(empty)")
+            rows.append(f'<tr><td class="rowhead">{escape(answer or "(empty)")}</td>{json_td(count, cid, source, stage, 0)}'
+                        f'<td>{"yes" if answer in theirs else "no"}</td></tr>')
+        count_cid = cell_id("llm", backend, "mixed", variant, "answers", "distinct")
+        out += (f"<h5>{escape(variant)}: {json_span(len(answers), count_cid, source, stage)} distinct answers "
+                f"(GPT-3: {_paper_td(paper, 'distinct', 'answers').replace('<td', '<span', 1).replace('</td>', '</span>')})</h5>"
+                + html_table(f"llm-t5-{backend}-{variant}", ["answer", "count", "in the paper's Table 5"], rows))
+    if not out:
+        return ""
+    listed = " | ".join(escape(a) for a in entry.get("answers") or [])
+    return ("<h4>Table 5: distinct answers, mixed-category few-shot without instruction</h4>"
+            "<p class='note'>Answers lower-cased, whitespace collapsed, surrounding quotes and final full stops stripped.</p>"
+            + out + f"<details><summary>The paper's Table 5 ({escape(entry.get('source', ''))})</summary><p>{listed}</p></details>")
+
+
+def confusion_table(backend: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
+    """Table 6: comment label x answer of the mixed setting with instruction
+    (every answer, the omitted ones included), ours next to GPT-3's."""
+    paper = _paper(published, "gpt3_detection_t6")
+    out = ""
+    for variant, d in ((doc.get("by_setting") or {}).get("mixed_instruction") or {}).items():
+        m = (d.get("by_category") or {}).get("mixed_instruction") or {}
+        confusion = m.get("confusion") or {}
+        rows = []
+        for label in ("neither", "racist", "sexist"):
+            got = confusion.get(label) or {}
+            cols = {a: got.get(a, 0) for a in T6_ANSWERS}
+            cols["other"] = sum(v for a, v in got.items() if a not in T6_ANSWERS)
+            tds = []
+            for a, v in cols.items():
+                tds.append(json_td(v, cell_id("llm", backend, "mixed_instruction", variant, "confusion", label, a), source, stage, 0))
+                tds.append(_paper_td(paper, label, a) if a != "other" else '<td class="missing">–</td>')
+            rows.append(f'<tr><td class="rowhead">{label}</td>{"".join(tds)}</tr>')
+        head = ["label \\ answer", *(x for a in (*T6_ANSWERS, "other") for x in (a, f"{a} (paper)"))]
+        out += f"<h5>{escape(variant)}</h5>" + html_table(f"llm-t6-{backend}-{variant}", head, rows)
+    if not out:
+        return ""
+    return ("<h4>Table 6: mixed-category few-shot with instruction, comment label × answer (counts)</h4>"
+            "<p class='note'>The paper's counts are 4,800 answers (two runs of the 10 × 240 prompts); ours are this run's.</p>" + out)
+
+
+def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str, str], published: Mapping[str, Any] | None = None,
+                misspelling: Mapping[str, Any] | None = None) -> str:
+    """The ETHOS tables of every configured backend (Tables 1-7 of the
+    paper) and the misspelling test (section 5, Table 23)."""
+    published = P.load() if published is None else published
     out = ("<p class='note'>Prompted LLMs as classifiers on the ETHOS evaluation sets of Chiu et al. (2022): "
-           "accuracy, precision, recall and F1 of the category asked about (percent; mean ± sample sd over iterations, "
-           "for the mixed settings over the example sets), answers parsed as the paper does (first word yes/no or the "
-           "class word; other answers are unparsed, counted and omitted). <b>free</b> = generated text, parsed; "
-           "<b>constrained</b> = the allowed answer with the highest log-probability (never unparsed). "
-           "Paper figures (GPT-3 davinci, temperature 0.3, Tables 1–4 and 7) in italics.</p>")
+           "accuracy, precision, recall and F1 of the category asked about (percent; mean ± sample sd over iterations). "
+           "<b>free</b> = generated text, parsed; <b>constrained</b> = the allowed answer with the highest log-probability. "
+           "Paper figures (GPT-3 davinci, temperature 0.3) in italics.</p>")
     for backend, doc in docs.items():
         source, stage = files.get(backend, ""), f"llm_ethos_{backend}"
         if doc is None:
@@ -55,23 +252,16 @@ def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str
                     "GPT-3's for orientation only.</p>")
         out += (f"<p class='note'>{doc.get('answers')} answers to {doc.get('prompts')} prompts in {doc.get('seconds')} s "
                 f"({doc.get('prompts_per_second')} answers/s, {doc.get('threads')} threads); mixed example sets: "
-                f"{doc.get('example_sets') or 'all'}.</p>")
-        paper = doc.get("paper") or {}
-        rows = []
-        for setting, variant, label, m, block in _rows(doc):
-            key = label.split(" ")[0] if label != "all classes (macro)" else "mixed"
-            cid = lambda *p: cell_id("llm", backend, setting, variant, key, *p)  # noqa: E731
-            tds = [json_td(block.get("n"), cid("n"), source, stage, 0), json_td(block.get("unparsed_share"), cid("unparsed_share"), source, stage, 1, f", {block.get('unparsed')} unparsed")]
-            for metric in METRICS:
-                v = m.get(metric) or {}
-                tds.append(json_td(v.get("mean"), cid(metric), source, stage, 1, f" ± {v.get('sd', 0):.1f} (sd)" if v.get("sd") is not None else ""))
-            pv = (paper.get(setting) or {}).get(key) or {}
-            for metric in METRICS:
-                tds.append(published_td("gpt3_detection", "GPT-3", f"{setting}:{key}", metric, pv.get(metric), pv.get("source", "")))
-            rows.append(f'<tr><td class="rowhead">{escape(SETTING_NAMES.get(setting, setting))}</td><td class="rowhead">{escape(variant)}</td>'
-                        f'<td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
-        head = ["setting", "variant", "category", "answers", "unparsed %", *METRICS, *(f"{m} (paper)" for m in METRICS)]
-        out += html_table(f"llm-ethos-{backend}", head, rows)
+                f"{doc.get('example_sets') or 'all'}; prompts per setting: {doc.get('max_prompts_per_setting') or 'all'}.</p>")
+        out += yes_no_table(backend, doc, source, stage, published)
+        for setting in MIXED:
+            out += mixed_table(backend, setting, doc, source, stage, published)
+        out += answers_table(backend, doc, source, stage, published)
+        out += confusion_table(backend, doc, source, stage, published)
+    if misspelling:
+        from hatecheck_pipeline.report.llm_misspelling import misspelling_section
+
+        out += misspelling_section(misspelling["docs"], misspelling["files"], published)
     return out
 
 
@@ -82,7 +272,7 @@ def prompted_card(spec: Mapping[str, Any], backends: Mapping[str, Mapping[str, A
     >>> card = prompted_card({"kind": "llm", "backend": "b", "template": "suite_zero_shot", "prompt_language": "suite"},
     ...                      {"b": {"model": "pkg:x", "stand_in": "a small LM"}})
     >>> card["base_model"]["stand_in"], card["budget_note"]
-    ('a small LM', 'no training: prompted with suite_zero_shot_<language>, the instruction in each suite's language')
+    ('a small LM', "no training: prompted with suite_zero_shot_<language>, the instruction in each suite's language")
     """
     backend = backends.get(spec["backend"], {})
     where = "the instruction in English" if spec["prompt_language"] == "english" else "the instruction in each suite's language"
