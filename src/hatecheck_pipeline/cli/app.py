@@ -7,6 +7,8 @@
 - ``score``, ``compare``, ``lineage``: for anyone's predictions files and for
   auditing a reported number; ``score-llm``: raw LLM answers (ETHOS prompts).
 - ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml``.
+- ``docs record``, ``docs render``: record a finished run, render the
+  documentation's generated pages from it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Annotated, Optional
 import typer
 
 from hatecheck_pipeline.cli import tools
+from hatecheck_pipeline.cli.docs import docs_app
 from hatecheck_pipeline.cli.state import STATE, fail, load
 from hatecheck_pipeline.core import config
 from hatecheck_pipeline.core.errors import PipelineError
@@ -25,6 +28,7 @@ from hatecheck_pipeline.core.errors import PipelineError
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
 dag_app = typer.Typer(help="Inspect and render the stage registry.", no_args_is_help=True)
 app.add_typer(dag_app, name="dag")
+app.add_typer(docs_app, name="docs")
 app.command()(tools.score)
 app.command()(tools.compare)
 app.command()(tools.lineage)

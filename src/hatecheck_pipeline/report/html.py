@@ -44,8 +44,29 @@ td.missing{color:#999}
 td.incomplete{background:#fff3cd}
 .ok{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
 .note{color:#555;font-size:.9em}figure{margin:1em 0}figure img{max-width:100%}
-nav a{margin-right:1em}
+nav a{margin-right:1em}a.docs{font-size:.6em;font-weight:normal;margin-left:.6em}
 """
+
+# The documentation page that explains each section and paper table: the
+# Markdown sources, relative to reports/mhc_xtc.html (the built site has
+# the same page names and anchors). Anchors are the headings of
+# docs/evaluation.md (a test checks that each exists).
+DOCS_PAGE = "../docs/evaluation.md"
+DOCS_ANCHORS = {
+    "summary": "summary", "models": "models-that-ran", "hatecheck": "hatecheck-english", "mhc": "multilingual-hatecheck",
+    "shots": "zero-shot-versus-many-shot", "contrast": "contrast-consistency", "other": "other-scores",
+    "expanded": "expanded-suites-original-versus-expanded", "bias": "bias-and-explainability-audits",
+    "llm": "prompted-llms-as-classifiers", "validation": "data-validation", "usage": "run-time-and-memory",
+}
+
+
+def docs_link(sid: str) -> str:
+    """A link from a section or paper table to its documentation.
+
+    >>> docs_link("mhc")
+    ' <a class="docs" href="../docs/evaluation.md#multilingual-hatecheck">(what this is)</a>'
+    """
+    return f' <a class="docs" href="{DOCS_PAGE}#{DOCS_ANCHORS[sid]}">(what this is)</a>'
 
 
 def read_cells(table_files: Mapping[str, str | Path]) -> dict[str, pl.DataFrame]:
@@ -97,7 +118,7 @@ def build(
 
     def section(sid: str, heading: str, body: str) -> None:
         nav.append(f'<a href="#{sid}">{escape(heading)}</a>')
-        parts.append(f'<section id="{sid}"><h2>{escape(heading)}</h2>{body}</section>')
+        parts.append(f'<section id="{sid}"><h2>{escape(heading)}{docs_link(sid) if sid in DOCS_ANCHORS else ""}</h2>{body}</section>')
 
     # summary
     t7, t2h = get("mhc_t7"), get("hatecheck_t2")
@@ -129,36 +150,36 @@ def build(
     # HateCheck
     hc = ""
     if not get("hatecheck_t2").is_empty():
-        hc += "<h3>Table 1: accuracy per functional test</h3>" + pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck")
-        hc += "<h3>Table 2: accuracy per gold label</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
-        hc += "<h3>Table 3: accuracy per reclaimed slur (F9)</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
-        hc += "<h3>Table 4: accuracy per target group (identity-template cases)</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
+        hc += "<h3>Table 1: accuracy per functional test" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck")
+        hc += "<h3>Table 2: accuracy per gold label" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
+        hc += "<h3>Table 3: accuracy per reclaimed slur (F9)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
+        hc += "<h3>Table 4: accuracy per target group (identity-template cases)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
         if not get("hatecheck_t4").is_empty():
             hc += figure(grouped_bars(get("hatecheck_t4"), "row", "model", "HateCheck accuracy per target group", "accuracy (%)", below_mark), "HateCheck accuracy per target group", "fig-hatecheck-targets")
-        hc += "<h3>Held-out test sets: macro F1</h3>" + pivot(get("hatecheck_heldout"), "hatecheck-heldout", "row", "model", None, published=paper_cols("hatecheck_heldout"))
+        hc += "<h3>Held-out test sets: macro F1" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_heldout"), "hatecheck-heldout", "row", "model", None, published=paper_cols("hatecheck_heldout"))
         section("hatecheck", "HateCheck (English)", hc)
 
     # MHC
     if not get("mhc_t7").is_empty():
         m = ""
-        m += "<h3>Table 7: macro F1 per model and MHC language</h3>" + pivot(get("mhc_t7"), "mhc-t7", "row", "model", below_mark, published=paper_cols("mhc_t7"))
-        m += "<h3>Table 2: F1 per class and macro F1 per language</h3>"
+        m += "<h3>Table 7: macro F1 per model and MHC language" + docs_link("mhc") + "</h3>" + pivot(get("mhc_t7"), "mhc-t7", "row", "model", below_mark, published=paper_cols("mhc_t7"))
+        m += "<h3>Table 2: F1 per class and macro F1 per language" + docs_link("mhc") + "</h3>"
         m += per_model(get("mhc_t2"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t2-{model}", "row", "column", below_mark, published=P.lookup("mhc_t2", model, published) or None))
         chosen = heatmap_models or list(dict.fromkeys(get("mhc_t1")["model"].to_list()))
-        m += "<h3>Table 1: accuracy per functionality and language</h3>"
+        m += "<h3>Table 1: accuracy per functionality and language" + docs_link("mhc") + "</h3>"
         for model in chosen:
             c = get("mhc_t1").filter(pl.col("model") == model)
             if c.is_empty():
                 continue
             m += figure(heatmap(c, f"{model}: accuracy per functionality × language", below_mark), f"{model}: heatmap of accuracy, functionality × language", f"fig-heatmap-{model}")
             m += pivot(c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None, functionalities_of="mhc")
-        m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language</h3>"
+        m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language" + docs_link("mhc") + "</h3>"
         m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark, published=P.lookup("mhc_t3", model, published) or None))
         t3 = get("mhc_t3")
         if not t3.is_empty():
             mean = t3.group_by(["model", "row"], maintain_order=True).agg(pl.col("value").mean().round(1))
             m += figure(grouped_bars(mean, "row", "model", "MHC macro F1 per target group (mean over languages)", "macro F1", below_mark), "MHC macro F1 per target group", "fig-mhc-targets")
-        m += "<h3>Table 6: held-out macro F1 per training dataset</h3>" + pivot(get("mhc_t6"), "mhc-t6", "row", "model", None, published=paper_cols("mhc_t6"))
+        m += "<h3>Table 6: held-out macro F1 per training dataset" + docs_link("mhc") + "</h3>" + pivot(get("mhc_t6"), "mhc-t6", "row", "model", None, published=paper_cols("mhc_t6"))
         section("mhc", "Multilingual HateCheck", m)
 
     # zero vs many-shot
