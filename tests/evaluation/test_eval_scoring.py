@@ -95,6 +95,21 @@ def test_bad_files_are_clear_errors(project, mutate, message):
         scoring.run(SUITE, "p.csv", "m.json", samples=10)
 
 
+@pytest.mark.parametrize("name, content, message", [
+    ("binary.csv", bytes(range(256)) * 8, "binary.csv: line 2 (byte 128): bytes that are not UTF-8 text"),
+    ("latin1.csv", "case_id,pred\n1,hateful\n2,caf\xe9\n".encode("latin-1"), "latin1.csv: line 3 (byte 28): bytes that are not UTF-8"),
+    ("broken.parquet", b"PAR1 not really parquet", "broken.parquet: not a readable PARQUET predictions file"),
+])
+def test_unreadable_predictions_files_are_one_line_errors_naming_the_file(project, name, content, message):
+    """A binary or non-UTF-8 file: one line naming the file, not a polars traceback (issue 31)."""
+    (project / name).write_bytes(content)
+    with pytest.raises(scoring.ScoringError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
+        scoring.run(SUITE, name, "m.json", samples=10)
+    assert "\n" not in str(info.value)
+    result = CliRunner().invoke(app, ["score", "--suite", "hatecheck", "--predictions", name, "--out", "x.json"])
+    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
+
+
 def test_label_formats_agree(project):
     preds = predictions(hatecheck_like(), 0.7)
     preds.write_csv("words.csv")

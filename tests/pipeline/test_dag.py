@@ -88,4 +88,4 @@ def test_one_rule_loop_declares_threads_and_resources():
     rules = sorted((REPO / "workflow/rules").glob("*.smk"))
     assert [r.name for r in rules] == ["common.smk", "stages.smk"]
     text = (REPO / "workflow/rules/stages.smk").read_text()
-    assert "for stage in STAGES" in text and "threads: min(stage.threads, CORES)" in text and "mem_mb=stage.mem_mb" in text and "cpu_cores=" in text
+    assert "for stage in STAGES" in text and "threads: rule_threads(stage)" in text and "mem_mb=stage.mem_mb" in text and "cpu_cores=" in text

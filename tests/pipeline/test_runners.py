@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from conftest import REPO
 
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage, out
@@ -115,3 +116,49 @@ def test_stale_snakemake_locks_go_only_when_no_run_is_alive(workdir):
     assert runners.live_runs() == []  # the dead run's file is gone
     assert runners.clear_stale_locks() == [".snakemake/locks/0.input.lock"]
     assert not list(locks.iterdir())
+
+
+def test_a_float_without_a_dot_in_a_lock_dvc_wrote_matches_params(workdir):
+    """DVC writes params.yaml's `5.0e-5` into dvc.lock as `5e-05` (YAML 1.2: a
+    float; YAML 1.1: a string): read as DVC wrote it, the lock matches the
+    params, so Snakemake has nothing to redo after `dvc repro` (issue 31)."""
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text("training:\n  recipes:\n    r:\n      lr: 5.0e-5\n      epochs: 2\n")
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n  train_x:\n    cmd: echo done > out.txt\n    params:\n    - training.recipes.r\n    outs:\n    - out.txt\n")
+    subprocess.run([*dvc, "repro", "-q"], check=True)
+    assert "lr: 5e-05" in (workdir / "dvc.lock").read_text()  # how DVC writes it
+    s = Stage("train_x", "train", "m:f", outputs={"o": out("out.txt")}, params={"recipe": "training.recipes.r"})
+    params = {"training": {"recipes": {"r": {"lr": 5.0e-5, "epochs": 2}}}}
+    assert runners.locked_params()["train_x"] == {"training.recipes.r": {"lr": 5.0e-5, "epochs": 2}}
+    assert runners.sync_params_files([s], params) == []  # recorded by DVC: no reason to run
+    assert (workdir / runners.params_file(s)).stat().st_mtime == runners.OLD
+
+
+def test_threads_are_capped_by_the_local_cores_only():
+    """On Slurm a login node with fewer cores must not shrink every job (issue 31)."""
+    assert runners.rule_threads(8, 2, local=True) == 2
+    assert runners.rule_threads(8, 2, local=False) == 8
+    assert runners.rule_threads(1, 16, local=True) == 1
+    rules = (REPO / "workflow/rules/stages.smk").read_text()
+    assert "threads: rule_threads(stage)" in rules and "cpu_cores=rule_threads(stage)" in rules
+    assert "CORES)" not in rules  # no other cap of a rule's threads
+
+
+def test_a_failed_stage_log_reaches_the_terminal_through_the_default_profile(workdir):
+    """The default workflow profile prints a failed job's log: the stage's
+    one-line error is on the terminal, not only in logs/<stage>.log (issue 31)."""
+    import shutil
+
+    shutil.copytree(REPO / "profiles", workdir / "profiles")
+    message = "error: data/raw/x.csv: sha256 0123 does not match the expected abcd"
+    (workdir / "message.txt").write_text(message + "\n")  # not in the rule's command, which Snakemake prints
+    (workdir / "Snakefile").write_text(
+        'rule ingest_x:\n    output: "data/x.csv"\n    log: "logs/ingest_x.log"\n'
+        '    shell: "cat message.txt > {log}; exit 1"\n')
+    snakemake = os.path.join(os.path.dirname(sys.executable), "snakemake")
+    done = subprocess.run([snakemake, "--cores", "1", "data/x.csv"], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert message in done.stdout + done.stderr

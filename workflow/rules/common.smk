@@ -46,6 +46,11 @@ if workflow.local_exec and "cpu_cores" not in workflow.global_resources:
 hc_runners.sync_params_files(STAGES, PARAMS)
 
 
+def rule_threads(stage):
+    # capped by this machine's cores only when the jobs run here (not on Slurm)
+    return hc_runners.rule_threads(stage.threads, CORES, workflow.local_exec)
+
+
 def rule_outputs(stage):
     return [directory(o.path) if o.directory else o.path for o in stage.snakemake_outs]
 

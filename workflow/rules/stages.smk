@@ -16,12 +16,12 @@ for stage in STAGES:
             stage.log,
         conda:
             "../envs/hatecheck.yaml"
-        threads: min(stage.threads, CORES)
+        threads: rule_threads(stage)
         resources:
             mem_mb=stage.mem_mb,
             runtime=stage.runtime,
             gpu=stage.gpu,
-            cpu_cores=min(stage.threads, CORES),
+            cpu_cores=rule_threads(stage),
         params:
             cmd=stage.cmd,
         shell:

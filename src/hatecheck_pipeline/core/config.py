@@ -40,6 +40,17 @@ def read_yaml(path: str | Path) -> Any:
         return yaml.load(fh, Loader=loader)
 
 
+def read_dvc_yaml(path: str | Path) -> Any:
+    """A YAML file as DVC reads and writes it: ruamel.yaml's safe loader,
+    YAML 1.2 rules (DVC's own parser, C-accelerated by ruamel.yaml.clib).
+    For ``dvc.lock``: DVC writes ``5.0e-5`` as ``5e-05``, a float in YAML 1.2
+    but a string under the YAML 1.1 rules of :func:`read_yaml`."""
+    from ruamel.yaml import YAML
+
+    with open(path, encoding="utf-8") as fh:
+        return YAML(typ="safe").load(fh)
+
+
 def parse_override(item: str) -> tuple[str, Any]:
     """Parse ``key.sub=value`` (value read as YAML).
 

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
@@ -138,25 +138,32 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
-def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path) -> Path:
-    """Write atomically (temp file, then rename)."""
+def _atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Write ``path`` through ``write(<path>.tmp)``, then rename: readers see
+    the old file or the whole new one. A write that fails (disk full, an
+    interrupt) removes ``<path>.tmp`` and re-raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path) -> Path:
+    """Write atomically (temp file, then rename)."""
     if isinstance(frame, pl.LazyFrame):
         frame = frame.collect()
-    frame.write_parquet(tmp, compression="zstd", statistics=True)
-    os.replace(tmp, path)
-    return path
+    return _atomic(path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True))
 
 
 def write_json(obj: Any, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n", "utf-8")
-    os.replace(tmp, path)
-    return path
+    text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+    return _atomic(path, lambda tmp: tmp.write_text(text, "utf-8"))
 
 
 def read_json(path: str | Path) -> Any:
@@ -165,22 +172,12 @@ def read_json(path: str | Path) -> Any:
 
 def write_text(text: str, path: str | Path) -> Path:
     """Write a text file atomically (temp file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, path)
-    return path
+    return _atomic(path, lambda tmp: tmp.write_text(text, "utf-8"))
 
 
 def write_csv(frame: pl.DataFrame, path: str | Path) -> Path:
     """Write a CSV atomically (temp file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    frame.write_csv(tmp)
-    os.replace(tmp, path)
-    return path
+    return _atomic(path, frame.write_csv)
 
 
 def sha256sum(path: str | Path, chunk: int = 1 << 20) -> str:

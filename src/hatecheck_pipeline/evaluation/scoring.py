@@ -100,6 +100,18 @@ def parse_labels(values: pl.Series, threshold: float | None = None) -> np.ndarra
     return mapped.to_numpy().astype(int)
 
 
+def _check_utf8(path: Path) -> None:
+    """A CSV/TSV predictions file must be UTF-8 text: name the first bad
+    line instead of letting the CSV reader fail with a traceback."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ScoringError(f"{path}: line {line} (byte {exc.start}): bytes that are not UTF-8 text "
+                           "(a binary file, or another encoding: save the predictions as UTF-8 CSV)") from None
+
+
 def read_predictions(
     path: str | Path,
     id_column: str,
@@ -115,12 +127,19 @@ def read_predictions(
         raise ScoringError(f"{path}: predictions file not found")
     if path.is_file() and path.stat().st_size == 0:
         raise ScoringError(f"{path}: the predictions file is empty (0 bytes)")
-    if path.suffix.lower() == ".parquet":
-        frame = pl.read_parquet(path)
-    elif path.suffix.lower() in {".csv", ".tsv"}:
-        frame = pl.read_csv(path, separator="\t" if path.suffix.lower() == ".tsv" else ",", infer_schema_length=0)
-    else:
+    suffix = path.suffix.lower()
+    if suffix not in {".parquet", ".csv", ".tsv"}:
         raise ScoringError(f"{path}: use a .csv, .tsv or .parquet file")
+    if suffix != ".parquet":
+        _check_utf8(path)
+    try:
+        if suffix == ".parquet":
+            frame = pl.read_parquet(path)
+        else:
+            frame = pl.read_csv(path, separator="\t" if suffix == ".tsv" else ",", infer_schema_length=0)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ScoringError(f"{path}: not a readable {suffix[1:].upper()} predictions file ({reason})") from None
     ids = next((c for c in (id_column, "id") if c in frame.columns), None)
     if ids is None:
         raise ScoringError(f"{path}: no id column ({id_column!r} or 'id'); columns: {frame.columns}")

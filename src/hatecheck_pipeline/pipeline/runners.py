@@ -23,9 +23,10 @@ both runners keep it true:
   behind; :func:`clear_stale_locks` removes them once no run is alive
   (:func:`register_run`), and the default workflow profile
   (``profiles/default``) re-runs jobs left incomplete.
-- **Threads.** ``core.cpu.machine_cores`` is what the machine really has; rules
-  never ask for more, and a global ``cpu_cores`` resource stops Snakemake from
-  running more threads at once than there are cores, whatever ``--cores`` says.
+- **Threads.** ``core.cpu.machine_cores`` is what the machine really has; local
+  rules never ask for more (:func:`rule_threads`; on a cluster the stage's own
+  threads), and a global ``cpu_cores`` resource stops Snakemake from running
+  more threads at once than there are cores, whatever ``--cores`` says.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from hatecheck_pipeline.core.config import PARAMS_FILE, read_yaml
+from hatecheck_pipeline.core.config import PARAMS_FILE, read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage
 
@@ -56,7 +57,7 @@ def locked_params(lock_path: str | Path = "dvc.lock") -> dict[str, dict[str, Any
     path = Path(lock_path)
     if not path.exists():
         return {}
-    lock = read_yaml(path) or {}
+    lock = read_dvc_yaml(path) or {}  # YAML 1.2, as DVC wrote it (`5e-05` is a float)
     out: dict[str, dict[str, Any]] = {}
     for name, entry in (lock.get("stages") or {}).items():
         flat: dict[str, Any] = {}
@@ -89,6 +90,18 @@ def sync_params_files(stages: Iterable[Stage], params: Mapping[str, Any], lock_p
             touched.append(s.name)
         os.replace(tmp, path)
     return touched
+
+
+def rule_threads(threads: int, cores: int, local: bool) -> int:
+    """A rule's threads: the stage's, capped by this machine's cores only
+    where the jobs run on this machine. On a cluster executor (Slurm) the
+    threads become a job's ``--cpus-per-task`` on a compute node, whatever
+    the cores of the submitting (login) host.
+
+    >>> rule_threads(8, 2, local=True), rule_threads(8, 2, local=False)
+    (2, 8)
+    """
+    return min(threads, cores) if local else threads
 
 
 def _stamps(paths: Iterable[str]) -> dict[str, tuple[int, int]]:

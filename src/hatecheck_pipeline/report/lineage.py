@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from hatecheck_pipeline.core.config import read_yaml
+from hatecheck_pipeline.core.config import read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 
 CODE_PREFIX = "src/"
@@ -52,7 +52,7 @@ def read_lock(path: str | Path) -> dict[str, Any]:
     if not path.exists():
         raise LineageError(f"{path}: no lineage record yet: build the target with `snakemake --cores 2 <target>` "
                            "or `dvc repro` (both write dvc.lock)")
-    doc = read_yaml(path) or {}
+    doc = read_dvc_yaml(path) or {}
     return doc.get("stages", {})
 
 
