@@ -3,9 +3,11 @@
 
 Backends (``llm.backends.<name>`` in params):
 
-- ``openai``: any OpenAI-compatible chat endpoint (``base_url``, ``model``,
+- ``openai``: any OpenAI-compatible endpoint (``base_url``, ``model``,
   ``temperature``, ``iterations``; the key only from the environment
-  variable ``api_key_env``). Requests go through
+  variable ``api_key_env``), in the backend's ``api`` style: ``chat``
+  (``/chat/completions``) or ``completions`` (``/completions``, prompt /
+  max_tokens / temperature: davinci-style models). Requests go through
   :class:`hatecheck_pipeline.expansion.llm.ChatClient`, whose responses are
   cached content-addressed (sha256 of the request), so a re-run queries only
   changed prompts; each iteration carries its own ``seed`` in the request.
@@ -88,29 +90,75 @@ def iteration_label(row: Mapping[str, Any], repeat: int, iterations: int) -> str
 
 
 def chat_client(cfg: Mapping[str, Any], cache_dir: Path):
-    """The cached chat client of an ``openai`` backend (``llm.backends.<name>``)."""
+    """The cached client of an ``openai`` backend (``llm.backends.<name>``):
+    its ``api`` style (``chat``, the default, or ``completions``), timeout
+    and retries."""
     from hatecheck_pipeline.expansion.llm import ChatClient
 
-    return ChatClient(cfg["base_url"], cfg.get("api_key_env"), cache_dir, cfg.get("timeout_s", 60))
+    return ChatClient(cfg["base_url"], cfg.get("api_key_env"), cache_dir, cfg.get("timeout_s", 60), retries=cfg.get("retries", 5),
+                      api=cfg.get("api", "chat"), max_backoff_s=cfg.get("max_backoff_s", 60.0))
 
 
-def ask(client, cfg: Mapping[str, Any], prompt: str, seed: int) -> str:
-    """One prompt as a user message to an ``openai`` backend; the answer text."""
-    body = {"model": cfg["model"], "messages": [{"role": "user", "content": prompt}],
-            "temperature": cfg["temperature"], "max_tokens": cfg["max_new_tokens"], "seed": seed}
-    choice = (client.complete(body).get("choices") or [{}])[0]
+def request(cfg: Mapping[str, Any], prompt: str, seed: int, stop: Sequence[str] | None = None) -> dict[str, Any]:
+    """The request body of one prompt in the backend's API style: ``chat``
+    = the prompt as one user message; ``completions`` = the prompt itself
+    (``prompt``, ``max_tokens``, ``temperature``), as the paper's code sends
+    it to davinci. ``seed`` makes each iteration its own request (and cache
+    entry); ``stop``: the template's stop sequences (the paper's code: a
+    newline after yes/no, a full stop after a class word).
+
+    >>> cfg = {"model": "davinci-002", "temperature": 0.3, "max_new_tokens": 2, "api": "completions"}
+    >>> request(cfg, "Is it? Answer:", 4, ["\\n"])
+    {'model': 'davinci-002', 'prompt': 'Is it? Answer:', 'temperature': 0.3, 'max_tokens': 2, 'seed': 4, 'stop': ['\\n']}
+    >>> request({**cfg, "api": "chat"}, "Is it? Answer:", 4)["messages"]
+    [{'role': 'user', 'content': 'Is it? Answer:'}]
+    """
+    api = cfg.get("api", "chat")
+    if api == "completions":
+        body: dict[str, Any] = {"model": cfg["model"], "prompt": prompt}
+    elif api == "chat":
+        body = {"model": cfg["model"], "messages": [{"role": "user", "content": prompt}]}
+    else:
+        raise BackendError(f"llm.backends.*.api: {api!r} is not one of ['chat', 'completions']")
+    body.update({"temperature": cfg["temperature"], "max_tokens": cfg["max_new_tokens"], "seed": seed})
+    if stop:
+        body["stop"] = list(stop)
+    return body
+
+
+def ask(client, cfg: Mapping[str, Any], prompt: str, seed: int, stop: Sequence[str] | None = None) -> str:
+    """One prompt to an ``openai`` backend; the answer text (a chat
+    message's content or a completion's text)."""
+    choice = (client.complete(request(cfg, prompt, seed, stop)).get("choices") or [{}])[0]
     return ((choice.get("message") or {}).get("content")) or choice.get("text") or ""
 
 
+def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
+    """A generated answer up to the first stop sequence (what an endpoint
+    returns for ``stop``), for local free generation; leading whitespace
+    is skipped first (a chat model may open with a newline).
+
+    >>> cut_at_stop(" racist. 'next", ["."]), cut_at_stop("\\nYes\\nIs", ["\\n"]), cut_at_stop("no", None)
+    ('racist', 'Yes', 'no')
+    """
+    if stop:
+        text = text.lstrip()
+    for s in stop or ():
+        if s and s in text:
+            text = text[: text.index(s)]
+    return text
+
+
 def openai_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path, seed: int,
-                   progress: Callable | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Every prompt ``iterations`` times through the cached chat client."""
+                   progress: Callable | None = None, templates: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Every prompt ``iterations`` times through the cached client."""
     client = chat_client(cfg, cache_dir)
+    templates = templates or {}
     rows = []
     try:
         for repeat in range(cfg["iterations"]):
             for r, prompt in zip(items.iter_rows(named=True), prompts):
-                text = ask(client, cfg, prompt, seed + repeat)
+                text = ask(client, cfg, prompt, seed + repeat, (templates.get(r["setting"]) or {}).get("stop"))
                 rows.append({**r, "variant": "free", "iteration": iteration_label(r, repeat, cfg["iterations"]), "answer": text})
             if progress:
                 progress(repeat)
@@ -132,7 +180,8 @@ def local_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str,
             for start in tqdm(range(0, len(records), chunk), desc=f"llm {variant} #{repeat + 1}", mininterval=10):
                 recs, ps = records[start : start + chunk], prompts[start : start + chunk]
                 if variant == "free":
-                    texts = lm.generate(ps, cfg["max_new_tokens"], cfg["temperature"], seed + repeat)
+                    texts = [cut_at_stop(t, templates[r["setting"]].get("stop"))
+                             for t, r in zip(lm.generate(ps, cfg["max_new_tokens"], cfg["temperature"], seed + repeat), recs)]
                 else:
                     options = [prompting.choices(templates[r["setting"]], r["category"]) for r in recs]
                     texts = [word for word, _ in lm.choose(ps, options)]
@@ -189,7 +238,7 @@ def run_ethos(
     started = time.perf_counter()
     info: dict[str, Any] = {}
     if backend["kind"] == "openai":
-        rows, info = openai_answers(base, prompts, backend, Path(cache_dir) / name, seed)
+        rows, info = openai_answers(base, prompts, backend, Path(cache_dir) / name, seed, templates=templates)
         model = backend["model"]
     elif backend["kind"] == "local":
         import torch

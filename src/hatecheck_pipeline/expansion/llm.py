@@ -1,21 +1,40 @@
-"""Generation through any OpenAI-compatible chat endpoint, with responses
-cached content-addressed: the sha256 of the request JSON names a JSON file
-under the cache folder, so a re-run queries again only when the prompt or
-the settings change. The API key is read from an environment variable and
-never written anywhere (not in the cache key, files, logs or errors)."""
+"""Requests to any OpenAI-compatible endpoint, in either API style, with
+responses cached content-addressed: the sha256 of the request JSON (and,
+for the completions style, the style) names a JSON file under the cache
+folder, so a re-run queries again only when the prompt or the settings
+change. The API key is read from an environment variable and never written
+anywhere (not in the cache key, files, logs or errors).
+
+API styles (``api``): ``chat`` posts ``{base_url}/chat/completions``
+(``messages``; the answer in ``choices[0].message.content``), used by the
+suite expansion and chat models; ``completions`` posts
+``{base_url}/completions`` (``prompt``, ``max_tokens``, ``temperature``; the
+answer in ``choices[0].text``), the only style davinci-style models answer.
+
+Retries, for real endpoints: a connection error, a timeout, HTTP 429 and
+HTTP 5xx are retried, waiting the server's ``Retry-After`` (seconds or an
+HTTP date) when it sends one, else an exponential backoff (``backoff_s``
+doubled per try, at most ``max_backoff_s``); any other 4xx is not retried
+(a bad request, a bad key or a missing model does not get better). After
+the last try, or at once for a 4xx, :class:`EndpointError` says in one line
+the URL, the status, the server's message (key scrubbed) and the tries."""
 
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
 import os
 import time
+from datetime import timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import requests
 
 from hatecheck_pipeline.core.errors import PipelineError
+
+API_PATHS = {"chat": "/chat/completions", "completions": "/completions"}
 
 
 class EndpointError(PipelineError, RuntimeError):
@@ -34,50 +53,144 @@ def request_body(model: str, system: str, prompt: str, temperature: float, max_t
     return body
 
 
-def cache_key(base_url: str, body: dict) -> str:
-    return hashlib.sha256(json.dumps({"base_url": base_url.rstrip("/"), "body": body}, sort_keys=True,
-                                     ensure_ascii=False).encode("utf-8")).hexdigest()
+def cache_key(base_url: str, body: dict, api: str = "chat") -> str:
+    """sha256 of the request (the chat style's keys are those of earlier
+    runs: its caches stay valid).
+
+    >>> body = {"model": "m", "prompt": "p"}
+    >>> cache_key("http://x/v1/", body) == cache_key("http://x/v1", body) != cache_key("http://x/v1", body, "completions")
+    True
+    """
+    doc: dict[str, Any] = {"base_url": base_url.rstrip("/"), "body": body}
+    if api != "chat":
+        doc["api"] = api
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Seconds the server asks to wait (``Retry-After``: delta-seconds or an
+    HTTP date); None when absent or unreadable.
+
+    >>> retry_after_s("3"), retry_after_s(None), retry_after_s("soon")
+    (3.0, None, None)
+    >>> from datetime import datetime
+    >>> retry_after_s("Wed, 21 Oct 2015 07:28:10 GMT", now=datetime(2015, 10, 21, 7, 28, 0, tzinfo=timezone.utc).timestamp())
+    10.0
+    """
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def backoff_s(attempt: int, base: float, cap: float) -> float:
+    """Wait before try ``attempt + 1`` (attempt counts from 1): base * 2^(attempt-1), at most cap.
+
+    >>> [backoff_s(a, 1.0, 8.0) for a in (1, 2, 3, 4, 5)]
+    [1.0, 2.0, 4.0, 8.0, 8.0]
+    """
+    return min(cap, base * 2 ** (attempt - 1))
+
+
+def retryable(status: int) -> bool:
+    """429 and 5xx are retried; every other status is final.
+
+    >>> [retryable(s) for s in (400, 401, 404, 408, 429, 500, 503)]
+    [False, False, False, False, True, True, True]
+    """
+    return status == 429 or status >= 500
+
+
+def _server_message(resp: requests.Response) -> str:
+    try:
+        doc = resp.json()
+        err = doc.get("error") if isinstance(doc, dict) else None
+        msg = (err.get("message") if isinstance(err, dict) else err) or ""
+    except ValueError:
+        msg = resp.text
+    return " ".join(str(msg).split())[:200]
 
 
 class ChatClient:
-    """A kept HTTP session against ``{base_url}/chat/completions``."""
+    """A kept HTTP session against ``{base_url}/chat/completions`` (``api:
+    chat``) or ``{base_url}/completions`` (``api: completions``)."""
 
     def __init__(self, base_url: str, api_key_env: str | None, cache_dir: Path, timeout_s: float = 60,
-                 retries: int = 3):
+                 retries: int = 5, api: str = "chat", backoff_s: float = 1.0, max_backoff_s: float = 60.0,
+                 max_retry_after_s: float = 600.0, sleep: Callable[[float], None] = time.sleep):
+        if api not in API_PATHS:
+            raise EndpointError(f"api {api!r} is not one of {sorted(API_PATHS)}")
         self.base_url = base_url.rstrip("/")
+        self.api = api
+        self.url = self.base_url + API_PATHS[api]
         self.cache_dir = Path(cache_dir)
         self.timeout_s = timeout_s
-        self.retries = retries
+        self.retries = max(1, retries)
+        self.backoff = backoff_s
+        self.max_backoff = max_backoff_s
+        self.max_retry_after = max_retry_after_s
+        self.sleep = sleep
         self.session = requests.Session()
-        key = os.environ.get(api_key_env) if api_key_env else None
-        if key:
-            self.session.headers["Authorization"] = f"Bearer {key}"
+        self._key = os.environ.get(api_key_env) if api_key_env else None
+        if self._key:
+            self.session.headers["Authorization"] = f"Bearer {self._key}"
         self.queried = 0
         self.cached = 0
+        self.waits: list[float] = []
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def _post(self, body: dict) -> dict:
+        last = ""
+        for attempt in range(1, self.retries + 1):
+            wait = None
+            try:
+                resp = self.session.post(self.url, json=body, timeout=self.timeout_s)
+            except requests.RequestException as exc:
+                last = type(exc).__name__
+            else:
+                if resp.status_code == 200:
+                    try:
+                        return resp.json()
+                    except ValueError:
+                        raise EndpointError(f"{self.url}: HTTP 200 with a body that is not JSON") from None
+                message = self._scrub(_server_message(resp))
+                last = f"HTTP {resp.status_code}" + (f" ({message})" if message else "")
+                if not retryable(resp.status_code):
+                    raise EndpointError(f"{self.url}: {last}; not retried (a {resp.status_code} does not change on a retry)")
+                wait = retry_after_s(resp.headers.get("Retry-After"))
+                if wait is not None and wait > self.max_retry_after:
+                    raise EndpointError(f"{self.url}: {last}; the server asks to retry after {wait:.0f} s "
+                                        f"(more than {self.max_retry_after:.0f} s): gave up after {attempt} tries")
+            if attempt == self.retries:
+                break
+            wait = backoff_s(attempt, self.backoff, self.max_backoff) if wait is None else wait
+            self.waits.append(wait)
+            self.sleep(wait)
+        raise EndpointError(f"{self.url}: {last}; gave up after {self.retries} tries")
 
     def complete(self, body: dict) -> dict:
-        key = cache_key(self.base_url, body)
+        key = cache_key(self.base_url, body, self.api)
         path = self.cache_dir / key[:2] / f"{key}.json"
         if path.exists():
             self.cached += 1
             return json.loads(path.read_text("utf-8"))["response"]
-        last = None
-        for attempt in range(self.retries):
-            try:
-                resp = self.session.post(f"{self.base_url}/chat/completions", json=body, timeout=self.timeout_s)
-                if resp.status_code == 200:
-                    data = resp.json()
-                    break
-                last = f"HTTP {resp.status_code}"
-            except requests.RequestException as exc:
-                last = type(exc).__name__
-            time.sleep(min(2 ** attempt, 8) * 0.1)
-        else:
-            raise EndpointError(f"{self.base_url}/chat/completions failed after {self.retries} tries ({last})")
+        data = self._post(body)
         self.queried += 1
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"request": body, "response": data}, ensure_ascii=False, indent=1), "utf-8")
+        tmp.write_text(json.dumps({"request": body, "api": self.api, "response": data}, ensure_ascii=False, indent=1), "utf-8")
         tmp.replace(path)
         return data
 
