@@ -29,9 +29,13 @@ def test_vectorised_f1_matches_sklearn():
     stats = metrics.batch_statistics()
     for i in range(50):
         expected = f1_score(gold[i], pred[i], labels=[1, 0], average=None, zero_division=0)
-        assert np.isclose(stats["f1_hateful"](gold[i:i + 1], pred[i:i + 1])[0], expected[0])
-        assert np.isclose(stats["f1_non_hateful"](gold[i:i + 1], pred[i:i + 1])[0], expected[1])
-        assert np.isclose(stats["macro_f1"](gold[i:i + 1], pred[i:i + 1])[0], expected.mean())
+        # the resample statistics are ratios of summed counts (one cluster = all 40 cases)
+        counts = metrics.cluster_counts(gold[i], pred[i], np.zeros(40, dtype=int), 1)
+        summed = {name: counts[:, j] for j, name in enumerate(metrics.COUNTS)}
+        assert np.isclose(stats["f1_hateful"](summed)[0], expected[0])
+        assert np.isclose(stats["f1_non_hateful"](summed)[0], expected[1])
+        assert np.isclose(stats["macro_f1"](summed)[0], expected.mean())
+        assert np.isclose(stats["accuracy"](summed)[0], np.mean(gold[i] == pred[i]))
         point = metrics.f1_scores(gold[i], pred[i])
         assert point == {
             "f1_hateful": metrics.pct(expected[0]),

@@ -50,7 +50,7 @@ def test_metrics_document(project):
     assert list(doc["by_functionality"]) == ["derog_neg_emote_h", "threat_dir_h", "slur_reclaimed_nh", "ident_neutral_nh", "negate_neg_nh"]
     assert set(doc["by_target"]) == {"women", "trans people", "Muslims"}
     assert sum(v["n"] for v in doc["by_target"].values()) == int(frame["from_identity_template"].sum())
-    assert set(doc["by_target"]["women"]) == {"n", "accuracy", "macro_f1"}
+    assert set(doc["by_target"]["women"]) == {"n", "n_clusters", "accuracy", "macro_f1"}
     assert set(doc["by_reclaimed_slur"]) == {"queer", "fag"}
     assert doc["contrast"]["n_pairs"] == 12
     for fig in [o["accuracy"], o["macro_f1"], doc["by_functionality"]["threat_dir_h"]["accuracy"]]:
@@ -150,7 +150,9 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     )
     doc = json.loads((project / "m.json").read_text())
     assert summary == f"B-D/hatecheck: macro F1 {doc['overall']['macro_f1']['value']}"
-    assert doc["overall"]["n"] == 25 and doc["bootstrap"] == {"samples": 20, "seed": 0, "level": 0.95}
+    assert doc["overall"]["n"] == 25
+    assert {k: doc["bootstrap"][k] for k in ("samples", "seed", "level", "resampling_unit")} == {
+        "samples": 20, "seed": 0, "level": 0.95, "resampling_unit": "template"}
     with pytest.raises(scoring.ScoringError, match="35 unknown id"):  # the whole suite against the 25 drawn
         predictions(frame, 0.8).write_parquet("all.parquet")
         scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json",

@@ -30,6 +30,10 @@ def test_tables_from_metrics(workdir):
     assert (t2["stage"] == "score_B-D_hatecheck").all()
     assert t2["cell_id"].n_unique() == t2.height
     assert hc["hatecheck_heldout"]["row"].to_list() == ["davidson2017"]
+    # every interval says how it was bootstrapped: templates on the functional suite, cases on held-out sets
+    assert set(t2["resampling_unit"]) == {"template"} and (t2["n_clusters"] > 0).all()
+    assert hc["hatecheck_heldout"]["resampling_unit"].to_list() == ["case"]
+    assert hc["hatecheck_heldout"]["n_clusters"].to_list() == hc["hatecheck_heldout"]["n"].to_list()
     assert set(hc["hatecheck_t3"]["row"]) == {"queer", "fag"}
     mhc = tables.run("mhc", [s for s in srcs if s.model == "XTC"], "tables_mhc")
     assert set(mhc["mhc_t1"]["column"]) == {"spanish", "hindi", "german"}
@@ -56,6 +60,7 @@ def test_tables_from_metrics(workdir):
         assert entry["x"] in header and entry["y"] in header and entry["template"] == "bar_horizontal", name
     ct = tables.run("contrast", [s for s in srcs if not s.suite.startswith("heldout_")], "tables_contrast")["contrast"]
     assert ct.height == 4
+    assert set(ct["resampling_unit"]) == {"template"}
     assert (ct["n"] == 12).all()
 
 

@@ -3,7 +3,8 @@
 Every function takes gold and predicted labels as 0/1 integer arrays
 (1 = hateful) and returns plain Python values or a dict; figures are in
 percent, rounded to one decimal. Point estimates and bootstrap resamples
-use the same vectorised counts; ``tests/evaluation/test_eval_metrics.py``
+use the same vectorised counts (per cluster: a functional suite's bootstrap
+resamples templates, :mod:`hatecheck_pipeline.suites.clusters`); ``tests/evaluation/test_eval_metrics.py``
 checks them against scikit-learn's ``f1_score``. scikit-learn is not
 imported here: its import (~2-3 s with scipy and pandas) was most of the
 wall time of each of the ~90 score stages of a report build.
@@ -17,8 +18,6 @@ import numpy as np
 
 HATEFUL = "hateful"
 NON_HATEFUL = "non-hateful"
-
-Statistic = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
 def pct(value: float) -> float:
@@ -65,14 +64,107 @@ def _f1_batch(gold: np.ndarray, pred: np.ndarray, positive: int) -> np.ndarray:
     return np.divide(2 * tp, denom, out=np.zeros(len(gold), dtype=float), where=denom > 0)
 
 
-def batch_statistics() -> dict[str, Statistic]:
-    """Vectorised versions of the figures, for bootstrap resamples (2-D)."""
+# Per-cluster counts the figures are ratios of (one row each): a resample's
+# figure is the same ratio of the counts summed over the clusters drawn.
+COUNTS = ("n", "correct", "gold_1", "pred_1", "tp_1", "gold_0", "pred_0", "tp_0")
+CASE, TEMPLATE = "case", "template"  # resampling units written next to every interval
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape, dtype=float), where=den > 0)
+
+
+NEEDS = {
+    "accuracy": ("correct", "n"),
+    "f1_hateful": ("tp_1", "gold_1", "pred_1"),
+    "f1_non_hateful": ("tp_0", "gold_0", "pred_0"),
+    "macro_f1": ("tp_1", "gold_1", "pred_1", "tp_0", "gold_0", "pred_0"),
+}
+
+
+def batch_statistics() -> dict[str, Callable[[dict[str, np.ndarray]], np.ndarray]]:
+    """The figures as functions of summed counts (one value per resample)."""
+    f1 = {k: (lambda c, k=k: _ratio(2 * c[f"tp_{k}"], c[f"gold_{k}"] + c[f"pred_{k}"])) for k in (1, 0)}
     return {
-        "accuracy": lambda g, p: (g == p).mean(axis=1),
-        "f1_hateful": lambda g, p: _f1_batch(g, p, 1),
-        "f1_non_hateful": lambda g, p: _f1_batch(g, p, 0),
-        "macro_f1": lambda g, p: (_f1_batch(g, p, 1) + _f1_batch(g, p, 0)) / 2,
+        "accuracy": lambda c: _ratio(c["correct"], c["n"]),
+        "f1_hateful": f1[1],
+        "f1_non_hateful": f1[0],
+        "macro_f1": lambda c: (f1[1](c) + f1[0](c)) / 2,
     }
+
+
+def cluster_counts(gold: np.ndarray, pred: np.ndarray, clusters: np.ndarray, k: int) -> np.ndarray:
+    """(k, len(COUNTS)) int64 array: each cluster's counts."""
+    g, p = np.asarray(gold) == 1, np.asarray(pred) == 1
+    per_case = np.stack([np.ones(len(g), bool), g == p, g, p, g & p, ~g, ~p, ~g & ~p], axis=1).astype(np.int64)
+    if k == len(g) and np.array_equal(clusters, np.arange(k)):
+        return per_case  # one cluster per case, in order
+    out = np.zeros((k, len(COUNTS)), dtype=np.int64)
+    np.add.at(out, clusters, per_case)
+    return out
+
+
+def resample_indices(k: int, samples: int, seed: int) -> np.ndarray:
+    """(samples, k): the clusters drawn in each resample (``k`` draws with
+    replacement, a generator seeded by ``seed``).
+
+    The draw depends on ``k``, ``samples`` and ``seed`` only, so a suite of
+    k templates and a suite of k cases resample alike: with identical cases
+    within each template the template-level interval IS the case-level
+    interval of one case per template. With one cluster per case it is the
+    case-level bootstrap (the draw the case-level intervals always used).
+    """
+    return np.random.default_rng(seed).integers(0, k, size=(samples, k))
+
+
+def cluster_codes(clusters: np.ndarray | None, n: int) -> tuple[np.ndarray, int]:
+    """Cluster codes renumbered 0..K-1 in order of first appearance (a
+    subset of a suite keeps its clusters' order) and K; None: one per case."""
+    if clusters is None:
+        return np.arange(n), n
+    clusters = np.asarray(clusters)
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} cluster codes for {n} cases")
+    if not n:
+        return clusters.astype(np.int64), 0
+    _, first, inverse = np.unique(clusters, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)], len(first)
+
+
+def bootstrap_replicates(
+    gold: np.ndarray,
+    pred: np.ndarray,
+    names: list[str],
+    samples: int = 1000,
+    seed: int = 0,
+    clusters: np.ndarray | None = None,
+) -> dict[str, np.ndarray]:
+    """Each named figure (a share, not yet in percent) on ``samples``
+    bootstrap resamples: clusters (``clusters``: a code per case; None:
+    every case its own cluster) drawn with replacement, all cases of a
+    drawn cluster kept together."""
+    gold, pred = np.asarray(gold), np.asarray(pred)
+    codes, k = cluster_codes(clusters, len(gold))
+    counts = cluster_counts(gold, pred, codes, k)
+    idx = resample_indices(k, samples, seed)
+    columns = {}
+    for name in dict.fromkeys(c for n in names for c in NEEDS[n]):
+        col = counts[:, COUNTS.index(name)]
+        if (col == col[0]).all():  # equal in every cluster (n of equal-sized clusters): no need to gather
+            columns[name] = np.full(samples, int(col[0]) * k, dtype=np.int64)
+        else:  # integer sums: exact, so equal clusters scale every count alike
+            columns[name] = col[idx].sum(axis=1)
+    stats = batch_statistics()
+    return {name: stats[name](columns) for name in names}
+
+
+def interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval of bootstrap values (shares), in percent."""
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return pct(low), pct(high)
 
 
 def bootstrap_ci(
@@ -82,11 +174,14 @@ def bootstrap_ci(
     samples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    clusters: np.ndarray | None = None,
 ) -> dict[str, tuple[float | None, float | None]]:
     """Percentile bootstrap interval of each named figure, in percent.
 
-    Cases are resampled with replacement ``samples`` times with a
-    ``numpy`` generator seeded by ``seed`` (same seed, same interval).
+    Cases (or, with ``clusters``, whole clusters of cases: a functional
+    suite's templates) are resampled with replacement ``samples`` times
+    with a ``numpy`` generator seeded by ``seed`` (same seed, same
+    interval). Vectorised: per-cluster counts times the resample weights.
 
     >>> g = np.array([1, 1, 1, 1, 0, 0, 0, 0]); p = np.array([1, 1, 1, 0, 0, 0, 0, 1])
     >>> low, high = bootstrap_ci(g, p, ["accuracy"], samples=200, seed=0)["accuracy"]
@@ -96,17 +191,8 @@ def bootstrap_ci(
     gold, pred = np.asarray(gold), np.asarray(pred)
     if len(gold) == 0 or samples <= 0:
         return {n: (None, None) for n in names}
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(gold), size=(samples, len(gold)))
-    g, p = gold[idx], pred[idx]
-    stats = batch_statistics()
-    tail = (1 - level) / 2 * 100
-    out = {}
-    for name in names:
-        values = stats[name](g, p)
-        low, high = np.percentile(values, [tail, 100 - tail])
-        out[name] = (pct(low), pct(high))
-    return out
+    values = bootstrap_replicates(gold, pred, names, samples, seed, clusters)
+    return {name: interval(values[name], level) for name in names}
 
 
 def summarise(
@@ -116,12 +202,14 @@ def summarise(
     samples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    clusters: np.ndarray | None = None,
 ) -> dict[str, object]:
-    """``n`` and the named figures, each as ``{value, ci_low, ci_high}``.
+    """``n``, ``n_clusters`` (the resampled units: cases, or templates with
+    ``clusters``) and the named figures, each as ``{value, ci_low, ci_high}``.
 
     >>> s = summarise(np.array([1, 0]), np.array([1, 0]), ["accuracy"], samples=10)
-    >>> s["n"], s["accuracy"]["value"], s["accuracy"]["ci_low"]
-    (2, 100.0, 100.0)
+    >>> s["n"], s["n_clusters"], s["accuracy"]["value"], s["accuracy"]["ci_low"]
+    (2, 2, 100.0, 100.0)
     """
     gold, pred = np.asarray(gold), np.asarray(pred)
     point: dict[str, float] = {}
@@ -129,8 +217,8 @@ def summarise(
         point["accuracy"] = accuracy(gold, pred)
     if any(n.startswith("f1") or n == "macro_f1" for n in names):
         point.update(f1_scores(gold, pred))
-    cis = bootstrap_ci(gold, pred, names, samples, seed, level)
-    out: dict[str, object] = {"n": int(len(gold))}
+    cis = bootstrap_ci(gold, pred, names, samples, seed, level, clusters)
+    out: dict[str, object] = {"n": int(len(gold)), "n_clusters": cluster_codes(clusters, len(gold))[1]}
     for name in names:
         out[name] = {"value": point[name], "ci_low": cis[name][0], "ci_high": cis[name][1]}
     return out
@@ -142,11 +230,13 @@ def contrast_consistency(
     samples: int = 1000,
     seed: int = 0,
     level: float = 0.95,
+    clusters: np.ndarray | None = None,
 ) -> dict[str, object]:
     """Share of (hateful case, non-hateful contrast) pairs with BOTH right.
 
     One element per pair: whether the model got the hateful case right and
-    whether it got its contrast right.
+    whether it got its contrast right; ``clusters``: a cluster code per
+    pair (pairs whose cases share a template resampled together).
 
     >>> r = contrast_consistency(np.array([1, 1, 0, 1]), np.array([1, 0, 1, 1]), samples=10)
     >>> r["n_pairs"], r["both_correct"]["value"]
@@ -154,9 +244,10 @@ def contrast_consistency(
     """
     both = (np.asarray(hateful_correct) & np.asarray(contrast_correct)).astype(int)
     ones = np.ones_like(both)
-    s = summarise(ones, both, ["accuracy"], samples, seed, level)
+    s = summarise(ones, both, ["accuracy"], samples, seed, level, clusters)
     return {
         "n_pairs": s["n"],
+        "n_clusters": s["n_clusters"],
         "both_correct": s["accuracy"],
         "hateful_correct": pct(np.mean(hateful_correct)) if len(both) else None,
         "contrast_correct": pct(np.mean(contrast_correct)) if len(both) else None,

@@ -18,6 +18,7 @@ from hatecheck_pipeline.core.config import active_profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.evaluation import metrics as M
+from hatecheck_pipeline.suites.clusters import TEMPLATE_COLUMNS, merge_clusters, template_clusters
 from hatecheck_pipeline.suites.registry import Suite, by_name, mhc
 from hatecheck_pipeline.suites.sample import predicted_subsample
 
@@ -26,7 +27,8 @@ LABEL_WORDS = {
     "non-hateful": 0, "non_hateful": 0, "nonhateful": 0, "not-hateful": 0, "non-hate": 0, "0": 0, "false": 0,
 }
 GOLD_COLUMNS = ["functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language",
-                "source_functionality", "generator"]  # the last two: expanded suites (perturbed cases)
+                "source_functionality", "generator",  # expanded suites (perturbed cases)
+                *TEMPLATE_COLUMNS]  # the template of each case: the bootstrap's resampling unit (suites/clusters.py)
 
 
 class ScoringError(PipelineError, ValueError):
@@ -198,10 +200,29 @@ def functionality_class(code: str) -> str:
     return code.split("_", 1)[0]
 
 
+CLUSTER = "_cluster"  # column of aligned cases: the case's template cluster (template-level bootstrap)
+
+
+def resampling_unit(suite: Suite) -> str:
+    """``template`` for functional and expanded suites (cases generated from
+    one template are resampled together), ``case`` for held-out test sets.
+
+    >>> from hatecheck_pipeline.suites.registry import heldout, hatecheck
+    >>> resampling_unit(hatecheck()), resampling_unit(heldout("davidson2017"))
+    ('template', 'case')
+    """
+    return M.CASE if suite.heldout else M.TEMPLATE
+
+
+def _summary(part: pl.DataFrame, names: list[str], boot: dict[str, Any]) -> dict[str, Any]:
+    clusters = part[CLUSTER].to_numpy() if CLUSTER in part.columns else None
+    return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, **boot, clusters=clusters)
+
+
 def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, part in cases.filter(pl.col(column).is_not_null()).group_by(column, maintain_order=True):
-        out[str(key[0])] = M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, **boot)
+        out[str(key[0])] = _summary(part, names, boot)
     return out
 
 
@@ -218,23 +239,41 @@ def contrast_pairs(cases: pl.DataFrame, id_column: str) -> pl.DataFrame:
         ref = pl.concat_str([pl.col("language"), pl.lit("-"), ref])
     linked = cases.filter(pl.col("ref_case_id").is_not_null()).with_columns(ref.alias("_ref"))
     pairs = linked.join(cases, left_on="_ref", right_on="id", suffix="_ref").filter(pl.col("gold") != pl.col("gold_ref"))
+    clusters = [pl.col(CLUSTER), pl.col(f"{CLUSTER}_ref")] if CLUSTER in cases.columns else []
     return pairs.select(
         pl.when(pl.col("gold") == 1).then(pl.col("pred") == 1).otherwise(pl.col("pred_ref") == 1).alias("hateful_correct"),
         pl.when(pl.col("gold") == 0).then(pl.col("pred") == 0).otherwise(pl.col("pred_ref") == 0).alias("contrast_correct"),
+        *clusters,
     )
 
 
-def score_cases(cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
-    """Every section of METRICS.json from aligned cases (``gold``, ``pred``)."""
+def with_clusters(cases: pl.DataFrame, unit: str) -> pl.DataFrame:
+    """Aligned cases with their template cluster (``_cluster``) when the
+    bootstrap resamples templates; unchanged for the case-level bootstrap."""
+    if unit == M.CASE:
+        return cases.drop(CLUSTER, strict=False)
+    if unit != M.TEMPLATE:
+        raise ValueError(f"unknown resampling unit {unit!r}: {M.CASE} or {M.TEMPLATE}")
+    return cases.with_columns(pl.Series(CLUSTER, template_clusters(cases), dtype=pl.Int64))
+
+
+def score_cases(
+    cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: int = 0, level: float = 0.95, unit: str = M.CASE
+) -> dict[str, Any]:
+    """Every section of METRICS.json from aligned cases (``gold``, ``pred``).
+
+    ``unit``: ``case`` resamples cases; ``template`` resamples the
+    suite's templates (every figure: overall, per label, functionality,
+    class, target, slur, generator and the contrast pairs), each figure
+    with its ``n_clusters``."""
     boot = {"samples": samples, "seed": seed, "level": level}
-    gold, pred = cases["gold"].to_numpy(), cases["pred"].to_numpy()
+    cases = with_clusters(cases, unit)
     out: dict[str, Any] = {
-        "overall": M.summarise(gold, pred, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], **boot),
+        "overall": _summary(cases, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], boot),
         "by_label": {},
     }
     for label, value in ((M.HATEFUL, 1), (M.NON_HATEFUL, 0)):
-        part = cases.filter(pl.col("gold") == value)
-        out["by_label"][label] = M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), ["accuracy"], **boot)
+        out["by_label"][label] = _summary(cases.filter(pl.col("gold") == value), ["accuracy"], boot)
     if "functionality" in cases.columns:
         out["by_functionality"] = _groups(cases, "functionality", ["accuracy"], boot)
         classes = cases.with_columns(pl.col("functionality").map_elements(functionality_class, return_dtype=pl.String).alias("_class"))
@@ -254,9 +293,26 @@ def score_cases(cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: 
             out["by_reclaimed_slur"] = _groups(reclaimed, "focus_lemma", ["accuracy"], boot)
     pairs = contrast_pairs(cases, id_column)
     if pairs.height:
+        pair_clusters = merge_clusters(pairs[CLUSTER].to_numpy(), pairs[f"{CLUSTER}_ref"].to_numpy()) if CLUSTER in pairs.columns else None
         out["contrast"] = M.contrast_consistency(
-            pairs["hateful_correct"].to_numpy(), pairs["contrast_correct"].to_numpy(), samples, seed, level
+            pairs["hateful_correct"].to_numpy(), pairs["contrast_correct"].to_numpy(), samples, seed, level, pair_clusters
         )
+    return out
+
+
+def bootstrap_record(cases: pl.DataFrame, unit: str, samples: int, seed: int, level: float, n_clusters: int) -> dict[str, Any]:
+    """The ``bootstrap`` section: resamples, seed, level, the resampling unit,
+    how many units the whole suite has and (templates) which columns define
+    them and how many cases have none (each its own cluster)."""
+    out: dict[str, Any] = {"samples": samples, "seed": seed, "level": level, "resampling_unit": unit, "n_clusters": n_clusters}
+    if unit == M.TEMPLATE:
+        present = [c for c in TEMPLATE_COLUMNS if c in cases.columns]
+        out["template_columns"] = present
+        if present:
+            none = pl.all_horizontal(pl.col(c).cast(pl.String).fill_null("").str.strip_chars() == "" for c in present)
+            out["cases_without_template"] = int(cases.select(none.sum()).item())
+        else:
+            out["cases_without_template"] = cases.height
     return out
 
 
@@ -281,13 +337,15 @@ def run(
     gold = gold_cases(suite) if gold is None else gold
     preds = read_predictions(predictions, suite.id_column, pred_column, threshold)
     cases = align(gold, preds, str(predictions))
+    unit = resampling_unit(suite)
+    scores = score_cases(cases, suite.id_column, samples, seed, level, unit)
     doc = {
         "suite": suite.name,
         "dataset": suite.dataset,
         "language": suite.language,
         "predictions": str(predictions),
-        "bootstrap": {"samples": samples, "seed": seed, "level": level},
-        **score_cases(cases, suite.id_column, samples, seed, level),
+        "bootstrap": bootstrap_record(cases, unit, samples, seed, level, scores["overall"]["n_clusters"]),
+        **scores,
     }
     write_metrics(doc, out)
     return doc

@@ -32,6 +32,8 @@ CELL_COLUMNS = {
     "row": pl.String, "column": pl.String, "value": pl.Float64, "ci_low": pl.Float64,
     "ci_high": pl.Float64, "n": pl.Int64, "setting": pl.String,
     "metrics_file": pl.String, "stage": pl.String, "cell_id": pl.String,
+    # the interval's bootstrap: template (functional / expanded suites) or case (held-out sets), and how many were resampled
+    "resampling_unit": pl.String, "n_clusters": pl.Int64,
 }
 
 
@@ -67,13 +69,25 @@ def cell_id(*parts: str) -> str:
     return ":".join(re.sub(r"[^A-Za-z0-9_.\-]+", "_", str(p)) for p in parts)
 
 
+def boot(doc: Mapping[str, Any], figures: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A figure's resampling unit (its metrics file's ``bootstrap``) and
+    number of resampled units (``n_clusters``), for :func:`_cell`.
+
+    >>> boot({"bootstrap": {"resampling_unit": "template"}}, {"n": 7, "n_clusters": 1})
+    {'unit': 'template', 'n_clusters': 1}
+    """
+    return {"unit": (doc.get("bootstrap") or {}).get("resampling_unit"), "n_clusters": (figures or {}).get("n_clusters")}
+
+
 def _cell(table: str, src: Source, row: str, column: str, figure: dict[str, Any] | float | None, n: int | None, **extra: Any) -> dict[str, Any]:
     fig = figure if isinstance(figure, dict) else {"value": figure}
+    interval = fig.get("ci_low") is not None
     return {
         "table": table, "model": src.model, "suite": src.suite, "language": src.language,
         "row": row, "column": column, "value": fig.get("value"), "ci_low": fig.get("ci_low"),
         "ci_high": fig.get("ci_high"), "n": n, "setting": extra.get("setting"),
         "metrics_file": extra.get("metrics_file", src.metrics), "stage": extra.get("stage", src.stage),
+        "resampling_unit": extra.get("unit") if interval else None, "n_clusters": extra.get("n_clusters") if interval else None,
         "cell_id": cell_id(table, src.model, *( [src.language] if src.language and extra.get("per_language", True) else []), row, column),
     }
 
@@ -87,7 +101,7 @@ def section_cells(table: str, loaded: list[tuple[Source, dict]], section: str, m
     out = []
     for src, doc in loaded:
         for group, figures in doc.get(section, {}).items():
-            out.append(_cell(table, src, group, metric, figures.get(metric), figures.get("n"), per_language=per_language))
+            out.append(_cell(table, src, group, metric, figures.get(metric), figures.get("n"), per_language=per_language, **boot(doc, figures)))
     return frame(out)
 
 
@@ -95,7 +109,8 @@ def overall_cells(table: str, loaded: list[tuple[Source, dict]], metrics: list[s
     out = []
     for src, doc in loaded:
         for metric in metrics:
-            out.append(_cell(table, src, row_of(src), metric, doc["overall"].get(metric), doc["overall"]["n"], per_language=False))
+            out.append(_cell(table, src, row_of(src), metric, doc["overall"].get(metric), doc["overall"]["n"], per_language=False,
+                             **boot(doc, doc["overall"])))
     return frame(out)
 
 
@@ -106,8 +121,8 @@ def hatecheck_tables(loaded: list[tuple[Source, dict]]) -> dict[str, pl.DataFram
     t2 = []
     for src, doc in hc:
         for label, figures in doc["by_label"].items():
-            t2.append(_cell("hatecheck_t2", src, label, "accuracy", figures["accuracy"], figures["n"]))
-        t2.append(_cell("hatecheck_t2", src, "total", "accuracy", doc["overall"]["accuracy"], doc["overall"]["n"]))
+            t2.append(_cell("hatecheck_t2", src, label, "accuracy", figures["accuracy"], figures["n"], **boot(doc, figures)))
+        t2.append(_cell("hatecheck_t2", src, "total", "accuracy", doc["overall"]["accuracy"], doc["overall"]["n"], **boot(doc, doc["overall"])))
     return {
         "hatecheck_t1": section_cells("hatecheck_t1", hc, "by_functionality", "accuracy"),
         "hatecheck_t2": frame(t2),
@@ -157,11 +172,11 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
     mhc = [(s, d) for s, d in loaded if s.dataset == "mhc"]
     per_lang = frame(
         _cell("shots_languages", s, s.language or s.suite, "macro_f1", d["overall"]["macro_f1"], d["overall"]["n"],
-              setting=setting(s.language, languages_of.get(s.model, [])), per_language=False)
+              setting=setting(s.language, languages_of.get(s.model, [])), per_language=False, **boot(d, d["overall"]))
         for s, d in mhc
     )
     classes = frame(
-        _cell("shots_classes", s, cls, "accuracy", fig["accuracy"], fig["n"], setting=setting(s.language, languages_of.get(s.model, [])))
+        _cell("shots_classes", s, cls, "accuracy", fig["accuracy"], fig["n"], setting=setting(s.language, languages_of.get(s.model, [])), **boot(d, fig))
         for s, d in mhc for cls, fig in d.get("by_functionality_class", {}).items()
     )
     derived = {"metrics_file": summary_file, "stage": stage}
@@ -194,7 +209,8 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
 def contrast_table(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
     """Share of contrast pairs with both cases right, per (model, suite)."""
     return frame(
-        _cell("contrast", s, s.suite, "both_correct", d["contrast"]["both_correct"], d["contrast"]["n_pairs"], per_language=False)
+        _cell("contrast", s, s.suite, "both_correct", d["contrast"]["both_correct"], d["contrast"]["n_pairs"], per_language=False,
+              **boot(d, d["contrast"]))
         for s, d in loaded if "contrast" in d
     )
 
@@ -261,8 +277,9 @@ def expanded_tables(loaded: list[tuple[Source, dict]], summary_file: str, stage:
             e_acc = (e_fig or {}).get("accuracy") or {}
             if o_fig is not None:
                 rows.append(_cell(table, src, func, "original", o_acc, o_fig.get("n"), setting=orig.suite,
-                                  metrics_file=orig.metrics, stage=orig.stage) | {"cell_id": ids["original"]})
-            rows.append(_cell(table, src, func, "expanded", e_acc, e_fig.get("n"), setting=orig.suite) | {"cell_id": ids["expanded"]})
+                                  metrics_file=orig.metrics, stage=orig.stage, **boot(o_doc, o_fig)) | {"cell_id": ids["original"]})
+            rows.append(_cell(table, src, func, "expanded", e_acc, e_fig.get("n"), setting=orig.suite, **boot(e_doc, e_fig))
+                        | {"cell_id": ids["expanded"]})
             if o_acc.get("value") is not None and e_acc.get("value") is not None:
                 change = round(e_acc["value"] - o_acc["value"], 1)
                 rows.append(_cell(table, src, func, "change", change, None, setting=orig.suite,

@@ -17,9 +17,29 @@ def fmt(value: Any) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
+UNIT_WORDS = {"template": ("template-level", "templates"), "case": ("case-level", "cases")}
+
+
+def resampling(cell: Mapping[str, Any]) -> str:
+    """How the cell's interval was bootstrapped (empty for cells from
+    metrics files that do not say).
+
+    >>> resampling({"resampling_unit": "template", "n_clusters": 845})
+    ', template-level bootstrap over 845 templates'
+    >>> resampling({"resampling_unit": None})
+    ''
+    """
+    unit = cell.get("resampling_unit")
+    if not unit:
+        return ""
+    level, plural = UNIT_WORDS.get(str(unit), (f"{unit}-level", f"{unit}s"))
+    count = cell.get("n_clusters")
+    return f", {level} bootstrap" + ("" if count is None else f" over {count} {plural}")
+
+
 def provenance(cell: Mapping[str, Any]) -> str:
     """Tooltip text of a cell: figure, interval, n, and where it came from."""
-    ci = "" if cell.get("ci_low") is None else f" [95% CI {fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}]"
+    ci = "" if cell.get("ci_low") is None else f" [95% CI {fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}{resampling(cell)}]"
     n = "" if cell.get("n") is None else f", n={cell['n']}"
     return f"{fmt(cell.get('value'))}{ci}{n}. From {cell['metrics_file']} (stage {cell['stage']}); lineage: hatecheck-pipeline lineage {cell['cell_id']}"
 
