@@ -27,7 +27,7 @@ def test_stage_declarations(params):
         assert s.phase == "audits" and signature_mismatch(s) is None, s.name
     for name in audits.crows_scorers(params):
         s = stages[f"crows_pairs_{name}"]
-        assert {"profile", "profiles"} <= set(s.param_keys)
+        assert {"profile", f"profiles.{params['profile']}"} <= set(s.param_keys)
         assert s.threads == params["bias"]["threads"] and s.mem_mb == 4000
     assert stages["hatexplain_standin"].mem_mb == 3000
     # the fine-tuned 3-class model: explained by its own stage, scored by the same metrics stage as the baseline

@@ -46,8 +46,41 @@ def test_each_stage_declares_the_params_snakemake_tracks(params):
             if isinstance(item, dict):
                 declared |= {f"{f}:{k}" for f, keys in item.items() for k in keys}
             else:
-                declared.add(item)
+                declared.add(item.replace("profiles.${profile}", f"profiles.{params['profile']}"))  # DVC resolves it
         assert declared == set(s.param_values(params)), s.name
+
+
+def test_stages_depend_on_the_active_profile_only(params):
+    """Editing an inactive profile changes no stage's parameter values (both
+    runners: Snakemake's params files, DVC's params); a switch of profile
+    changes every train and predict stage's (issue 31)."""
+    import copy
+
+    assert params["profile"] != "paper"
+    edited = copy.deepcopy(params)
+    edited["profiles"]["paper"]["max_epochs"] = 99  # an inactive profile
+    before = {s.name: s.param_values(params) for s in dag.build_stages(params)}
+    assert before == {s.name: s.param_values(edited) for s in dag.build_stages(edited)}
+    assert not any(k == "profiles" for values in before.values() for k in values)
+    switched = {**params, "profile": "paper"}
+    after = {s.name: s.param_values(switched) for s in dag.build_stages(switched)}
+    for name in before:
+        if name.startswith(("train_", "predict_")):
+            assert after[name] != before[name], name
+            assert after[name]["profiles.paper"] == params["profiles"]["paper"], name
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    assert "profiles.${profile}" in dvc["train_XTC"]["params"] and "profiles" not in dvc["train_XTC"]["params"]
+
+
+def test_the_profile_argument_holds_the_active_profile_only(params):
+    """The function of a stage reading the profile gets `{<active>: values}`,
+    what core.config.active_profile(profile, profiles) picks from."""
+    from hatecheck_pipeline.core.config import active_profile
+
+    train = next(s for s in dag.build_stages(params) if s.name == "train_XTC")
+    kwargs = train.arguments(params)
+    assert kwargs["profiles"] == {params["profile"]: params["profiles"][params["profile"]]}
+    assert active_profile(kwargs["profile"], kwargs["profiles"])["name"] == params["profile"]
 
 
 def test_only_the_changed_dataset_is_downstream_of_its_params(params):

@@ -165,8 +165,36 @@ class Stage:
         kwargs: dict[str, Any] = dict(self.args)
         kwargs.update({k: as_paths(v) for k, v in self.inputs.items()})
         kwargs.update({k: [Path(o.path) for o in v] if isinstance(v, tuple) else Path(v.path) for k, v in self.outputs.items()})
-        kwargs.update({arg: resolve_param(params, key) for arg, key in self.params.items()})
+        kwargs.update({arg: argument_value(params, arg, key) for arg, key in self.params.items()})
         return kwargs
+
+
+PROFILES = "profiles"
+
+
+def profile_params(params: Mapping[str, Any]) -> dict[str, str]:
+    """The params of a stage that reads the active profile: ``profile`` (its
+    name) and ``profiles.<active>`` (its values), never the whole
+    ``profiles`` section, so that editing an inactive profile leaves the
+    stage up to date while a switch of profile re-runs it. dvc.yaml declares
+    ``profiles.${profile}`` (DVC resolves it from params.yaml, see
+    ``pipeline.registry.to_dvc``); Snakemake's params files hold the same keys.
+
+    >>> profile_params({"profile": "smoke"})
+    {'profile': 'profile', 'profiles': 'profiles.smoke'}
+    """
+    return {"profile": "profile", PROFILES: f"{PROFILES}.{params['profile']}"}
+
+
+def argument_value(params: Mapping[str, Any], arg: str, key: str) -> Any:
+    """The value of one declared parameter for the stage's function. The
+    ``profiles`` argument bound to ``profiles.<active>`` receives
+    ``{<active>: values}``: the shape ``core.config.active_profile(profile,
+    profiles)`` reads, with only the active profile in it."""
+    value = resolve_param(params, key)
+    if arg == PROFILES and key.startswith(PROFILES + ".") and key.count(".") == 1:
+        return {key.split(".", 1)[1]: value}
+    return value
 
 
 def resolve_param(params: Mapping[str, Any], key: str) -> Any:

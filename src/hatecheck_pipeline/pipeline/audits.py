@@ -21,7 +21,7 @@ from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
 from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
-from hatecheck_pipeline.core.stage import Stage, metric, out, plot
+from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
 from hatecheck_pipeline.pipeline.models import supervised_model
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
@@ -37,7 +37,6 @@ SUMMARY = "hatecheck_pipeline.audits.summary:bias_summary"
 CROWS_MEM_MB = 4000
 STANDIN_MEM_MB = 3000
 EXPLAIN_MEM_MB = 4000
-PROFILE_KEYS = {"profile": "profile", "profiles": "profiles"}
 
 
 def crows_scorers(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -69,7 +68,7 @@ def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
             "batch_size": "bias.crows_pairs.batch_size",
             "threads": "bias.threads",
             "seed": "bias.seed",
-            **PROFILE_KEYS,
+            **profile_params(params),
         },
         args={"name": name},
         threads=params["bias"]["threads"],
@@ -123,7 +122,7 @@ def explain_stage(model: str, params: Mapping[str, Any]) -> Stage:
         },
         # profile: max_length and hatexplain_max_explain
         params={
-            **PROFILE_KEYS,
+            **profile_params(params),
             "explain": "bias.hatexplain.explain",
             "top_k": "bias.hatexplain.top_k",
             "seed": "bias.seed",
@@ -169,7 +168,7 @@ def target_bias_stage(model: str, params: Mapping[str, Any]) -> Stage:
             "communities_csv": plot(paths.target_bias_csv(model), **COMMUNITIES_PLOT),
         },
         # profile: a capped profile audits the cases its predict stage drew
-        params={"power": "bias.targets.power", **PROFILE_KEYS, "seed": f"models.{model}.seed"},
+        params={"power": "bias.targets.power", **profile_params(params), "seed": f"models.{model}.seed"},
         args={"model": model, "suites": tuple(suites), "cap_key": case_cap_key(params["models"][model])},
     )
 

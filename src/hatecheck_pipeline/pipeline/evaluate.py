@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key
-from hatecheck_pipeline.core.stage import Stage, metric, out, plot
+from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
 from hatecheck_pipeline.evaluation.tables import GROUPS, Source
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
@@ -68,7 +68,7 @@ def group_training_tables(params: Mapping[str, Any], group: str) -> dict[str, li
 
 
 def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
-    keys = {**SCORE_PARAMS, "profile": "profile", "profiles": "profiles"}
+    keys = {**SCORE_PARAMS, **profile_params(params)}
     keys["model_seed"] = f"models.{model}.seed"
     return Stage(
         score_stage_name(model, suite.name),

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.stage import Stage, metric, out
+from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 
 PHASE = "llm"
 SETS = "hatecheck_pipeline.data.ethos:build_sets"
@@ -52,8 +52,7 @@ def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
             "threads": "llm.threads",
             "batch_size": "llm.batch_size",
             "cache_dir": "llm.cache_dir",
-            "profile": "profile",
-            "profiles": "profiles",
+            **profile_params(params),
         },
         args={"name": name},
         threads=params["llm"]["threads"],

@@ -7,8 +7,10 @@ reads that base model's directory (the convert stage's output).
 
 The DAG is the same whatever the active profile (dvc.yaml is rendered once,
 and `dvc exp run -S profile=...` must not need a new one): stages that read
-the profile declare ``profile`` and the whole ``profiles`` section; only the
-Snakemake resources (memory, GPUs, time limits) follow the active profile.
+the profile declare ``profile`` and ``profiles.<active>`` (dvc.yaml:
+``profiles.${profile}``, resolved by DVC from params.yaml), so an edit of an
+inactive profile leaves them up to date and a switch of profile re-runs them;
+the Snakemake resources (memory, GPUs, time limits) follow the active profile.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm, profile
-from hatecheck_pipeline.core.stage import Stage, metric, out
+from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
 
@@ -29,7 +31,6 @@ LLM_MEM_MB = 4000
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
-PROFILE_PARAMS = {"profile": "profile", "profiles": "profiles"}
 
 
 def pipeline_bases(params: Mapping[str, Any], model: str) -> set[str]:
@@ -74,7 +75,7 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
             "training_log": metric(paths.training_log(model)),
         },
         params={
-            **PROFILE_PARAMS,
+            **profile_params(params),
             "spec": f"models.{model}",
             "recipe": f"training.recipes.{spec['recipe']}",
             "amp": "training.amp",
@@ -126,7 +127,7 @@ def predict_stage(params: Mapping[str, Any], model: str, group: str, suites: lis
     one predictions file per suite."""
     spec = params["models"][model]
     prof = profile(params)
-    keys = {**PROFILE_PARAMS}
+    keys = profile_params(params)
     keys["seed"] = f"models.{model}.seed"
     keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction", "amp": "training.amp"}
     return Stage(
@@ -170,7 +171,7 @@ def llm_predict_stage(params: Mapping[str, Any], model: str) -> Stage:
             "threads": "llm.threads",
             "batch_size": "llm.batch_size",
             "cache_dir": "llm.cache_dir",
-            **PROFILE_PARAMS,
+            **profile_params(params),
         },
         args={"model": model, "backend_name": spec["backend"], "suites": suites},
         threads=params["llm"]["threads"],

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import codedeps
 from hatecheck_pipeline.core.config import ConfigError, dumps
-from hatecheck_pipeline.core.stage import Stage
+from hatecheck_pipeline.core.stage import PROFILES, Stage
 
 # Phase modules in DAG order: hatecheck_pipeline.pipeline.<name>.stages(params).
 PHASES = ["data", "models", "expand", "evaluate", "audits", "llm", "report"]
@@ -69,12 +69,30 @@ def final_targets(params: Mapping[str, Any]) -> list[str]:
     return [o.path for s in build_stages(params) for o in s.snakemake_outs]
 
 
+def dvc_param_key(key: str) -> str:
+    """A params key as dvc.yaml declares it: ``profiles.<active>[.sub]``
+    becomes ``profiles.${profile}[.sub]``, which DVC resolves from
+    params.yaml's ``profile`` on every run. So dvc.yaml is the same for every
+    profile (`dvc exp run -S profile=smoke` needs no new one), a stage
+    depends on the active profile's values only, and DVC records the keys
+    Snakemake's params files hold (``profiles.smoke``).
+
+    >>> dvc_param_key("profiles.smoke"), dvc_param_key("profile"), dvc_param_key("models.XTC")
+    ('profiles.${profile}', 'profile', 'models.XTC')
+    """
+    head, _, rest = key.partition(".")
+    if head != PROFILES or not rest:
+        return key
+    _, _, sub = rest.partition(".")
+    return f"{PROFILES}.${{profile}}" + (f".{sub}" if sub else "")
+
+
 def to_dvc(stages: list[Stage]) -> dict[str, Any]:
     """Render the stages as a dvc.yaml document."""
     doc: dict[str, Any] = {}
     for s in stages:
         entry: dict[str, Any] = {"cmd": s.cmd, "deps": s.deps}
-        plain = [k for k in s.param_keys if ":" not in k]
+        plain = [dvc_param_key(k) for k in s.param_keys if ":" not in k]
         files: dict[str, list[str]] = {}
         for k in s.param_keys:
             if ":" in k:
