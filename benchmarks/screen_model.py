@@ -5,7 +5,7 @@ and scores its held-out sets in full and a seeded draw of ``--cases`` cases
 of each MHC language, and prints the training time, the held-out macro F1
 next to the paper's (MHC Table 6) and the MHC macro F1 per language with
 their mean next to the paper's (MHC Table 7). This is how the settings in
-README, "The default profile within an hour", were screened: a draw of
+the embedded profile (docs/models.md) were screened: a draw of
 1,000 cases per language gives the mean within about +/-1.5 points of
 run-to-run spread, in ~10 minutes for XTC on 2 cores instead of ~40 for the
 full suites.
