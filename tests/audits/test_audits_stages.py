@@ -30,12 +30,12 @@ def test_stage_declarations(params):
         assert {"profile", f"profiles.{params['profile']}"} <= set(s.param_keys)
         assert s.threads == params["bias"]["threads"] and s.mem_mb == 4000
     assert stages["hatexplain_standin"].mem_mb == 3000
-    # the fine-tuned 3-class model: explained by its own stage, scored by the same metrics stage as the baseline
-    assert audits.explained_models(params) == ["hatexplain"]
+    # the fine-tuned 3-class models (BERT and BERT-HateXplain): explained by their own stages, scored by the same metrics stage as the baseline
+    assert audits.explained_models(params) == ["hatexplain", "hatexplain-supervised"]
     ex = stages["hatexplain_explain_hatexplain"]
     assert ex.inputs["model_dir"] == paths.model_dir("hatexplain") and {"profile", "profiles", "explain"} <= set(ex.params)
     assert stages["hatexplain_metrics_hatexplain"].inputs["attributions"] == paths.hatexplain_attributions("hatexplain")
-    assert "train_hatexplain-supervised" not in stages and params["bias"]["hatexplain"]["supervised"]["train_rationales"] is None
+    assert params["bias"]["hatexplain"]["supervised"]["train_rationales"] == "eraser"
     plots = [o for s in stages.values() for o in s.outs_of("plots")]
     assert plots and all(o.path.endswith("communities.csv") and dict(o.plot)["x"] == "bpsn_auc" for o in plots)
     for m in audits.target_models(params):
@@ -99,23 +99,33 @@ def test_hatexplain_and_summary_stage_functions(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["hatexplain"][hatexplain.STANDIN]["source"] == str(d / "m.json")
     assert [e["method"] for e in doc["hatexplain"][hatexplain.STANDIN]["explanations"]] == ["occlusion"]
-    assert doc["hatexplain_supervised"]["ran"] is False and "validation and test splits only" in doc["hatexplain_supervised"]["reason"]
+    assert doc["hatexplain_supervised"]["ran"] is False and "train_rationales is null" in doc["hatexplain_supervised"]["reason"]
 
 
 def test_supervised_model_gets_its_stages_only_with_training_rationales(params):
-    """BERT-HateXplain: train, explain and metrics stages appear when a
-    training rationales file is given (never otherwise)."""
+    """BERT-HateXplain: train, explain and metrics stages appear when
+    training rationales are set (default: derived from the ERASER files by
+    hatexplain_rationales; or a file of one's own), never with null."""
     import copy
 
     from hatecheck_pipeline.pipeline import models as model_stages
 
-    assert model_stages.supervised_model(params) is None
+    names = {s.name: s for s in model_stages.stages(params) + audits.stages(params)}
+    derive = names["hatexplain_rationales"]
+    assert signature_mismatch(derive) is None and derive.inputs["table"] == paths.processed("hatexplain", "hatexplain")
+    assert derive.inputs["docs"] == paths.raw("hatexplain", "eraser/docs.jsonl")
+    assert names["train_hatexplain-supervised"].inputs["rationales"] == paths.hatexplain_train_rationales() == derive.outputs["rationales"].path
     given = copy.deepcopy(params)
     given["bias"]["hatexplain"]["supervised"]["train_rationales"] = "data/external/hatexplain_train_rationales.json"
     names = {s.name: s for s in model_stages.stages(given) + audits.stages(given)}
     train = names["train_hatexplain-supervised"]
+    assert "hatexplain_rationales" not in names
     assert train.inputs["rationales"] == "data/external/hatexplain_train_rationales.json" and signature_mismatch(train) is None
     assert train.params["recipe"] == "training.recipes.hatexplain_supervised"
     assert train.inputs["data"] == names["train_hatexplain"].inputs["data"]
     assert {"hatexplain_explain_hatexplain-supervised", "hatexplain_metrics_hatexplain-supervised"} <= set(names)
     assert paths.hatexplain_metrics("hatexplain-supervised") in names["bias_summary"].data_deps
+    given["bias"]["hatexplain"]["supervised"]["train_rationales"] = None
+    assert model_stages.supervised_model(given) is None
+    names = {s.name for s in model_stages.stages(given) + audits.stages(given)}
+    assert not {"hatexplain_rationales", "train_hatexplain-supervised", "hatexplain_explain_hatexplain-supervised"} & names

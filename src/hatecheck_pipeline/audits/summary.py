@@ -54,9 +54,9 @@ def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapp
 
 
 NO_TRAIN_RATIONALES = (
-    "not trained: attention supervision needs human rationales for the training posts, and the public HateXplain files "
-    "reachable here carry rationales for the validation and test splits only (bias.hatexplain.supervised.train_rationales "
-    "is null); set it to a JSON file {post id: [annotator 0/1 masks over post_tokens]} to train and audit it"
+    "not trained: bias.hatexplain.supervised.train_rationales is null; set it to `eraser` (HateXplain's ERASER "
+    "rationales of the training posts, in the raw registry) or to a JSON file {post id: [annotator 0/1 masks over the "
+    "post's words]} to train and audit it"
 )
 
 

@@ -38,6 +38,17 @@ def processed(dataset: str, scheme: str) -> str:
     return f"{PROCESSED}/{dataset}/{scheme}.parquet"
 
 
+def hatexplain_train_rationales() -> str:
+    """Word-level rationale masks of HateXplain's training posts, derived
+    from the ERASER files (attention supervision's targets)."""
+    return f"{PROCESSED}/hatexplain/train_rationales.json"
+
+
+def hatexplain_eraser_alignment() -> str:
+    """The alignment check of HateXplain's training posts with their ERASER docs."""
+    return f"{PROCESSED}/hatexplain/eraser_alignment.json"
+
+
 MODELS = "models"
 RESULTS = "results"
 REPORTS = "reports"

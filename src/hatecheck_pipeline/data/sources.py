@@ -4,11 +4,21 @@ Every raw file has a pinned public URL and a sha256 in
 ``resources/raw_sources.yaml``. Files are downloaded with pooch (which checks
 the hash) or, when a mirror folder is given, copied from it after the same
 check; with a mirror, nothing touches the network.
+
+A source may also pin a *file set* (``file_sets``): a folder of many small
+files (HateXplain's ERASER ``docs/<post id>``, 11,415 files) named by the
+records of registered files, each fetched from the mirror folder or its URL
+template and hashed; the sorted ``<sha256>  <name>`` manifest must hash to
+the registered ``manifest_sha256``. The ingest stage writes the set as one
+JSON-lines bundle (``name``, ``sha256``, ``text``), so the DAG tracks one
+file instead of thousands.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -20,7 +30,7 @@ import yaml
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.core.files import sha256sum
+from hatecheck_pipeline.core.files import sha256sum, write_text
 
 SOURCES_FILE = "src/hatecheck_pipeline/resources/raw_sources.yaml"
 MIRROR_ENV = "HATECHECK_PIPELINE_MIRROR"
@@ -46,6 +56,23 @@ class RawFile:
         return Path(paths.raw(self.source, self.name))
 
 
+@dataclass(frozen=True)
+class FileSet:
+    """Many small raw files pinned as one set (see the module docstring)."""
+
+    source: str
+    name: str  # the bundle's path under data/raw/<source>/
+    url: str  # template with {name}
+    mirror_dir: str  # the files' folder under the mirror's <source>/
+    names_from: tuple[str, ...]  # registered JSON-lines files whose annotation_id names a file
+    count: int
+    manifest_sha256: str
+
+    @property
+    def path(self) -> Path:
+        return Path(paths.raw(self.source, self.name))
+
+
 def load_registry() -> dict:
     """The raw-file registry (parsed once per process, libyaml's C loader)."""
     return copy.deepcopy(_registry())
@@ -63,6 +90,112 @@ def raw_files(source: str, registry: dict | None = None) -> list[RawFile]:
     if source not in registry:
         raise KeyError(f"{SOURCES_FILE}: unknown raw source {source!r}; known: {sorted(registry)}")
     return [RawFile(source, name, meta["url"], meta["sha256"]) for name, meta in registry[source]["files"].items()]
+
+
+def raw_sets(source: str, registry: dict | None = None) -> list[FileSet]:
+    """Every registered file set of one source (most sources have none)."""
+    registry = registry or load_registry()
+    sets = registry[source].get("file_sets") or {}
+    return [
+        FileSet(source, name, m["url"], m["mirror_dir"], tuple(m["names_from"]), int(m["count"]), m["manifest_sha256"])
+        for name, m in sets.items()
+    ]
+
+
+def outputs(source: str, registry: dict | None = None) -> list[Path]:
+    """What ``ingest_<source>`` writes: its files, then its sets' bundles."""
+    return [f.path for f in raw_files(source, registry)] + [s.path for s in raw_sets(source, registry)]
+
+
+def read_bundle(path: str | Path) -> dict[str, str]:
+    """``{name: text}`` of a file-set bundle written by the ingest stage."""
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            try:
+                rec = json.loads(line)
+                out[rec["name"]] = rec["text"]
+            except (ValueError, KeyError) as exc:
+                raise MissingRawFile(f"{path}: line {n} is not a bundle record ({exc})") from exc
+    return out
+
+
+def manifest_digest(digests: dict[str, str]) -> str:
+    """sha256 of the sorted ``<sha256>  <name>`` lines of a file set."""
+    text = "".join(f"{digests[n]}  {n}\n" for n in sorted(digests))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def set_names(item: FileSet, root: Path) -> list[str]:
+    """The file names of a set: the ``annotation_id`` of every record of its
+    ``names_from`` files (already ingested under ``root``), in order."""
+    names: list[str] = []
+    for rel in item.names_from:
+        with open(root / rel, encoding="utf-8") as fh:
+            names += [json.loads(line)["annotation_id"] for line in fh if line.strip()]
+    return names
+
+
+def _download(url: str) -> bytes:
+    import urllib.request
+
+    for attempt in range(3):
+        try:
+            with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (pinned https URLs; file:// in tests)
+                return resp.read()
+        except OSError:
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def fetch_set(item: FileSet, root: Path, mirror: Path | None, workers: int = 8) -> Path:
+    """Fetch every file of a set (mirror folder, else its URL, ``workers``
+    downloads at once), check the manifest hash, write the bundle."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tqdm.auto import tqdm
+
+    label = f"{item.source}/{item.name}"
+    names = set_names(item, root)
+    if len(names) != item.count or len(set(names)) != len(names):
+        raise HashMismatchError(f"{label}: {len(names)} names ({len(set(names))} distinct) in {', '.join(item.names_from)}, the registry pins {item.count}")
+    if mirror is not None:
+        folder = mirror / item.source / item.mirror_dir
+
+        def read(name: str) -> bytes:
+            src = folder / name
+            if not src.exists():
+                raise MissingRawFile(f"{label}: {name} not found in mirror {mirror} (expected {src})")
+            return src.read_bytes()
+
+        contents = [read(n) for n in tqdm(names, desc=label, mininterval=5)]
+    else:
+        from urllib.parse import quote
+
+        with ThreadPoolExecutor(workers) as pool:
+            contents = list(tqdm(pool.map(lambda n: _download(item.url.format(name=quote(n))), names), total=len(names), desc=label, mininterval=5))
+    digests = {n: hashlib.sha256(c).hexdigest() for n, c in zip(names, contents)}
+    actual = manifest_digest(digests)
+    if actual != item.manifest_sha256:
+        differing = _differing(digests, mirror / item.source / item.mirror_dir if mirror else None)
+        hint = f"; files differing from the mirror's SHA256SUMS: {', '.join(differing[:5])}" if differing else ""
+        raise HashMismatchError(f"{label}: manifest sha256 mismatch over {len(names)} files: expected {item.manifest_sha256}, actual {actual}{hint}")
+    lines = [json.dumps({"name": n, "sha256": digests[n], "text": c.decode("utf-8")}, ensure_ascii=False) for n, c in zip(names, contents)]
+    return write_text("\n".join(lines) + "\n", root / item.name)
+
+
+def _differing(digests: dict[str, str], folder: Path | None) -> list[str]:
+    """Names whose digest differs from the ``SHA256SUMS`` beside a mirror's
+    set folder (HateXplain: ``eraser/SHA256SUMS`` lists ``docs/<name>``)."""
+    listing = folder.parent / "SHA256SUMS" if folder is not None else None
+    if listing is None or not listing.exists():
+        return []
+    known = {}
+    for line in listing.read_text("utf-8").splitlines():
+        digest, _, path = line.partition("  ")
+        known[Path(path.strip()).name] = digest
+    return sorted(n for n, d in digests.items() if known.get(n) not in (None, d))
 
 
 def verify(path: Path, expected: str, label: str) -> None:
@@ -104,8 +237,16 @@ def mirror_dir(setting: str | None) -> Path | None:
 def ingest(source: str, entry: dict, mirror: str | None, files: list[Path]) -> str:
     """Stage: every registered file of ``source`` (``entry``: its registry
     record) to ``files``, downloaded or copied from the mirror, sha256-checked."""
-    items = {item.name: item for item in (RawFile(source, n, m["url"], m["sha256"]) for n, m in entry["files"].items())}
+    registry = {source: dict(entry)}
+    items = {item.name: item for item in raw_files(source, registry)}
+    sets = {item.name: item for item in raw_sets(source, registry)}
     root = Path(paths.raw(source, ""))
-    for dest in files:
-        fetch(items[dest.relative_to(root).as_posix()], dest, mirror_dir(mirror))
-    return f"{source}: {len(files)} file(s) verified"
+    # plain files first: a set's names come from them
+    for dest in sorted(files, key=lambda f: f.relative_to(root).as_posix() in sets):
+        rel = dest.relative_to(root).as_posix()
+        if rel in sets:
+            fetch_set(sets[rel], root, mirror_dir(mirror))
+        else:
+            fetch(items[rel], dest, mirror_dir(mirror))
+    n_set = sum(sets[f.relative_to(root).as_posix()].count for f in files if f.relative_to(root).as_posix() in sets)
+    return f"{source}: {len(files)} file(s) verified" + (f" ({n_set} files of sets among them, bundled)" if n_set else "")

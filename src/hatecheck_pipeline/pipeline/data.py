@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, metric, out
-from hatecheck_pipeline.data.sources import SOURCES_FILE, load_registry, raw_files
+from hatecheck_pipeline.data.sources import SOURCES_FILE, load_registry, outputs
 from hatecheck_pipeline.data.specs import DATASETS
 
 INGEST = "hatecheck_pipeline.data.sources:ingest"
@@ -37,7 +37,7 @@ def ingest_stage(source: str, registry: Mapping[str, Any]) -> Stage:
         f"ingest_{source}",
         "ingest",
         INGEST,
-        outputs={"files": tuple(out(str(f.path)) for f in raw_files(source, dict(registry)))},
+        outputs={"files": tuple(out(str(f)) for f in outputs(source, dict(registry)))},
         params={"entry": f"{SOURCES_FILE}:{source}", "mirror": "ingest.mirror"},
         args={"source": source},
     )

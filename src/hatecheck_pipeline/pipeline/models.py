@@ -24,6 +24,8 @@ from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
 
 CONVERT = "hatecheck_pipeline.models.convert:convert"
+RATIONALES = "hatecheck_pipeline.models.eraser:hatexplain_rationales"
+ERASER = "eraser"  # bias.hatexplain.supervised.train_rationales: derive them from the ERASER files
 TRAIN = "hatecheck_pipeline.models.train:train"
 PREDICT = "hatecheck_pipeline.models.predict:predict"
 LLM_PREDICT = "hatecheck_pipeline.evaluation.llm_classifier:predict_suites"
@@ -96,6 +98,32 @@ def supervised_model(params: Mapping[str, Any]) -> dict[str, Any] | None:
     return dict(sup) if sup and sup.get("train_rationales") else None
 
 
+def rationales_file(sup: Mapping[str, Any]) -> str:
+    """The training rationales the supervised model reads: the
+    hatexplain_rationales stage's output (``eraser``) or the given file."""
+    return paths.hatexplain_train_rationales() if sup["train_rationales"] == ERASER else sup["train_rationales"]
+
+
+def rationales_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) -> Stage:
+    """``hatexplain_rationales``: the training posts checked against their
+    ERASER docs, and their word-level rationale masks."""
+    scheme = params["models"][sup["from_model"]]["scheme"]
+    key = "bias.hatexplain.supervised.eraser"
+    return Stage(
+        "hatexplain_rationales",
+        "preprocess",
+        RATIONALES,
+        inputs={
+            "table": paths.processed("hatexplain", scheme),
+            "eraser_train": paths.raw("hatexplain", "eraser/train.jsonl"),
+            "eraser_test": paths.raw("hatexplain", "eraser/test.jsonl"),
+            "docs": paths.raw("hatexplain", "eraser/docs.jsonl"),
+        },
+        outputs={"rationales": out(paths.hatexplain_train_rationales()), "alignment": metric(paths.hatexplain_eraser_alignment())},
+        params={"tokenizer": f"{key}.tokenizer", "min_similarity": f"{key}.min_similarity"},
+    )
+
+
 def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) -> Stage:
     """train_<model> of BERT-HateXplain: ``from_model``'s role, scheme, data
     and seed, the supervised recipe and the training rationales file."""
@@ -105,7 +133,7 @@ def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) ->
         f"train_{model}",
         "train",
         TRAIN,
-        inputs={**base.inputs, "rationales": sup["train_rationales"]},
+        inputs={**base.inputs, "rationales": rationales_file(sup)},
         outputs={
             "model_dir": out(paths.model_dir(model), directory=True),
             "card": out(paths.model_card(model)),
@@ -187,6 +215,8 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     for model in finetuned:
         out_.append(train_stage(params, model))
     if (sup := supervised_model(params)) is not None:
+        if sup["train_rationales"] == ERASER:
+            out_.append(rationales_stage(params, sup))
         out_.append(supervised_train_stage(params, sup))
     for model in finetuned:
         for group, suites in suite_groups(params, model):
