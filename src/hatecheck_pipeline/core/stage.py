@@ -34,8 +34,12 @@ DEFAULT_RUNTIME = 60
 
 @dataclass(frozen=True)
 class Out:
-    """One output: its DVC kind (outs, metrics, plots), whether DVC keeps it
-    between runs (``persist``: checkpoints) and whether it is a folder."""
+    """One output: its DVC kind (outs, metrics, plots), whether it is a
+    working folder the stage keeps between runs (``persist``: training
+    checkpoints, the optimiser state of every epoch, for resuming after a
+    kill) and whether it is a folder. A persisted folder is an output of
+    neither runner: Snakemake would delete it before re-running the rule,
+    and DVC would cache it and `dvc push` it to the team's remote."""
 
     path: str
     kind: str = "outs"
@@ -142,9 +146,8 @@ class Stage:
 
     @property
     def snakemake_outs(self) -> list[Out]:
-        """Outputs Snakemake tracks: persisted checkpoints are left out,
-        because Snakemake deletes a rule's outputs before running it (DVC
-        keeps them)."""
+        """Outputs both runners track (Snakemake's rule outputs, dvc.yaml's
+        outs): persisted working folders (checkpoints) are left out."""
         return [o for o in self.out_list if not o.persist]
 
     @property

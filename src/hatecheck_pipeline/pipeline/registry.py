@@ -101,7 +101,8 @@ def to_dvc(stages: list[Stage]) -> dict[str, Any]:
         params: list[Any] = [*plain, *({f: keys} for f, keys in files.items())]
         if params:
             entry["params"] = params
-        outs = [{o.path: {"persist": True}} if o.persist else o.path for o in s.outs_of("outs")]
+        # checkpoints (persist) are no output: never cached, never pushed
+        outs = [o.path for o in s.outs_of("outs") if not o.persist]
         if outs:
             entry["outs"] = outs
         if s.outs_of("metrics"):
