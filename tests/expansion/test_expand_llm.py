@@ -1,54 +1,179 @@
-"""LLM branch against a fake OpenAI-compatible server on loopback, NLI
-validation with a tiny randomly initialised BART (NOT a trained model), and
-quality with a tiny random GPT-2."""
+"""GPT-HateCheck generation: the answer format and its bad outputs, the
+request loop, the content-addressed cache (endpoint and local LLM), the
+judges (a tiny randomly initialised BART and GPT-2: NOT trained models,
+their numbers mean nothing), the quality measures, and the stages run with
+their declared arguments against a fake OpenAI-compatible server."""
 
+import json
+import math
+import random
+from collections import Counter
 from pathlib import Path
 
 import polars as pl
 import pytest
 import torch
 from fake_openai import fake_chat_server
+from tiny_causal_lm import tiny_causal_lm
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
-from transformers import (
-    BartConfig,
-    BartForSequenceClassification,
-    GPT2Config,
-    GPT2LMHeadModel,
-    PreTrainedTokenizerFast,
-)
+from transformers import BartConfig, BartForSequenceClassification, PreTrainedTokenizerFast
 
-from hatecheck_pipeline.expansion import generate, nli, prompts, quality
+from hatecheck_pipeline.expansion import generate, llm, nli, prompts, quality
 
 SECRET = "sk-test-secret-123"
+GOOD = json.dumps({"messages": ["I can't stand them at all.", "They are all vermin, honestly."]})
 
 
-CALLS: list = []
-GENERATED = "1. I can't stand them at all.\n2. \"They are all vermin, honestly.\"\n3. Nothing more to say."
+# ------------------------------------------------------------ answer format
+
+
+@pytest.mark.parametrize("answer, messages, problem", [
+    (GOOD, ["I can't stand them at all.", "They are all vermin, honestly."], None),
+    ("Sure!\n```json\n" + GOOD + "\n```", ["I can't stand them at all.", "They are all vermin, honestly."], None),
+    ("", [], "empty"),
+    ("   \n", [], "empty"),
+    ("I'm sorry, but I can't help with that request.", [], "refusal"),
+    ("As an AI language model, I cannot write hateful messages.", [], "refusal"),
+    ("1. They are vermin.\n2. I hate them.", [], "not_json"),
+    ('{"messages": ["They are vermin.", "I ha', [], "not_json"),  # cut off by the token limit
+    ('["They are vermin.", "I hate them."]', [], "wrong_format"),  # a list, not {"messages": [...]}
+    ('{"texts": ["They are vermin."]}', [], "wrong_format"),
+    ('{"messages": "They are vermin."}', [], "wrong_format"),
+    ('{"messages": ["They are vermin.", "", 3]}', ["They are vermin."], "bad_items"),
+    ('{"messages": []}', [], "wrong_format"),
+])
+def test_answers_parse_to_messages_or_a_named_bad_output(answer, messages, problem):
+    assert llm.parse_messages(answer) == (messages, problem)
+
+
+class ScriptedClient:
+    """Answers request bodies from a list, in order; counts like ChatClient."""
+
+    base_url = "scripted"
+
+    def __init__(self, answers):
+        self.answers, self.bodies, self.queried, self.cached = list(answers), [], 0, 0
+
+    def complete(self, body):
+        self.bodies.append(body)
+        self.queried += 1
+        return {"choices": [{"message": {"content": self.answers.pop(0)}}]}
+
+    def close(self):
+        pass
+
+
+def cells(funcs=("derog_neg_emote_h", "profanity_nh"), targets=("women",), n=2):
+    spec = prompts.load_spec()
+    return prompts.cells(spec, list(funcs), list(targets), {}, "english", n)
+
+
+def test_bad_outputs_are_counted_per_functionality_and_asked_again():
+    three = json.dumps({"messages": ["a b c", "d e f", "g h i"]})
+    client = ScriptedClient(["I'm sorry, I can't do that.", three,  # emote: a refusal, then 3 (2 kept)
+                             "1. x\n2. y", "", "[\"z\"]"])  # profanity: three bad answers, the loop gives up
+    cand, reqs = generate.generate(client, "m", cells(), n_per_cell=2, per_request=2, max_requests=3,
+                                   temperature=0.5, max_tokens=50, seed=7)
+    assert cand["text"].to_list() == ["a b c", "d e f"] and set(cand["functionality"]) == {"derog_neg_emote_h"}
+    assert cand["id"].to_list() == ["gpt-english-0", "gpt-english-1"] and cand["label"].to_list() == ["hateful"] * 2
+    assert [b["seed"] for b in client.bodies] == [7, 8, 7, 8, 9]  # request i of a cell: seed + i
+    assert reqs["problem"].to_list() == ["refusal", None, "not_json", "empty", "wrong_format"]
+    assert reqs["kept"].to_list() == [0, 2, 0, 0, 0] and reqs["messages"].to_list() == [0, 3, 0, 0, 0]
+    rep = generate.generation_report(reqs, cells(), "scripted", {}, client.queried, client.cached)
+    per = {r["functionality"]: r for r in rep["per_functionality"]}
+    assert per["derog_neg_emote_h"] == {"functionality": "derog_neg_emote_h", "cells": 1, "requests": 2, "messages": 3,
+                                        "candidates": 2, "bad_outputs": 1, "empty": 0, "refusal": 1, "not_json": 0,
+                                        "wrong_format": 0, "bad_items": 0}
+    assert per["profanity_nh"]["bad_outputs"] == 3 and per["profanity_nh"]["candidates"] == 0
+    assert rep["bad_outputs"] == 4 and rep["candidates"] == 2 and rep["requests"] == 5
+
+
+# -------------------------------------------------------------------- cache
 
 
 @pytest.fixture
 def server():
-    CALLS.clear()
-    with fake_chat_server(lambda body: GENERATED, CALLS) as url:
-        yield url
+    calls: list = []
+    with fake_chat_server(lambda body: GOOD, calls) as url:
+        yield url, calls
 
 
-def tiny_tokenizer(path: Path) -> PreTrainedTokenizerFast:
-    words = "<pad> <s> </s> <unk> that text contains hate speech is about a the i they are all them".split()
-    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok.post_processor = processors.TemplateProcessing(  # BART-style: <s> A </s></s> B </s>
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                   unk_token="<unk>")
-    fast.save_pretrained(path)
-    return fast
+def test_endpoint_answers_are_cached_by_request_and_the_key_never_written(server, tmp_path, monkeypatch):
+    url, calls = server
+    monkeypatch.setenv("FAKE_LLM_KEY", SECRET)
+    cache = tmp_path / "cache"
+
+    def run(temperature=0.5):
+        client = llm.ChatClient(url, "FAKE_LLM_KEY", cache, 5)
+        cand, _ = generate.generate(client, "fake", cells(), 2, 2, 2, temperature, 64, 7)
+        return client, cand
+
+    client, cand = run()
+    assert client.queried == 2 and len(calls) == 2 and cand.height == 4
+    assert calls[0]["auth"] == f"Bearer {SECRET}" and calls[0]["path"] == "/v1/chat/completions"
+    client2, cand2 = run()  # a re-run asks nothing
+    assert client2.queried == 0 and client2.cached == 2 and len(calls) == 2 and cand2.equals(cand)
+    assert run(temperature=0.0)[0].queried == 2  # a setting change asks again
+    for f in cache.rglob("*"):
+        if f.is_file():
+            assert SECRET.encode() not in f.read_bytes()
+
+
+class CountingLM:
+    """A local LM stand-in without a chat template: records generate calls."""
+
+    class tok:  # noqa: N801
+        chat_template = None
+
+    def __init__(self):
+        self.calls = []
+
+    def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True):
+        self.calls.append((prompts_, max_new_tokens, temperature, seed, first_line))
+        return [GOOD + "\nmore lines"]
+
+
+def test_local_llm_answers_go_through_the_same_cache(tmp_path):
+    lm = CountingLM()
+    client = llm.LocalChat(lm, "pkg:some_model", tmp_path)
+    cand, _ = generate.generate(client, "pkg:some_model", cells(), 2, 2, 2, 0.5, 64, 7)
+    assert cand.height == 4 and client.queried == 2 and len(lm.calls) == 2
+    prompt, max_new, temp, seed, first_line = lm.calls[0]
+    assert prompt[0].startswith("You are a crowd-sourced worker") and prompt[0].endswith("Result:\nAnswer:")
+    assert (max_new, temp, seed, first_line) == (64, 0.5, 7, False)  # the whole answer, not its first line
+    again = llm.LocalChat(lm, "pkg:some_model", tmp_path)
+    generate.generate(again, "pkg:some_model", cells(), 2, 2, 2, 0.5, 64, 7)
+    assert again.cached == 2 and again.queried == 0 and len(lm.calls) == 2
+    other = llm.LocalChat(lm, "pkg:other_model", tmp_path)  # another model: its own requests
+    generate.generate(other, "pkg:other_model", cells(), 2, 2, 2, 0.5, 64, 7)
+    assert other.queried == 2
+
+
+def test_local_generation_with_a_tiny_random_lm_runs_in_the_chat_format(tmp_path):
+    net, tok = tiny_causal_lm("<pad> <unk> you are a write messages that women . result : answer".split())
+    from hatecheck_pipeline.models.llm import LocalLM
+
+    lm = LocalLM(net, tok)
+    client = llm.LocalChat(lm, "tiny", tmp_path)
+    cand, reqs = generate.generate(client, "tiny", cells(funcs=("derog_neg_emote_h",)), 2, 2, 1, 0.5, 6, 3)
+    # a random model writes no JSON: the bad output is counted, nothing is invented
+    assert cand.height == 0 and reqs["problem"].to_list()[0] in llm.BAD_OUTPUTS
+
+
+# ------------------------------------------------------------------- judges
 
 
 def tiny_nli(path: Path) -> Path:
     """A randomly initialised 3-label BART (untrained; NLI-shaped only)."""
     torch.manual_seed(0)
-    tok = tiny_tokenizer(path)
+    words = "<pad> <s> </s> <unk> that text contains hate speech is about a the i they are all them".split()
+    t = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    t.pre_tokenizer = pre_tokenizers.Whitespace()
+    t.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                  unk_token="<unk>")
+    tok.save_pretrained(path)
     cfg = BartConfig(vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
                      decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=300,
                      pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=2, num_labels=3,
@@ -58,97 +183,111 @@ def tiny_nli(path: Path) -> Path:
     return path
 
 
-def llm_cfg(base_url, cache):
-    return {"base_url": base_url, "model": "fake-model", "api_key_env": "FAKE_LLM_KEY", "temperature": 0.5,
-            "n_per_cell": 3, "max_tokens": 64, "timeout_s": 5, "seed": 7, "languages": ["english"],
-            "demonstrations_from": "hatecheck", "targets": ["women", "immigrants"], "slurs": {},
-            "functionalities": ["derog_neg_emote_h", "target_obj_nh"], "prompts": None, "cache_dir": str(cache)}
-
-
-def test_prompt_factory():
-    spec = prompts.load_spec()
-    suite = pl.DataFrame({"functionality": ["derog_neg_emote_h"], "case_templ": ["I hate [IDENTITY_P]."],
-                          "text": ["I hate women."]})
-    cells = prompts.cells(spec, suite, ["derog_neg_emote_h", "profanity_nh", "slur_h"], ["women", "Muslims"],
-                          {"women": ["s1", "s2"]}, "german", 5, 1)
-    assert len(cells) == 2 + 1 + 2  # profanity_nh has no [identity]
-    first = cells[0]
-    assert "against women" in first.prompt and "German" in first.prompt
-    assert first.demonstration == "I hate [identity]." and "Example: I hate women." in first.prompt
-    assert "[identity]" not in first.prompt
-    assert "s1, s2" in [c for c in cells if c.functionality == "slur_h"][0].prompt
-
-
-def test_generate_cached_and_key_never_written(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("FAKE_LLM_KEY", SECRET)
-    suite = tmp_path / "suite.parquet"
-    pl.DataFrame({"functionality": ["derog_neg_emote_h"], "case_templ": ["I hate [IDENTITY_P]."], "text": ["x"],
-                  "language": ["english"]}).write_parquet(suite)
-    cfg = llm_cfg(server, tmp_path / "cache")
-    out = tmp_path / "cand.parquet"
-    res = generate.run_generate(suite, "english", cfg, out)
-    assert res["cells"] == 3 and res["queried"] == 3 and len(CALLS) == 3
-    assert CALLS[0]["auth"] == f"Bearer {SECRET}" and CALLS[0]["path"] == "/v1/chat/completions"
-    cand = pl.read_parquet(out)
-    assert cand.height == 9 and "They are all vermin, honestly." in cand["text"].to_list()
-    res2 = generate.run_generate(suite, "english", cfg, out)  # re-run: all from cache
-    assert res2["queried"] == 0 and res2["cached"] == 3 and len(CALLS) == 3
-    cfg["temperature"] = 0.0  # a setting change queries again
-    assert generate.run_generate(suite, "english", cfg, out)["queried"] == 3
-    for f in [*(tmp_path / "cache").rglob("*"), out]:
-        if f.is_file():
-            assert SECRET.encode() not in f.read_bytes()
-
-
-def test_nli_helpers():
-    assert nli.at_least_two_sentences("They came. I hate them.")
-    assert not nli.at_least_two_sentences("I hate them.")
-    assert nli.at_least_two_clauses("I met many of them, and I hate them all.")
-    assert nli.extract_quote("Saying 'women are scum' is vile.") == "women are scum"
-    assert nli.remove_negation("Women are not stupid and never lazy.", ["not", "never"]) == "Women are stupid and lazy."
-
-
-def test_nli_validation_with_tiny_model(tmp_path):
+def test_nli_scorer_is_a_softmax_over_entailment_and_contradiction(tmp_path):
     torch.set_num_threads(1)
-    model = tiny_nli(tmp_path / "nli")
-    cand = tmp_path / "cand.parquet"
-    pl.DataFrame({"id": ["a", "b", "c"], "text": ["they are all vermin", "I hate them. They are all trash.", "one"],
-                  "functionality": ["derog_dehum_h", "ref_subs_sent_h", "ref_subs_sent_h"],
-                  "target_ident": ["women", "women", "women"], "label": ["hateful"] * 3,
-                  "language": ["english"] * 3}).write_parquet(cand)
-    cfg = {"model": str(model), "threshold": 0.5, "batch_size": 4, "threads": 1, "hypotheses": None}
-    rep = generate.run_validate(cand, cfg, ["women"], tmp_path / "acc.parquet", tmp_path / "rej.parquet",
-                                tmp_path / "r.json")
-    assert rep["candidates"] == 3
-    rej = pl.read_parquet(tmp_path / "rej.parquet")
-    assert rej.filter(pl.col("id") == "c")["failed_test"].item() == "at_least_two_sentences"
-    acc = pl.read_parquet(tmp_path / "acc.parquet")
-    assert acc.height + rej.height == 3 and set(acc["dataset"]) <= {"gpt_hatecheck"}
-    rates = {r["functionality"]: r for r in rep["per_functionality"]}
-    assert rates["ref_subs_sent_h"]["candidates"] == 2
-    # scorer probabilities are a softmax over 2 logits
-    scorer = nli.NLIScorer(str(model))
-    p = scorer.entailment([("they are all vermin", "that text contains hate speech")])
-    assert 0.0 < p[0] < 1.0
+    path = tiny_nli(tmp_path / "nli")
+    scorer = nli.NLIScorer(str(path), batch_size=2)
+    pairs = [("they are all vermin", "that text contains hate speech"), ("i", "they are"), ("a", "the")]
+    probs = scorer.entailment(pairs)
+    enc = scorer.tokenizer(["they are all vermin"], ["that text contains hate speech"], return_tensors="pt")
+    with torch.no_grad():
+        logits = scorer.model(**enc).logits[0]
+    assert probs[0] == pytest.approx(float(torch.softmax(logits[[0, 2]], -1)[1]), abs=1e-5)
+    assert len(probs) == 3 and all(0 < p < 1 for p in probs) and scorer.name.startswith("NLI model")
 
 
-def test_quality_self_bleu_and_perplexity(tmp_path):
-    identical = quality.self_bleu(["i hate them all"] * 4)
-    assert identical["self_bleu_2"] == pytest.approx(1.0, abs=1e-6)
-    mixed = quality.self_bleu(["i hate them all", "the cat sat on a mat", "rain falls in spain", "we love them"])
-    assert mixed["self_bleu_4"] < 0.5 and mixed["self_bleu_2"] >= mixed["self_bleu_4"]
-    torch.manual_seed(0)
-    tok = tiny_tokenizer(tmp_path / "lm")
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_embd=16, n_layer=1, n_head=2, n_positions=64,
-                               bos_token_id=1, eos_token_id=2)).save_pretrained(tmp_path / "lm")
-    ppl = quality.perplexity(["they are all them", "i hate the text"], str(tmp_path / "lm"))
-    # a random model is close to uniform over the tiny vocabulary
-    assert ppl["tokens"] > 9 and 5 < ppl["perplexity"] < 60
+def test_llm_judge_gives_the_renormalised_yes_of_a_fixed_question():
+    from hatecheck_pipeline.models.llm import LocalLM
+
+    net, tok = tiny_causal_lm("<pad> <unk> premise : hypothesis women are scum that contains hate speech . does the "
+                              "entail answer yes or no ? Yes No".split())
+    judge = nli.LLMJudge(LocalLM(net, tok), "tiny random GPT-2")
+    pairs = [("women are scum .", "that contains hate speech ."), ("that", "women")]
+    probs = judge.entailment(pairs)
+    prompt = judge.prompts(pairs[:1])[0]
+    assert "Premise: women are scum .\nHypothesis: that contains hate speech ." in prompt
+    assert "Does the premise entail the hypothesis? Answer yes or no." in prompt
+    _, scores = judge.lm.choose([prompt], [nli.JUDGE_ANSWERS])[0]
+    assert probs[0] == pytest.approx(1 / (1 + math.exp(scores["no"] - scores["yes"])))
+    assert all(0 < p < 1 for p in probs) and "STAND-IN" in judge.name and "tiny random GPT-2" in judge.name
 
 
-def test_generate_stage_runs_with_its_declared_arguments(server, params, workdir, monkeypatch):
-    """`hatecheck-pipeline run expand_llm_generate_<language>`: the stage
-    function gets every declared expansion.llm key and the declared prompts file."""
+# ------------------------------------------------------------------ quality
+
+
+def brute_self_bleu(texts, n):
+    """nltk sentence_bleu semantics, written out the slow way (the notebook's loop)."""
+    toks = [quality.tokens(t) for t in texts]
+    total = 0.0
+    for i, h in enumerate(toks):
+        refs = toks[:i] + toks[i + 1:]
+        logs, zero = [], False
+        for k in range(1, n + 1):
+            hc = Counter(tuple(h[j: j + k]) for j in range(len(h) - k + 1))
+            best = Counter()
+            for r in refs:
+                for g, c in Counter(tuple(r[j: j + k]) for j in range(len(r) - k + 1)).items():
+                    best[g] = max(best[g], c)
+            num = sum(min(c, best[g]) for g, c in hc.items())
+            if k == 1 and num == 0:
+                zero = True
+            logs.append(math.log(num / max(1, sum(hc.values()))) if num else -745.0)
+        if zero or not h:
+            continue
+        ref = min((len(r) for r in refs), key=lambda L: (abs(L - len(h)), L))
+        bp = 1.0 if len(h) > ref else math.exp(1 - ref / len(h))
+        total += bp * math.exp(sum(logs) / n)
+    return total / len(toks)
+
+
+def test_self_bleu_matches_the_slow_definition():
+    rng = random.Random(3)
+    vocab = "they are all scum i hate women muslims so much you should die never any good".split()
+    texts = [" ".join(rng.choice(vocab) for _ in range(rng.randint(1, 9))) for _ in range(40)]
+    texts += ["I hate women.", "I hate women.", "Don't you dare!"]
+    fast = quality.self_bleu(texts)
+    for n in (2, 3, 4):
+        assert fast[f"self_bleu_{n}"] == pytest.approx(brute_self_bleu(texts, n), abs=1e-6)
+    assert quality.self_bleu(["i hate them all"] * 4)["self_bleu_4"] == pytest.approx(1.0)
+    assert quality.tokens("Don't you DARE, 2 times!") == ["do", "you", "dare", "times"]
+
+
+def test_hatecheck_reference_leaves_spelling_out_and_drops_duplicates():
+    hc = pl.DataFrame({"text": ["a", "a", "b", "c"], "functionality": ["x_h", "x_h", "spell_leet_h", "y_nh"]})
+    assert quality.reference_texts(hc) == ["a", "c"]
+
+
+def test_generated_suite_is_measured_on_ten_seeded_subsamples_of_the_reference_size():
+    texts = [f"message number {w} about {v}" for w in "abcdefghij" for v in "klmnopqrst"]  # 100 distinct
+    out = quality.subsampled(texts, 30, 10, 0, None, 8)
+    assert out["draws"] == 10 and out["subsample_size"] == 30 and out["cases"] == 100
+    draws = [quality.self_bleu(random.Random(i).sample(texts, 30))["self_bleu_2"] for i in range(10)]
+    assert out["self_bleu_2"] == pytest.approx(sum(draws) / 10, abs=1e-6) and out["self_bleu_2_sd"] > 0
+    small = quality.subsampled(texts[:20], 30, 10, 0, None, 8)
+    assert small["draws"] == 1 and small["subsample_size"] == 20 and small["smaller_than_reference"]
+
+
+def test_perplexity_is_the_exp_of_the_mean_per_text_loss():
+    net, tok = tiny_causal_lm("<pad> <unk> they are all scum i hate women".split())
+    texts = ["they are all scum", "i hate women", "scum"]
+    out = quality.perplexity(texts, net, tok, batch_size=2)
+    losses = []
+    for t in texts[:2]:
+        ids = torch.tensor([tok(t, add_special_tokens=False)["input_ids"]])
+        with torch.no_grad():
+            losses.append(float(net(input_ids=ids, labels=ids).loss))
+    assert out["perplexity"] == pytest.approx(math.exp(sum(losses) / 2), rel=1e-4)
+    assert out["scored"] == 2 and out["too_short"] == 1
+
+
+# ------------------------------------------------------------------- stages
+
+
+def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(server, params, workdir, mirror,
+                                                                                 monkeypatch):
+    """The three stages through the generic entry point, with a fake
+    endpoint as generator, a tiny random BART as the NLI judge and a tiny
+    random GPT-2 as the perplexity LM (plumbing only)."""
     import shutil
 
     from conftest import REPO
@@ -157,18 +296,47 @@ def test_generate_stage_runs_with_its_declared_arguments(server, params, workdir
     from hatecheck_pipeline.core.stage import call
     from hatecheck_pipeline.pipeline import expand
 
+    url, calls = server
     monkeypatch.setenv("FAKE_LLM_KEY", SECRET)
-    llm = {**llm_cfg(server, workdir / "cache"), "enabled": True, "languages": ["english"]}
-    on = {**params, "expansion": {**params["expansion"], "llm": llm}}
-    stage = next(s for s in expand.stages(on) if s.name == "expand_llm_generate_english")
-    for dep in stage.data_deps:
-        if dep.startswith("src/"):  # the shipped prompts file, at its declared path
+    lm_dir = workdir / "tiny_lm"
+    net, tok = tiny_causal_lm("<pad> <unk> i they are all them women hate".split())
+    net.save_pretrained(lm_dir)
+    tok.save_pretrained(lm_dir)
+    backends = {**params["llm"]["backends"], "fake": {
+        "kind": "openai", "enabled": False, "model": "fake-model", "stand_in": None, "base_url": url,
+        "api_key_env": "FAKE_LLM_KEY", "timeout_s": 5, "temperature": 0.5, "iterations": 1, "max_new_tokens": 64}}
+    gpt = {"generator": "fake", "judge": "nli", "max_cells": 3, "per_cell": 2, "max_tokens": 64, "max_requests": 2}
+    exp = params["expansion"]
+    on = {**params, "profile": "smoke", "llm": {**params["llm"], "backends": backends},
+          "profiles": {**params["profiles"], "smoke": {**params["profiles"]["smoke"], "gpt_hatecheck": gpt}},
+          "expansion": {**exp, "llm": {**exp["llm"], "cache_dir": str(workdir / "cache")},
+                        "nli": {**exp["nli"], "model": str(tiny_nli(workdir / "nli"))},
+                        "quality": {**exp["quality"], "lm": str(lm_dir), "subsamples": 3}}}
+    stages = {s.name: s for s in expand.stages(on)}
+    for dep in {d for s in stages.values() for d in s.data_deps}:
+        if dep.startswith("src/"):
             (workdir / dep).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(REPO / dep, workdir / dep)
-    table = workdir / paths.interim_table("hatecheck")
-    table.parent.mkdir(parents=True)
-    pl.DataFrame({"functionality": ["derog_neg_emote_h"], "case_templ": ["I hate [IDENTITY_P]."], "text": ["x"],
-                  "language": ["english"]}).write_parquet(table)
-    line = call(stage, on)
-    assert line == "english: 9 candidates from 3 prompts (3 queried, 0 cached)"
-    assert pl.read_parquet(workdir / stage.all_outs[0]).height == 9
+    raw = workdir / paths.raw("hatecheck", "template_placeholders.csv")
+    raw.parent.mkdir(parents=True)
+    shutil.copyfile(mirror / "hatecheck" / "template_placeholders.csv", raw)
+    line = call(stages["expand_llm_generate_english"], on)
+    assert "6 candidates from 3 cells, 3 requests (3 asked, 0 cached), 0 bad outputs" in line
+    rep = json.loads((workdir / expand.gpt_report("english", "generation.json")).read_text())
+    assert rep["generator"] == "fake: fake-model" and rep["cells_possible"] == 144 and not rep["complete"]
+    assert call(stages["expand_llm_generate_english"], on).count("3 cached") == 1 and len(calls) == 3
+    hc = workdir / paths.interim_table("hatecheck")
+    hc.parent.mkdir(parents=True)
+    pl.DataFrame({"text": ["I hate women.", "I hate them all.", "they are women"],
+                  "functionality": ["derog_neg_emote_h", "derog_neg_emote_h", "ident_neutral_nh"]}).write_parquet(hc)
+    line = call(stages["expand_llm_validate_english"], on)
+    assert "judge NLI model" in line
+    val = json.loads((workdir / expand.gpt_report("english", "validation.json")).read_text())
+    assert val["generator"] == "fake: fake-model" and val["candidates"] == 6
+    assert val["duplicates"] == 4  # the fake answers the same two messages to every prompt
+    kept = pl.read_parquet(workdir / paths.expanded_table("gpt_hatecheck_english"))
+    assert kept.height == val["kept"] and set(kept["generator"]) <= {"fake: fake-model"}
+    call(stages["expand_quality"], on)
+    q = json.loads((workdir / expand.quality_report()).read_text())
+    assert q["suites"]["hatecheck"]["cases"] == 3 and q["suites"]["hatecheck"]["perplexity"] > 0
+    assert q["suites"]["gpt_hatecheck_english"]["cases"] == kept["text"].n_unique()

@@ -50,14 +50,19 @@ def test_expanded_suites_feed_the_models_through_their_preprocess_stage(params):
     assert paths.expanded_processed("perturbed_hatecheck", "bert") in stages["predict_B-D_perturbed_hatecheck"].data_deps
 
 
-def test_llm_branch_stages_take_exactly_their_declared_arguments(params):
-    """The LLM branch is off by default: check its stages with it switched on
-    (`dvc exp run -S expansion.llm.enabled=true`)."""
+def test_gpt_hatecheck_stages_take_exactly_their_declared_arguments(params):
+    """GPT-HateCheck: generation, validation, quality."""
     on = {**params, "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": True}}}
     stages = {s.name: s for s in expand.stages(on)}
     assert {"expand_llm_generate_english", "expand_llm_validate_english", "expand_quality"} <= set(stages)
     for s in stages.values():
         assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
     gen = stages["expand_llm_generate_english"]
-    assert set(gen.params) >= {"base_url", "model", "prompts", "cache_dir", "demonstrations_from"}
-    assert gen.data_deps == [paths.interim_table("hatecheck"), "src/hatecheck_pipeline/resources/expansion/prompts.yaml"]
+    assert set(gen.params) == {"settings", "backends", "threads", "profile", "profiles"}
+    assert gen.data_deps == [paths.raw("hatecheck", "template_placeholders.csv"),
+                             "src/hatecheck_pipeline/resources/expansion/prompts.yaml"]
+    val = stages["expand_llm_validate_english"]
+    assert val.params["settings"] == "expansion.nli" and paths.expanded_table("gpt_hatecheck_english") in val.all_outs
+    assert "expand_preprocess_gpt_hatecheck_english_bert" in stages
+    off = {**params, "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": False}}}
+    assert not any(s.name.startswith("expand_llm") for s in expand.stages(off))

@@ -232,6 +232,17 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
             roles = sorted({r for rs in lacking.values() for r in rs})
             errors.append(f"{where}.role: {model.get('role')!r} has no base model in profiles "
                           f"{', '.join(lacking)} (roles: {', '.join(roles)})")
+    for pname, prof in profiles.items():
+        gpt = prof.get("gpt_hatecheck") if isinstance(prof, Mapping) else None
+        if not gpt:
+            continue
+        if gpt.get("generator") not in backends:
+            errors.append(f"profiles.{pname}.gpt_hatecheck.generator: {gpt.get('generator')!r} is not a backend "
+                          f"(llm.backends: {', '.join(sorted(backends)) or 'none'})")
+        judge = gpt.get("judge")
+        if judge != "nli" and (judge not in backends or backends[judge].get("kind") != "local"):
+            errors.append(f"profiles.{pname}.gpt_hatecheck.judge: {judge!r} is neither 'nli' (expansion.nli.model) "
+                          f"nor a local backend of llm.backends")
     for name, settings in params.get("datasets", {}).items():
         split = settings.get("split") if isinstance(settings, Mapping) else None
         if isinstance(split, Mapping) and abs(sum(split.values()) - 1) > 1e-9:

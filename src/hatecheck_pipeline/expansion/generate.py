@@ -1,138 +1,115 @@
-"""Stage runs of the LLM branch: generate candidates, validate them by NLI,
-measure suite quality."""
+"""GPT-HateCheck generation and validation on plain values: ask a chat
+client (an endpoint or a local LLM, :mod:`.llm`) for the messages of every
+(functionality, target group) cell, keep every request's outcome (bad
+outputs counted per functionality, never dropped silently), validate the
+candidates with a judge (:mod:`.nli`) and count what was kept (Table 4,
+Figure 3). The stages that load the models are in
+``evaluation/gpt_hatecheck.py``."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import polars as pl
 from tqdm import tqdm
 
-from hatecheck_pipeline.core.cpu import bounded_threads
-from hatecheck_pipeline.expansion import SUITE_COLUMNS, llm, nli, prompts, quality
+from hatecheck_pipeline.expansion import SUITE_COLUMNS, llm, nli
+from hatecheck_pipeline.expansion.prompts import Cell
+
+CANDIDATE_SCHEMA = {"id": pl.Utf8, "text": pl.Utf8, "functionality": pl.Utf8, "target_ident": pl.Utf8,
+                    "label": pl.Utf8, "language": pl.Utf8, "request": pl.Int64, "k": pl.Int64, "cache_key": pl.Utf8}
+REQUEST_SCHEMA = {"functionality": pl.Utf8, "target_ident": pl.Utf8, "request": pl.Int64, "cache_key": pl.Utf8,
+                  "problem": pl.Utf8, "messages": pl.Int64, "kept": pl.Int64, "answer": pl.Utf8}
+NO_TARGET = "none"  # Table 4's row of the functionalities without a protected target
 
 
-def run_generate(suite_table: Path, language: str, cfg: Mapping[str, Any], out_table: Path) -> dict[str, Any]:
-    """One candidate row per generated message and (functionality, target)
-    cell. ``cfg`` = params ``expansion.llm`` (no key: it is read from the
-    environment variable ``cfg['api_key_env']``)."""
-    from hatecheck_pipeline.core.files import write_parquet
-
-    suite = pl.read_parquet(suite_table)
-    if "language" in suite.columns and suite.filter(pl.col("language") == language).height:
-        suite = suite.filter(pl.col("language") == language)
-    spec = prompts.load_spec(cfg.get("prompts"))
-    funcs = cfg["functionalities"] or sorted(spec["segments"])
-    cells = prompts.cells(spec, suite, funcs, cfg["targets"], cfg.get("slurs") or {}, language,
-                          cfg["n_per_cell"], cfg["seed"])
-    client = llm.ChatClient(cfg["base_url"], cfg.get("api_key_env"), Path(cfg["cache_dir"]), cfg["timeout_s"])
-    rows = []
-    try:
-        for cell in tqdm(cells, desc="generate"):
-            body = llm.request_body(cfg["model"], cell.system, cell.prompt, cfg["temperature"], cfg["max_tokens"],
-                                    cfg["seed"])
-            for k, text in enumerate(llm.messages_of(client.complete(body))[: cfg["n_per_cell"]]):
-                rows.append({
-                    "text": text, "functionality": cell.functionality, "target_ident": cell.target_ident,
-                    "label": "hateful" if cell.functionality.endswith("_h") else "non-hateful",
-                    "language": language, "prompt": cell.prompt, "demonstration": cell.demonstration,
-                    "cache_key": llm.cache_key(cfg["base_url"], body), "k": k,
-                })
-    finally:
-        client.close()
-    frame = pl.DataFrame(rows, schema={"text": pl.Utf8, "functionality": pl.Utf8, "target_ident": pl.Utf8,
-                                       "label": pl.Utf8, "language": pl.Utf8, "prompt": pl.Utf8,
-                                       "demonstration": pl.Utf8, "cache_key": pl.Utf8, "k": pl.Int64})
-    frame = frame.with_columns((pl.lit(f"gpt-{language}-") + pl.int_range(pl.len()).cast(pl.Utf8)).alias("id"))
-    write_parquet(frame, out_table)
-    return {"cells": len(cells), "candidates": frame.height, "queried": client.queried, "cached": client.cached}
+def label_of(functionality: str) -> str:
+    return "hateful" if functionality.endswith("_h") else "non-hateful"
 
 
-def run_validate(candidates: Path, cfg: Mapping[str, Any], targets: list[str], out_accepted: Path,
-                 out_rejected: Path, out_json: Path) -> dict[str, Any]:
-    """Accepted cases as a suite table, rejected ones with the failing
-    hypothesis, pass rate per functionality (``cfg`` = ``expansion.nli``)."""
-    import torch
+def generate(client, model: str, cells: Sequence[Cell], n_per_cell: int, per_request: int, max_requests: int,
+             temperature: float, max_tokens: int, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(candidates, requests): ask each cell's prompt (it asks for
+    ``per_request`` messages) until ``n_per_cell`` messages are in or
+    ``max_requests`` requests were made (the authors' loop, bounded); request
+    i of a cell carries seed ``seed + i`` (its own cache entry). Every
+    request is a row of ``requests`` with its problem (``llm.parse_messages``)
+    and how many of its messages were kept (the rest: over the cap)."""
+    cand, reqs = [], []
+    for cell in tqdm(cells, desc="generate"):
+        got = 0
+        for i in range(max_requests):
+            if got >= n_per_cell:
+                break
+            body = llm.request_body(model, cell.system, cell.prompt, temperature, max_tokens, seed + i)
+            key = llm.cache_key(client.base_url, body)
+            answer = llm.content_of(client.complete(body))
+            messages, problem = llm.parse_messages(answer)
+            keep = messages[: n_per_cell - got]
+            for k, text in enumerate(keep):
+                cand.append({"text": text, "functionality": cell.functionality, "target_ident": cell.target_ident,
+                             "label": label_of(cell.functionality), "language": cell.language, "request": i, "k": k,
+                             "cache_key": key})
+            got += len(keep)
+            reqs.append({"functionality": cell.functionality, "target_ident": cell.target_ident, "request": i,
+                         "cache_key": key, "problem": problem, "messages": len(messages), "kept": len(keep),
+                         "answer": answer})
+    frame = pl.DataFrame(cand, schema={k: v for k, v in CANDIDATE_SCHEMA.items() if k != "id"})
+    lang = cells[0].language if cells else "english"
+    frame = frame.with_columns((pl.lit(f"gpt-{lang}-") + pl.int_range(pl.len()).cast(pl.Utf8)).alias("id"))
+    return frame.select(list(CANDIDATE_SCHEMA)), pl.DataFrame(reqs, schema=REQUEST_SCHEMA)
 
-    from hatecheck_pipeline.core.files import write_json, write_parquet
 
-    torch.set_num_threads(bounded_threads(int(cfg.get("threads", 2))))
-    frame = pl.read_parquet(candidates)
-    scorer = nli.NLIScorer(cfg["model"], batch_size=cfg["batch_size"])
-    spec = nli.load_spec(cfg.get("hypotheses"))
-    results = nli.validate(frame.to_dicts(), spec, scorer, cfg["threshold"], targets)
-    checked = pl.DataFrame([{k: v for k, v in r.items() if k != "entailment"} for r in results],
-                           infer_schema_length=None) if results else frame.with_columns(
-        pl.lit(False).alias("accepted"), pl.lit(None, pl.Utf8).alias("failed_test"))
-    accepted = checked.filter(pl.col("accepted")).with_columns(
+def generation_report(requests: pl.DataFrame, cells: Sequence[Cell], generator: str, settings: Mapping[str, Any],
+                      queried: int, cached: int) -> dict[str, Any]:
+    """Per functionality: cells, requests, messages returned and kept, and
+    every bad output by kind (``llm.BAD_OUTPUTS``)."""
+    per = []
+    for func in sorted({c.functionality for c in cells}):
+        rows = requests.filter(pl.col("functionality") == func)
+        problems = {p: rows.filter(pl.col("problem") == p).height for p in llm.BAD_OUTPUTS}
+        per.append({"functionality": func, "cells": sum(c.functionality == func for c in cells),
+                    "requests": rows.height, "messages": int(rows["messages"].sum() or 0),
+                    "candidates": int(rows["kept"].sum() or 0), "bad_outputs": sum(problems.values()), **problems})
+    return {"generator": generator, **settings, "cells": len(cells), "requests": requests.height,
+            "queried": queried, "cached": cached, "candidates": int(requests["kept"].sum() or 0),
+            "bad_outputs": int(requests["problem"].is_not_null().sum()), "per_functionality": per}
+
+
+def validate(candidates: pl.DataFrame, spec: Mapping[str, Any], judge, threshold: float,
+             all_targets: Sequence[str]) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
+    """(kept cases as a suite table, rejected cases with their first failing
+    test, report): duplicates of an earlier message are rejected as such
+    (the authors drop them before testing); counts per functionality and
+    target group (Figure 3's pass rates) and per target group (Table 4)."""
+    first = candidates.with_columns(pl.int_range(pl.len()).alias("_row"))
+    dup = first.filter(pl.col("text").is_duplicated() & (pl.col("_row") != pl.col("_row").min().over("text")))
+    unique = first.filter(~pl.col("_row").is_in(dup["_row"].implode()))
+    results = nli.validate(unique.drop("_row").to_dicts(), spec, judge, threshold, all_targets)
+    checked = pl.DataFrame(results, schema={**candidates.schema, "accepted": pl.Boolean, "failed_test": pl.Utf8,
+                                            "tests": pl.Utf8})
+    dups = dup.drop("_row").with_columns(pl.lit(False).alias("accepted"),
+                                         pl.lit("duplicate of an earlier message").alias("failed_test"),
+                                         pl.lit("[]").alias("tests"))
+    checked = pl.concat([checked, dups.select(checked.columns)])
+    kept = checked.filter(pl.col("accepted")).with_columns(
         pl.lit("gpt_hatecheck").alias("dataset"), pl.lit("test").alias("split"), pl.lit(None, pl.Utf8).alias("templ_id"),
         pl.lit(None, pl.Utf8).alias("case_templ"), pl.lit(None, pl.Utf8).alias("source_id"),
-        pl.lit("llm").alias("generator"))
-    write_parquet(accepted.select(SUITE_COLUMNS), out_accepted)
-    write_parquet(checked.filter(~pl.col("accepted")), out_rejected)
-    rates = (checked.group_by("functionality").agg(pl.len().alias("candidates"), pl.col("accepted").sum().alias("accepted"))
-             .with_columns((pl.col("accepted") / pl.col("candidates")).round(6).alias("pass_rate")).sort("functionality"))
-    report = {"model": cfg["model"], "threshold": cfg["threshold"], "candidates": checked.height,
-              "accepted": accepted.height, "pass_rate": round(accepted.height / checked.height, 6) if checked.height else None,
-              "per_functionality": rates.to_dicts()}
-    write_json(report, out_json)
-    return report
+        pl.lit("llm").alias("generator")).select(SUITE_COLUMNS)
+    rejected = checked.filter(~pl.col("accepted"))
+    target = pl.col("target_ident").fill_null(NO_TARGET)
 
+    def counts(keys):
+        return (checked.with_columns(target.alias("target_ident")).group_by(keys)
+                .agg(pl.len().alias("candidates"), pl.col("accepted").sum().alias("kept"))
+                .with_columns((pl.col("kept") / pl.col("candidates")).round(6).alias("pass_rate")).sort(keys))
 
-def run_quality(tables: Mapping[str, Path], cfg: Mapping[str, Any], out_json: Path) -> dict[str, Any]:
-    """Self-BLEU 2/3/4 and perplexity of each named suite table
-    (``cfg`` = ``expansion.quality``; perplexity skipped when lm is null)."""
-    import torch
-
-    from hatecheck_pipeline.core.files import write_json
-
-    torch.set_num_threads(bounded_threads(int(cfg.get("threads", 2))))
-    out: dict[str, Any] = {"lm": cfg.get("lm"), "max_cases": cfg["max_cases"], "suites": {}}
-    for name, path in tables.items():
-        texts = pl.read_parquet(path, columns=["text"])["text"].to_list()
-        entry = {"cases": len(texts), **quality.self_bleu(texts, max_cases=cfg["max_cases"], seed=cfg["seed"])}
-        if cfg.get("lm"):
-            entry.update(quality.perplexity(texts, cfg["lm"], max_cases=cfg["max_cases"], seed=cfg["seed"]))
-        out["suites"][name] = entry
-    write_json(out, out_json)
-    return out
-
-
-def api_key_present(cfg: Mapping[str, Any]) -> bool:
-    return bool(cfg.get("api_key_env") and os.environ.get(cfg["api_key_env"]))
-
-
-def expand_llm_generate(language: str, demonstrations: Path, prompts_file: Path, candidates: Path, *, base_url: str,
-                        model: str, api_key_env: str | None, temperature: float, n_per_cell: int, max_tokens: int,
-                        timeout_s: float, seed: int, targets: list[str], slurs: Mapping[str, list[str]] | None,
-                        functionalities: list[str], prompts: str | None, cache_dir: str,
-                        demonstrations_from: str) -> str:
-    """Stage: candidate cases for one language through the OpenAI-compatible
-    endpoint (responses cached content-addressed). The keyword arguments are
-    the declared ``expansion.llm`` keys; ``prompts_file``: the prompt
-    templates ``prompts`` names (or the shipped ones), ``demonstrations``:
-    the table of the ``demonstrations_from`` suite."""
-    cfg = {"base_url": base_url, "model": model, "api_key_env": api_key_env, "temperature": temperature,
-           "n_per_cell": n_per_cell, "max_tokens": max_tokens, "timeout_s": timeout_s, "seed": seed,
-           "targets": targets, "slurs": slurs, "functionalities": functionalities, "prompts": str(prompts_file),
-           "cache_dir": cache_dir, "demonstrations_from": demonstrations_from}
-    res = run_generate(demonstrations, language, cfg, candidates)
-    return (f"{language}: {res['candidates']} candidates from {res['cells']} prompts "
-            f"({res['queried']} queried, {res['cached']} cached)")
-
-
-def expand_llm_validate(name: str, candidates: Path, hypotheses: Path, settings: Mapping[str, Any], targets: list[str],
-                        accepted: Path, rejected: Path, report: Path) -> str:
-    """Stage: NLI-validate one language's generated candidates
-    (``settings``: ``expansion.nli``; ``hypotheses``: the hypotheses file)."""
-    rep = run_validate(candidates, {**settings, "hypotheses": str(hypotheses)}, targets, accepted, rejected, report)
-    return f"{name}: accepted {rep['accepted']}/{rep['candidates']}"
-
-
-def expand_quality(tables: Mapping[str, Path], settings: Mapping[str, Any], report: Path) -> str:
-    """Stage: Self-BLEU 2/3/4 and perplexity of the source and generated
-    suites (``settings``: ``expansion.quality``)."""
-    rep = run_quality(tables, settings, report)
-    return f"quality: {sorted(rep['suites'])}"
+    report = {"judge": judge.name, "threshold": threshold, "candidates": checked.height, "kept": kept.height,
+              "duplicates": dups.height,
+              "pass_rate": round(kept.height / checked.height, 6) if checked.height else None,
+              "per_functionality": counts(["functionality"]).to_dicts(),
+              "per_target": counts(["target_ident"]).to_dicts(),
+              "per_functionality_target": counts(["functionality", "target_ident"]).to_dicts(),
+              "failed_tests": (rejected.group_by("functionality", "failed_test").agg(pl.len().alias("cases"))
+                               .sort("functionality", "failed_test").to_dicts())}
+    return kept, rejected, report

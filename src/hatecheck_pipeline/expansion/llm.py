@@ -17,7 +17,13 @@ HTTP date) when it sends one, else an exponential backoff (``backoff_s``
 doubled per try, at most ``max_backoff_s``); any other 4xx is not retried
 (a bad request, a bad key or a missing model does not get better). After
 the last try, or at once for a 4xx, :class:`EndpointError` says in one line
-the URL, the status, the server's message (key scrubbed) and the tries."""
+the URL, the status, the server's message (key scrubbed) and the tries.
+
+:class:`LocalChat` answers the same chat request bodies with a local causal
+LM (``models.llm.LocalLM``) in its chat format, through the same cache
+layout (key ``cache_key("local:<model>", body)``) and the same response
+shape; :func:`parse_messages` reads GPT-HateCheck's answer format and names
+what is wrong with a bad one."""
 
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import email.utils
 import hashlib
 import json
 import os
+import re
 import time
 from datetime import timezone
 from pathlib import Path
@@ -213,3 +220,98 @@ def messages_of(response: dict) -> list[str]:
             if line:
                 out.append(line)
     return out
+
+
+def cache_path(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / key[:2] / f"{key}.json"
+
+
+def cache_read(cache_dir: Path, key: str) -> dict | None:
+    path = cache_path(cache_dir, key)
+    return json.loads(path.read_text("utf-8"))["response"] if path.exists() else None
+
+
+def cache_write(cache_dir: Path, key: str, body: dict, response: dict) -> None:
+    path = cache_path(cache_dir, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"request": body, "response": response}, ensure_ascii=False, indent=1), "utf-8")
+    tmp.replace(path)
+
+
+def chat_prompt(tokenizer, system: str | None, user: str) -> str:
+    """The prompt text of a chat (system, user) in the tokenizer's chat
+    template, ready for the assistant's answer; without a template, the
+    messages one per paragraph and an ``Answer:`` line."""
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return "\n\n".join(m["content"] for m in messages) + "\nAnswer:"
+
+
+class LocalChat:
+    """A local causal LM answering OpenAI-shaped chat request bodies, each
+    answer cached under ``cache_key("local:<model>", body)`` like the
+    endpoint's (one request per generate call, seeded by the body's seed,
+    so an answer does not depend on what else was asked)."""
+
+    def __init__(self, lm, model: str, cache_dir: Path):
+        self.lm = lm
+        self.base_url = f"local:{model}"
+        self.cache_dir = Path(cache_dir)
+        self.queried = 0
+        self.cached = 0
+
+    def complete(self, body: dict) -> dict:
+        key = cache_key(self.base_url, body)
+        hit = cache_read(self.cache_dir, key)
+        if hit is not None:
+            self.cached += 1
+            return hit
+        msgs = {m["role"]: m["content"] for m in body["messages"]}
+        prompt = chat_prompt(self.lm.tok, msgs.get("system"), msgs["user"])
+        text = self.lm.generate([prompt], body["max_tokens"], body["temperature"], int(body.get("seed") or 0),
+                                first_line=False)[0]
+        data = {"model": body["model"], "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
+        self.queried += 1
+        cache_write(self.cache_dir, key, body, data)
+        return data
+
+    def close(self) -> None:
+        pass
+
+
+REFUSAL = re.compile(r"^\W*(?:I'?m sorry|I am sorry|I apologi[sz]e|I can(?:no|')t|I am unable|I'?m unable|I won'?t|"
+                     r"As an AI|I'?m not able|I do not feel comfortable|Sorry)", re.IGNORECASE)
+FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+BAD_OUTPUTS = ("empty", "refusal", "not_json", "wrong_format", "bad_items")
+
+
+def parse_messages(content: str | None) -> tuple[list[str], str | None]:
+    """The messages of one answer in the paper's format (a JSON object with
+    the key ``messages`` holding a list of strings; a code fence around it
+    is allowed) and what was wrong with it: None, ``empty``, ``refusal``
+    (an apology or refusal instead of JSON), ``not_json`` (no JSON object in
+    it, e.g. a numbered list or JSON cut off by the token limit),
+    ``wrong_format`` (JSON but not {"messages": [...]}), ``bad_items``
+    (some items empty or not strings: they are left out, the rest kept)."""
+    text = (content or "").strip()
+    if not text:
+        return [], "empty"
+    fenced = FENCE.search(text)
+    body = fenced.group(1).strip() if fenced else text
+    start, end = body.find("{"), body.rfind("}")
+    try:
+        data = json.loads(body[start:end + 1]) if 0 <= start < end else json.loads(body)
+    except ValueError:
+        return [], "refusal" if REFUSAL.search(text) else "not_json"
+    if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+        return [], "wrong_format"
+    items = data["messages"]
+    good = [m.strip() for m in items if isinstance(m, str) and m.strip()]
+    return good, (None if len(good) == len(items) and good else ("bad_items" if good else "wrong_format"))
+
+
+def content_of(response: dict) -> str:
+    choices = response.get("choices") or [{}]
+    return (choices[0].get("message") or {}).get("content") or ""

@@ -1,23 +1,48 @@
-"""GPT-HateCheck prompt factory: skeleton + one instruction segment per
-functionality (appendix A), ``[identity]``/``[slur]`` filled per target
-group, one demonstration drawn (seeded) from the suite, and a language."""
+"""GPT-HateCheck prompt factory (Jin et al. 2024, section 3.1, appendix A):
+the skeleton filled with one instruction segment per functionality (Table
+11) and, where Table 11 lists one, its demonstration; ``[identity]`` filled
+with the cell's target group and ``[slur]`` with that group's slurs from
+HateCheck's slur list (:func:`hatecheck_slurs`, Table 12). The spec is
+``resources/expansion/prompts.yaml``."""
 
 from __future__ import annotations
 
-import random
-import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Mapping, Sequence
 
-import polars as pl
 import yaml
 
 from hatecheck_pipeline.expansion import resource
 
+SLUR_PLACEHOLDERS = ("[SLUR_S]", "[SLUR_P]")
 
-def load_spec(path: str | None = None) -> dict[str, Any]:
-    text = open(path, encoding="utf-8").read() if path else resource("prompts.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
+
+def load_spec(path: str | Path | None = None) -> dict[str, Any]:
+    text = Path(path).read_text("utf-8") if path else resource("prompts.yaml").read_text("utf-8")
+    spec = yaml.safe_load(text)
+    for func, entry in spec["functionalities"].items():
+        if "[slur]" in entry["segment"] + (entry.get("demonstration") or "") and "[identity]" not in entry["segment"]:
+            raise ValueError(f"{path or 'prompts.yaml'}: {func}: a [slur] needs an [identity] in the segment")
+    return spec
+
+
+def hatecheck_slurs(placeholders_csv: Path) -> dict[str, list[str]]:
+    """Target group -> its slurs, singular forms then plural ones, from
+    HateCheck's ``template_placeholders.csv`` ([SLUR_S], [SLUR_P]; which
+    values belong to which group: ``hatecheck_placeholders.yaml``)."""
+    from hatecheck_pipeline.expansion.templates import hatecheck_placeholders
+
+    table = hatecheck_placeholders(Path(placeholders_csv))
+    out: dict[str, list[str]] = {}
+    for placeholder in SLUR_PLACEHOLDERS:
+        rows = table.filter(table["placeholder"] == placeholder).sort("slot")
+        if rows.is_empty():
+            raise ValueError(f"{placeholders_csv}: no {placeholder} row (HateCheck's slur list)")
+        for target, value in zip(rows["target_ident"], rows["value"]):
+            if value not in out.setdefault(target, []):
+                out[target].append(value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -30,38 +55,45 @@ class Cell:
     demonstration: str | None
 
 
-def draw_demonstration(suite: pl.DataFrame, functionality: str, seed: int) -> str | None:
-    """A generic case of the functionality: its template text with the
-    identity placeholder written as ``[identity]`` (same for all groups)."""
-    rows = suite.filter(pl.col("functionality") == functionality)
-    if rows.is_empty():
-        return None
-    col = "case_templ" if "case_templ" in rows.columns and rows["case_templ"].drop_nulls().len() else "text"
-    options = sorted(set(rows[col].drop_nulls().to_list()))
-    if not options:
-        return None
-    demo = random.Random(f"{seed}|{functionality}").choice(options)
-    return re.sub(r"\[(?:male_|female_)?IDENT(?:ITY)?_[A-Z]+\]", "[identity]", demo)
+def fill(text: str, target: str | None, slurs: Sequence[str], first_slur_only: bool = False) -> str:
+    """``[identity]`` -> the target group, ``[slur]`` -> its slurs (all,
+    comma-separated; or the first one, for a demonstration)."""
+    if "[slur]" in text:
+        if not slurs:
+            raise ValueError(f"no slurs for target group {target!r} (HateCheck's slur list names none)")
+        text = text.replace("[slur]", slurs[0] if first_slur_only else ", ".join(slurs))
+    if "[identity]" in text:
+        if not target:
+            raise ValueError("an [identity] needs a target group")
+        text = text.replace("[identity]", target)
+    return text
 
 
-def build(spec: Mapping[str, Any], functionality: str, target: str | None, slurs: list[str], language: str,
-          n: int, demonstration: str | None) -> Cell:
-    instruction = spec["segments"][functionality]
-    demo_block = spec["demonstration_block"].format(demonstration=demonstration) if demonstration else ""
-    prompt = spec["skeleton"].format(n=n, language=language.capitalize(), instruction=instruction,
-                                     demonstration_block=demo_block)
-    prompt = prompt.replace("[slur]", ", ".join(slurs)).replace("[identity]", target or "people")
-    return Cell(functionality, target, language, spec["system"].strip(), prompt, demonstration)
+def build(spec: Mapping[str, Any], functionality: str, target: str | None, slurs: Sequence[str], language: str,
+          n: int) -> Cell:
+    """The prompt of one (functionality, target group) asking for ``n`` messages."""
+    entry = spec["functionalities"][functionality]
+    instruction = fill(entry["segment"], target, slurs).rstrip(".")
+    demo = fill(entry["demonstration"], target, slurs, first_slur_only=True) if entry.get("demonstration") else None
+    block = spec["demonstration_block"].format(demonstration=demo) if demo else ""
+    lang = "" if language.lower() == "english" else f" in {language.capitalize()}"
+    prompt = spec["skeleton"].format(n=n, language=lang, instruction=instruction, demonstration_block=block)
+    return Cell(functionality, target, language, spec["system"].strip(), prompt, demo)
 
 
-def cells(spec: Mapping[str, Any], suite: pl.DataFrame, functionalities: list[str], targets: list[str],
-          slurs: Mapping[str, list[str]], language: str, n: int, seed: int) -> list[Cell]:
-    """One prompt per (functionality, target group); functionalities without
-    ``[identity]`` in their segment get one cell with no target."""
+def has_target(spec: Mapping[str, Any], functionality: str) -> bool:
+    return "[identity]" in spec["functionalities"][functionality]["segment"]
+
+
+def cells(spec: Mapping[str, Any], functionalities: Sequence[str], targets: Sequence[str],
+          slurs: Mapping[str, Sequence[str]], language: str, n: int) -> list[Cell]:
+    """One prompt per (functionality, target group); a functionality without
+    ``[identity]`` in its segment gets one cell with no target."""
+    unknown = sorted(set(functionalities) - set(spec["functionalities"]))
+    if unknown:
+        raise ValueError(f"functionalities without an instruction segment in the prompt spec: {unknown}")
     out = []
     for func in functionalities:
-        demo = draw_demonstration(suite, func, seed)
-        groups = targets if "[identity]" in spec["segments"][func] else [None]
-        for target in groups:
-            out.append(build(spec, func, target, list(slurs.get(target or "", [])), language, n, demo))
+        for target in (targets if has_target(spec, func) else [None]):
+            out.append(build(spec, func, target, list(slurs.get(target or "", [])), language, n))
     return out

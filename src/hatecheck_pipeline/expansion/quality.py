@@ -1,53 +1,161 @@
-"""Quality of a suite (GPT-HateCheck section 5): lexical diversity as
-self-BLEU 2/3/4 (sacrebleu; each case scored against all the others) and
-naturalness as perplexity under a causal LM (paper: gpt2-large)."""
+"""Quality of a suite (GPT-HateCheck section 4, RQ2, Table 6), as the
+authors' notebook (notebooks_for_manuscript/RQ2.ipynb) computes it:
+
+- Self-BLEU 2/3/4: each case's sentence BLEU (nltk's ``sentence_bleu``
+  semantics: clipped n-gram precision against all the other cases as
+  references, brevity penalty from the closest reference length, uniform
+  weights, no smoothing) averaged over the cases; tokens = lower-cased
+  alphabetic words. Computed exactly in one pass over n-gram counts
+  (:func:`self_bleu`) instead of the notebook's quadratic loop;
+- perplexity: exp of the mean over cases of each case's mean token
+  negative log-likelihood under a causal LM (the notebook: gpt2-large,
+  ``labels=input_ids``);
+- HateCheck in full (spelling functionalities left out, duplicates dropped),
+  the generated suite as ten seeded subsamples of HateCheck's size, averaged
+  (:func:`subsampled`)."""
 
 from __future__ import annotations
 
 import math
 import random
-from typing import Any
+import re
+from bisect import bisect_left
+from collections import Counter
+from typing import Any, Sequence
 
-import torch
+import polars as pl
 from tqdm import tqdm
 
+WORD = re.compile(r"\w+(?=n't)|n't|'\w+|\w+")
+ORDERS = (2, 3, 4)
 
-def self_bleu(texts: list[str], orders=(2, 3, 4), max_cases: int | None = 500, seed: int = 0) -> dict[str, float]:
-    from sacrebleu.metrics import BLEU
 
-    texts = [t for t in texts if t and t.strip()]
-    if max_cases and len(texts) > max_cases:
-        texts = random.Random(seed).sample(texts, max_cases)
-    out: dict[str, float] = {}
-    for n in orders:
-        bleu = BLEU(max_ngram_order=n, effective_order=True)
-        scores = [bleu.sentence_score(t, texts[:i] + texts[i + 1:]).score / 100 for i, t in enumerate(texts)]
-        out[f"self_bleu_{n}"] = round(sum(scores) / len(scores), 6) if scores else float("nan")
+def tokens(text: str) -> list[str]:
+    """Lower-cased alphabetic word tokens (the notebook: nltk word_tokenize,
+    ``isalpha()``)."""
+    return [w.lower() for w in WORD.findall(str(text)) if w.isalpha()]
+
+
+def reference_texts(hatecheck: pl.DataFrame) -> list[str]:
+    """HateCheck as Table 6 measures it: every case outside the spelling
+    functionalities (``spell_*``), duplicates dropped (first kept)."""
+    rows = hatecheck.filter(~pl.col("functionality").str.starts_with("spell_"))
+    return rows["text"].unique(maintain_order=True).to_list()
+
+
+def _ngrams(toks: Sequence[str], n: int) -> Counter:
+    return Counter(tuple(toks[i: i + n]) for i in range(len(toks) - n + 1))
+
+
+def self_bleu(texts: Sequence[str], orders: Sequence[int] = ORDERS) -> dict[str, float]:
+    """Mean sentence BLEU-n of each text against all the others (nltk
+    semantics, see the module doc); 0 for a text with no unigram match."""
+    toks = [tokens(t) for t in texts]
+    if len(toks) < 2:
+        return {f"self_bleu_{n}": float("nan") for n in orders}
+    top = max(orders)
+    counts = [[_ngrams(t, k) for k in range(1, top + 1)] for t in toks]
+    # per n-gram: the highest count over the texts, how many texts reach it, the second highest
+    best: list[dict[tuple, list[int]]] = [dict() for _ in range(top)]
+    for per in counts:
+        for k in range(top):
+            table = best[k]
+            for g, c in per[k].items():
+                entry = table.get(g)
+                if entry is None:
+                    table[g] = [c, 1, 0]
+                elif c > entry[0]:
+                    table[g] = [c, 1, entry[0]]
+                elif c == entry[0]:
+                    entry[1] += 1
+                elif c > entry[2]:
+                    entry[2] = c
+    lengths = Counter(len(t) for t in toks)
+    sorted_lengths = sorted(lengths)
+    sums = {n: 0.0 for n in orders}
+    for per, t in zip(counts, toks):
+        numerators, denominators = [], []
+        for k in range(top):
+            matched = 0
+            for g, c in per[k].items():
+                m, reach, second = best[k][g]
+                other = m if (c < m or reach >= 2) else second  # the highest count among the other texts
+                matched += min(c, other)
+            numerators.append(matched)
+            denominators.append(max(1, sum(per[k].values())))
+        bp = _brevity(len(t), lengths, sorted_lengths)
+        for n in orders:
+            if numerators[0] == 0 or bp == 0:
+                continue  # nltk: no unigram match -> 0
+            logs = [math.log(numerators[k] / denominators[k]) if numerators[k] else -745.0 for k in range(n)]
+            sums[n] += bp * math.exp(sum(logs) / n)
+    return {f"self_bleu_{n}": round(sums[n] / len(toks), 6) for n in orders}
+
+
+def _brevity(hyp: int, lengths: Counter, sorted_lengths: list[int]) -> float:
+    """nltk's brevity penalty against the closest length among the other
+    texts (ties: the shorter)."""
+    if hyp == 0:
+        return 0.0
+    if lengths[hyp] >= 2:
+        return 1.0
+    i = bisect_left(sorted_lengths, hyp)
+    options = [sorted_lengths[j] for j in (i - 1, i + 1) if 0 <= j < len(sorted_lengths)]
+    ref = min(options, key=lambda r: (abs(r - hyp), r))
+    return 1.0 if hyp > ref else math.exp(1 - ref / hyp)
+
+
+def perplexity(texts: Sequence[str], net, tokenizer, batch_size: int = 16) -> dict[str, Any]:
+    """exp(mean over texts of each text's mean token NLL), each text scored
+    alone (the notebook's ``labels=input_ids``: the first token is not
+    predicted; a text of one token has no prediction and is counted apart)."""
+    import torch
+
+    losses: list[float] = []
+    encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    scorable = [ids for ids in encoded if len(ids) >= 2]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
+    device = next(net.parameters()).device
+    with torch.inference_mode():
+        for i in tqdm(range(0, len(scorable), batch_size), desc="perplexity", leave=False):
+            chunk = scorable[i: i + batch_size]
+            width = max(map(len, chunk))
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            att = torch.zeros((len(chunk), width), dtype=torch.long)
+            for b, s in enumerate(chunk):
+                ids[b, : len(s)] = torch.tensor(s)
+                att[b, : len(s)] = 1
+            ids, att = ids.to(device), att.to(device)
+            logp = torch.log_softmax(net(input_ids=ids, attention_mask=att).logits[:, :-1].float(), dim=-1)
+            nll = -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+            mask = att[:, 1:].float()
+            losses += ((nll * mask).sum(-1) / mask.sum(-1)).tolist()
+    return {"perplexity": round(math.exp(sum(losses) / len(losses)), 4) if losses else float("nan"),
+            "scored": len(losses), "too_short": len(encoded) - len(scorable)}
+
+
+def measure(texts: Sequence[str], lm, batch_size: int) -> dict[str, Any]:
+    """Self-BLEU 2/3/4 and perplexity of one set of texts (``lm``: an object
+    with ``net`` and ``tok``, or None for Self-BLEU only)."""
+    out: dict[str, Any] = {"cases": len(texts), **self_bleu(texts)}
+    if lm is not None:
+        out.update(perplexity(texts, lm.net, lm.tok, batch_size))
     return out
 
 
-@torch.inference_mode()
-def perplexity(texts: list[str], model: str, max_cases: int | None = 500, seed: int = 0, batch_size: int = 8) -> dict[str, Any]:
-    """Corpus perplexity exp(sum NLL / tokens), BOS prepended when defined."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(model)
-    lm = AutoModelForCausalLM.from_pretrained(model).eval()
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token or tok.unk_token
-    texts = [t for t in texts if t and t.strip()]
-    if max_cases and len(texts) > max_cases:
-        texts = random.Random(seed).sample(texts, max_cases)
-    nll, count = 0.0, 0
-    prefix = tok.bos_token or ""
-    for i in tqdm(range(0, len(texts), batch_size), desc="perplexity", leave=False):
-        enc = tok([prefix + t for t in texts[i: i + batch_size]], return_tensors="pt", padding=True, truncation=True,
-                  max_length=128)
-        logits = lm(**enc).logits[:, :-1]
-        target = enc["input_ids"][:, 1:]
-        mask = enc["attention_mask"][:, 1:].bool()
-        lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, target.unsqueeze(-1)).squeeze(-1)
-        nll -= lp[mask].sum().item()
-        count += int(mask.sum())
-    return {"perplexity": round(math.exp(nll / count), 4) if count else float("nan"), "tokens": count,
-            "cases": len(texts)}
+def subsampled(texts: Sequence[str], size: int, draws: int, seed: int, lm, batch_size: int) -> dict[str, Any]:
+    """Mean and standard deviation over ``draws`` seeded subsamples of
+    ``size`` texts (the notebook: ``df.sample(n=len(HateCheck),
+    random_state=i)``); a suite smaller than ``size`` is measured whole,
+    once, and says so (``subsample_size``, ``draws``)."""
+    if len(texts) <= size:
+        one = measure(list(texts), lm, batch_size)
+        return {**one, "subsample_size": len(texts), "draws": 1, "smaller_than_reference": len(texts) < size}
+    runs = [measure(random.Random(seed + i).sample(list(texts), size), lm, batch_size) for i in range(draws)]
+    out: dict[str, Any] = {"cases": len(texts), "subsample_size": size, "draws": draws, "smaller_than_reference": False}
+    for key in [k for k in runs[0] if k.startswith("self_bleu") or k == "perplexity"]:
+        vals = [r[key] for r in runs]
+        mean = sum(vals) / len(vals)
+        out[key] = round(mean, 6)
+        out[f"{key}_sd"] = round(math.sqrt(sum((v - mean) ** 2 for v in vals) / (len(vals) - 1)), 6)
+    return out

@@ -177,10 +177,11 @@ class LocalLM:
             result.append((max(words, key=words.get), words))
         return result
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int) -> list[str]:
+    def generate(self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int,
+                 first_line: bool = True) -> list[str]:
         """Free-text answers (greedy at temperature 0, else sampled with a
         seeded generator), cut at the first newline as the paper's stop
-        sequence does."""
+        sequence does (``first_line=False``: the whole answer, stripped)."""
         import torch
 
         torch.manual_seed(seed)
@@ -197,7 +198,7 @@ class LocalLM:
                                         pad_token_id=self.pad_id, **kw)
                 for row, k in enumerate(idx):
                     text = self.tok.decode(gen[row, ids.shape[1] :], skip_special_tokens=True)
-                    answers[k] = text.split("\n")[0] if text.strip() else text.strip()
+                    answers[k] = (text.split("\n")[0] if text.strip() else text.strip()) if first_line else text.strip()
         return answers
 
 

@@ -15,8 +15,8 @@ from hatecheck_pipeline.data.sources import raw_files
 from hatecheck_pipeline.suites.registry import perturbed_tables
 
 RESOURCES = "src/hatecheck_pipeline/resources/expansion"
-LLM_KEYS = ("base_url", "model", "api_key_env", "temperature", "n_per_cell", "max_tokens", "timeout_s", "seed",
-            "targets", "slurs", "functionalities", "prompts", "cache_dir", "demonstrations_from")
+GPT = "hatecheck_pipeline.evaluation.gpt_hatecheck"
+PROFILE_KEYS = {"profile": "profile", "profiles": "profiles"}  # profiles.<p>.gpt_hatecheck: generator, judge, caps
 
 
 def resolve(path: str) -> str:
@@ -53,15 +53,19 @@ def expanded_names(params: Mapping[str, Any]) -> list[str]:
     return names
 
 
-def quality_tables(params: Mapping[str, Any]) -> dict[str, str]:
-    """Suites whose quality is measured: the demonstrations' source suite
-    and every generated suite (GPT-HateCheck Table 6)."""
-    exp = params["expansion"]
-    src = exp["llm"]["demonstrations_from"]
-    tables = {src: paths.interim_table(src)}
-    for lang in exp["llm"]["languages"]:
-        tables[f"gpt_hatecheck_{lang}"] = paths.expanded_table(f"gpt_hatecheck_{lang}")
-    return tables
+def gpt_suites(params: Mapping[str, Any]) -> dict[str, str]:
+    """Each generated suite -> its table (GPT-HateCheck, one per language)."""
+    return {f"gpt_hatecheck_{lang}": paths.expanded_table(f"gpt_hatecheck_{lang}")
+            for lang in params["expansion"]["llm"]["languages"]}
+
+
+def gpt_report(lang: str, kind: str) -> str:
+    """generation.json / validation.json / requests.parquet of one language."""
+    return paths.expansion_file(f"gpt_hatecheck_{lang}", kind)
+
+
+def quality_report() -> str:
+    return paths.expansion_file("reports", "quality.json")
 
 
 TEMPLATE_KEYS = {"languages": "datasets.mhc.languages", "lowercase_languages": "expansion.templates.lowercase_languages"}
@@ -72,35 +76,42 @@ def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
     llm = exp["llm"]
     prompts_file = resolve(llm["prompts"]) if llm["prompts"] else f"{RESOURCES}/prompts.yaml"
     hypotheses = resolve(exp["nli"]["hypotheses"]) if exp["nli"]["hypotheses"] else f"{RESOURCES}/hypotheses.yaml"
+    threads = params.get("llm", {}).get("threads", 2)
     out_: list[Stage] = []
     for lang in llm["languages"]:
         cand = paths.expansion_file(f"gpt_candidates_{lang}", "candidates.parquet")
         name = f"gpt_hatecheck_{lang}"
         out_.append(Stage(
-            f"expand_llm_generate_{lang}", "expand", "hatecheck_pipeline.expansion.generate:expand_llm_generate",
-            inputs={"demonstrations": paths.interim_table(llm["demonstrations_from"]), "prompts_file": prompts_file},
-            outputs={"candidates": out(cand)},
-            params={k: f"expansion.llm.{k}" for k in LLM_KEYS},
+            f"expand_llm_generate_{lang}", "expand", f"{GPT}:gpt_generate",
+            inputs={"placeholders": paths.raw("hatecheck", "template_placeholders.csv"), "prompts_file": prompts_file},
+            outputs={"candidates": out(cand), "requests": out(gpt_report(lang, "requests.parquet")),
+                     "report": metric(gpt_report(lang, "generation.json"))},
+            params={"settings": "expansion.llm", "backends": "llm.backends", "threads": "llm.threads", **PROFILE_KEYS},
             args={"language": lang},
+            threads=threads,
+            mem_mb=6000,
         ))
         out_.append(Stage(
-            f"expand_llm_validate_{lang}", "expand", "hatecheck_pipeline.expansion.generate:expand_llm_validate",
-            inputs={"candidates": cand, "hypotheses": hypotheses},
+            f"expand_llm_validate_{lang}", "expand", f"{GPT}:gpt_validate",
+            inputs={"candidates": cand, "hypotheses": hypotheses, "generation": gpt_report(lang, "generation.json")},
             outputs={
                 "accepted": out(paths.expanded_table(name)),
                 "rejected": out(paths.expansion_file(name, "rejected.parquet")),
-                "report": metric(paths.expansion_file(name, "nli_report.json")),
+                "report": metric(gpt_report(lang, "validation.json")),
             },
-            params={"settings": "expansion.nli", "targets": "expansion.llm.targets"},
+            params={"settings": "expansion.nli", "targets": "expansion.llm.targets", "backends": "llm.backends",
+                    "threads": "llm.threads", "batch_size": "llm.batch_size", **PROFILE_KEYS},
             args={"name": name},
-            mem_mb=4000,
+            threads=threads,
+            mem_mb=6000,
         ))
     out_.append(Stage(
-        "expand_quality", "expand", "hatecheck_pipeline.expansion.generate:expand_quality",
-        inputs={"tables": quality_tables(params)},
-        outputs={"report": metric(paths.expansion_file("reports", "quality.json"))},
+        "expand_quality", "expand", f"{GPT}:gpt_quality",
+        inputs={"reference": paths.interim_table("hatecheck"), "generated": gpt_suites(params)},
+        outputs={"report": metric(quality_report())},
         params={"settings": "expansion.quality"},
-        mem_mb=6000,
+        threads=exp["quality"]["threads"],
+        mem_mb=4000,
     ))
     return out_
 
