@@ -309,7 +309,7 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
     exp = params["expansion"]
     on = {**params, "profile": "smoke", "llm": {**params["llm"], "backends": backends},
           "profiles": {**params["profiles"], "smoke": {**params["profiles"]["smoke"], "gpt_hatecheck": gpt}},
-          "expansion": {**exp, "llm": {**exp["llm"], "cache_dir": str(workdir / "cache")},
+          "expansion": {**exp, "llm": {**exp["llm"], "enabled": True, "cache_dir": str(workdir / "cache")},
                         "nli": {**exp["nli"], "model": str(tiny_nli(workdir / "nli"))},
                         "quality": {**exp["quality"], "lm": str(lm_dir), "subsamples": 3}}}
     stages = {s.name: s for s in expand.stages(on)}
