@@ -23,7 +23,7 @@ def _stage(workdir: Path, stage: str, phase: str, wall: float, cpu: float, rss: 
     path = workdir / "logs/benchmarks" / f"{stage}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"stage": stage, "phase": phase, "wall_s": wall, "cpu_s": cpu, "max_rss_mb": rss,
-                                "started": start, "finished": end}))
+                                "started": start, "finished": end, "load_1min_at_end": round(wall / 100, 2)}))
 
 
 @pytest.fixture
@@ -86,6 +86,7 @@ def test_pages_read_every_figure_from_the_record(workspace):
     assert "| Snakemake wall time (the command above) | 25.0 min | `run.json` (`wall_s`) |" in perf
     assert "| train_XTC | train | 120.0 | 230.0 | 3,000 | 98.0% | `logs/benchmarks/train_XTC.json` |" in perf
     assert "| stages recorded | 3 |" in perf and "| first stage start to last stage end | 3.0 min |" in perf  # 3:02
+    assert "(mean / max; the machine's other work included) | 0.41 / 1.20 |" in perf  # loads 1.2, 0.005 -> 0.01, 0.02
     assert "Verbatim from `bench/noop.txt`" in perf and "snakemake (no-op)   2.41" in perf
 
     data = pages["data"]

@@ -231,6 +231,10 @@ def performance_page(record: Path) -> str:
         ["stage CPU time, summed", f"{_num(cpu / 60)} min", f"`{folder}/*.json` (`cpu_s`)"],
         ["first stage start to last stage end", f"{_num(span_s(records) / 60)} min", f"`{folder}/*.json` (`started`, `finished`)"],
     ]
+    loads = [r["load_1min_at_end"] for r in records if r.get("load_1min_at_end") is not None]
+    if loads:
+        summary.append(["1-minute load average when a stage ended (mean / max; the machine's other work included)",
+                        f"{_num(mean(loads), 2)} / {_num(max(loads), 2)}", f"`{folder}/*.json` (`load_1min_at_end`)"])
     if info.get("wall_s") is not None:
         summary.insert(0, ["Snakemake wall time (the command above)", f"{_num(info['wall_s'] / 60)} min", "`run.json` (`wall_s`)"])
     data = [r for r in records if r["phase"] in DATA_PHASES]
