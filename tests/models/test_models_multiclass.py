@@ -171,3 +171,29 @@ def test_attention_supervision_needs_a_rationale_file(base, table, tmp_path):
     recipe = {**RECIPE, "attention_supervision": {"lambda": 1.0, "layer": -1, "heads": 1, "temperature": 5.0}}
     with pytest.raises(ValueError, match="needs a rationales file"):
         train(base, table, tmp_path, recipe)
+
+
+def test_heldout_multiclass_stage_scores_every_class_of_the_trained_model(base, table, tmp_path):
+    """The stage ``heldout_multiclass_<model>_<dataset>`` on the tiny 3-class
+    model: argmax classes of the test split, scored on all classes (the
+    appendix-F figures), the profile's case cap drawing the same sample."""
+    from hatecheck_pipeline.core.files import read_json
+    from hatecheck_pipeline.evaluation import multiclass
+
+    train(base, table, tmp_path)
+    profiles = {"test": {**PROFILE, "max_cases_per_suite": None}, "capped": {**PROFILE, "max_cases_per_suite": 12}}
+    args = dict(model="HX", dataset="hatexplain", model_dir=tmp_path / "final", table=table, labels=LABELS, profiles=profiles,
+                seed=3, prediction={"threads": 1, "batch_size": 8}, amp=False, samples=50, boot_seed=0, level=0.95)
+    multiclass.heldout_multiclass(out=tmp_path / "all.json", profile="test", **args)
+    doc = read_json(tmp_path / "all.json")
+    test_rows = pl.read_parquet(table).filter(pl.col("split") == "test")
+    assert doc["n"] == test_rows.height == doc["cases_available"] and doc["complete"]
+    assert doc["classes"] == LABELS["classes"] and doc["bootstrap"]["unit"] == "case"
+    assert [sum(r) for r in doc["confusion"]["counts"]] == [doc["per_class"][c]["support"] for c in LABELS["classes"]]
+    assert doc["micro_f1"]["value"] > 50  # the tiny model learnt the class words (chance: 33)
+    multiclass.heldout_multiclass(out=tmp_path / "capped.json", profile="capped", **args)
+    capped = read_json(tmp_path / "capped.json")
+    assert capped["n"] == 12 and not capped["complete"]
+    with pytest.raises(Exception, match="not the recipe's"):
+        multiclass.heldout_multiclass(out=tmp_path / "x.json", profile="test",
+                                      **{**args, "labels": {**LABELS, "classes": ["normal", "offensive", "hatespeech"]}})

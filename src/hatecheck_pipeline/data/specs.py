@@ -178,8 +178,15 @@ def with_split(h: Harmonised, seed: int, fractions: Mapping[str, float]) -> Harm
 # Classification datasets
 
 
+# Davidson et al.'s classes (column `class`) by name, for the multiclass
+# models of the HateCheck paper's appendix F (`label_multiclass`).
+DAVIDSON_CLASSES = {"0": HATEFUL, "1": "offensive", "2": "neither"}
+
+
 def davidson2017(params: Mapping[str, Any]) -> Harmonised:
-    """Davidson et al. 2017: class 0 hate -> hateful; 1, 2 -> non-hateful."""
+    """Davidson et al. 2017: class 0 hate -> hateful; 1, 2 -> non-hateful.
+    ``label_multiclass`` keeps the three classes (hateful, offensive,
+    neither) for the HateCheck paper's appendix F models."""
     raw = read_records(raw_path("davidson2017", "labeled_data.csv"), ["class", "tweet"])
     h = harmonise(
         raw,
@@ -190,8 +197,9 @@ def davidson2017(params: Mapping[str, Any]) -> Harmonised:
             "text": pl.col("tweet"),
             "label_original": pl.col("class"),
             "label": binary_label("class", ["0"], ["1", "2"]),
+            "label_multiclass": pl.col("class").str.strip_chars().replace_strict(DAVIDSON_CLASSES, default=None, return_dtype=pl.String),
         },
-        extras=["count", "hate_speech", "offensive_language", "neither"],
+        extras=["count", "hate_speech", "offensive_language", "neither", "label_multiclass"],
     )
     return with_split(h, params["seed"], params["split"])
 

@@ -881,7 +881,7 @@ def run(
             "stand_in": stand_in,
         },
         "profile": profile["name"],
-        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "cpu_bf16", "recipe_by_role")},
+        "budget": {k: profile.get(k) for k in ("max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings", "freeze_lower_layers", "length_bucketing", "cpu_bf16", "recipe_by_role", "grid_search")},
         "budget_note": (
             f"training data subsampled to at most {cap} train examples"
             + (f" per dataset ({cap * len(data_files)} over its {len(data_files)} datasets, stratified)" if len(data_files) > 1 else " (stratified)")
@@ -893,9 +893,12 @@ def run(
         + (f"; embedding block and the lowest {lower:g} of the encoder layers frozen" if lower else "")
         + ("; length-bucketed batches" if bucketing else "")
         + ("; bf16 mixed precision on CPU (autocast; fp32 weights, optimiser and prediction)" if log.get("precision") == "bf16 autocast (CPU)" else "")
+        + ("; the recipe's grid search skipped (profile grid_search: false): the recipe's own configuration trained once"
+           if (recipe_override or {}).get("grid_search") is False else "")
         + (
-            "; the profile's recipe for this role: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in sorted(recipe_override.items()))
-            if recipe_override
+            "; the profile's recipe for this role: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
+                                                                 for k, v in sorted(recipe_override.items()) if k != "grid_search")
+            if any(k != "grid_search" for k in (recipe_override or {}))
             else ""
         ),
         "training_data": counts,
@@ -922,6 +925,27 @@ def run(
     }
     write_text(json.dumps(card, indent=2), card_path)
     return log
+
+
+def effective_recipe(recipe: Mapping[str, Any], profile: Mapping[str, Any], role: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The recipe a model of ``role`` trains with under ``profile`` (the
+    active profile's settings), and what the profile changed in it: the
+    profile's ``recipe_by_role`` settings for the role on top of the model's
+    recipe, and the recipe's grid search switched off where the profile
+    sets ``grid_search: false`` (a budget that cannot afford the HateCheck
+    paper's 18 fine-tuning runs). A profile that sets neither trains the
+    recipe as written (the ``paper`` profile: the papers' recipes).
+
+    >>> hc = {"lr": 5e-5, "grid_search": True, "grid": {"epochs": [2]}}
+    >>> effective_recipe(hc, {"grid_search": False, "recipe_by_role": {"bert": {"lr": 1e-4}}}, "bert")
+    ({'lr': 0.0001, 'grid_search': False, 'grid': {'epochs': [2]}}, {'lr': 0.0001, 'grid_search': False})
+    >>> effective_recipe(hc, {}, "bert") == (hc, {})
+    True
+    """
+    override = dict((profile.get("recipe_by_role") or {}).get(role) or {})
+    if recipe.get("grid_search") and profile.get("grid_search") is False:
+        override["grid_search"] = False
+    return {**recipe, **override}, override
 
 
 def train(
@@ -951,9 +975,9 @@ def train(
     from hatecheck_pipeline.models.base import role_ref
 
     prof = active_profile(profile, profiles)
-    override = (prof.get("recipe_by_role") or {}).get(spec["role"]) or {}
-    if override:  # the profile's recipe settings for this role (a small budget wants a larger step); in the card's recipe
-        recipe = {**recipe, **override}
+    # the profile's recipe settings for this role (a small budget wants a
+    # larger step) and its grid-search switch; in the card's recipe
+    recipe, override = effective_recipe(recipe, prof, spec["role"])
     log = run(
         model,
         role_ref(prof, spec["role"]),

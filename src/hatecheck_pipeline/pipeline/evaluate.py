@@ -7,7 +7,12 @@
   ``hatecheck`` and ``mhc``, zero- vs many-shot ``shots``, contrast
   consistency ``contrast``, original vs expanded suites ``expanded``, the
   scores no other group reads ``other``), as
-  long CSVs with per-cell provenance, a DVC metrics JSON and DVC plot CSVs.
+  long CSVs with per-cell provenance, a DVC metrics JSON and DVC plot CSVs;
+- ``mhc_disagreement``: the MHC paper's Table 5 (annotator disagreement
+  per language) from the validated MHC table;
+- ``heldout_multiclass_<model>_<dataset>``: a model trained on a dataset's
+  original classes (a recipe with ``labels``) scored on all of them on the
+  held-out test set (HateCheck appendix F, HateXplain's 3 classes).
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import case_cap_key
+from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
 from hatecheck_pipeline.evaluation.tables import GROUPS, Source
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
 SCORE = "hatecheck_pipeline.evaluation.scoring:score"
 TABLES = "hatecheck_pipeline.evaluation.tables:tables"
+MHC_DISAGREEMENT = "hatecheck_pipeline.evaluation.annotators:mhc_disagreement"
+HELDOUT_MULTICLASS = "hatecheck_pipeline.evaluation.multiclass:heldout_multiclass"
 
 # argument of evaluation.scoring:score -> params key
 SCORE_PARAMS = {
@@ -109,7 +116,62 @@ def tables_stage(params: Mapping[str, Any], group: str) -> Stage | None:
     )
 
 
+def mhc_disagreement_stage() -> Stage:
+    """``mhc_disagreement``: MHC Table 5 (a property of the suite, no model)."""
+    return Stage(
+        "mhc_disagreement",
+        "evaluate",
+        MHC_DISAGREEMENT,
+        inputs={"table": paths.interim_table("mhc"), "validation": paths.validation_json("mhc")},
+        outputs={"out": metric(paths.table_summary("mhc_t5"))},
+    )
+
+
+def multiclass_models(params: Mapping[str, Any]) -> list[str]:
+    """Fine-tuned models whose recipe names its own classes (``labels``)."""
+    return [m for m, spec in params["models"].items()
+            if not is_llm(spec) and (params["training"]["recipes"][spec["recipe"]].get("labels"))]
+
+
+def multiclass_metrics(model: str, dataset: str) -> str:
+    """The all-class held-out metrics of a multiclass model."""
+    return paths.metrics(model, f"multiclass_heldout_{dataset}")
+
+
+def heldout_multiclass_stages(params: Mapping[str, Any]) -> list[Stage]:
+    """``heldout_multiclass_<model>_<dataset>``: every multiclass model on
+    each of its training datasets' test split, all classes scored."""
+    out_ = []
+    for model in multiclass_models(params):
+        spec = params["models"][model]
+        for dataset in spec["train"]:
+            out_.append(Stage(
+                f"heldout_multiclass_{model}_{dataset}",
+                "evaluate",
+                HELDOUT_MULTICLASS,
+                inputs={"model_dir": paths.model_dir(model), "table": paths.processed(dataset, spec["scheme"])},
+                outputs={"out": metric(multiclass_metrics(model, dataset))},
+                params={
+                    "labels": f"training.recipes.{spec['recipe']}.labels",
+                    **profile_params(params),
+                    "seed": f"models.{model}.seed",
+                    "prediction": "prediction",
+                    "amp": "training.amp",
+                    "samples": "evaluation.bootstrap_samples",
+                    "boot_seed": "evaluation.seed",
+                    "level": "evaluation.ci_level",
+                },
+                args={"model": model, "dataset": dataset},
+                threads=max(1, params["prediction"]["threads"]),
+                mem_mb=3000,  # a fine-tuned model loaded (as a predict stage)
+                gpu=profile(params).get("gpu", 0),
+            ))
+    return out_
+
+
 def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_: list[Stage] = [score_stage(params, model, suite) for model, suite in scored(params)]
     out_ += [s for group in GROUPS if (s := tables_stage(params, group)) is not None]
+    out_.append(mhc_disagreement_stage())
+    out_ += heldout_multiclass_stages(params)
     return out_

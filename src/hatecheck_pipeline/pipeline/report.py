@@ -91,6 +91,10 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     llm_metrics = llm.llm_metrics_paths(params)
     if llm_metrics:
         inputs["llm"] = llm_metrics
+    inputs["mhc_t5"] = paths.table_summary("mhc_t5")  # MHC Table 5 (stage mhc_disagreement)
+    multiclass = {f"{m}/{d}": evaluate.multiclass_metrics(m, d) for m in evaluate.multiclass_models(params) for d in params["models"][m]["train"]}
+    if multiclass:  # HateCheck appendix F (stages heldout_multiclass_<model>_<dataset>)
+        inputs["multiclass"] = multiclass
     inputs["validation"] = {d: paths.validation_json(d) for d in DATASETS}
     llm_keys = {"llm_backends": "llm.backends"} if any(is_llm(s) for s in params["models"].values()) else {}
     inputs["published"] = PUBLISHED

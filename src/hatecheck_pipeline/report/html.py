@@ -24,6 +24,7 @@ from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
 from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
+from hatecheck_pipeline.report.paper_tables import appf_section, label_heldout, mhc_t5_section
 from hatecheck_pipeline.report.sections import (
     bias_section,
     expanded_section,
@@ -96,6 +97,7 @@ def build(
     llm: Mapping[str, Any] | None = None,
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
     usage: Mapping[str, Any] | None = None,
+    paper_tables: Mapping[str, Any] | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -103,8 +105,11 @@ def build(
     suites: {"<suite>/<scheme>": (file, rows)}} (documents may be None); ``bias``: {doc, file} of results/bias/summary.json.
     Either None leaves its section out (the pipeline always passes both).
     ``usage``: {records, folder} of the stage time and memory records (None
-    = no such section)."""
+    = no such section); ``paper_tables``: {name: {doc, file}} of the
+    papers' further tables (``mhc_t5``: MHC Table 5; ``appf``: HateCheck
+    appendix F, {model: {doc, file, stage}}); None = not shown."""
     published = P.load() if published is None else published
+    paper_tables = paper_tables or {}
     from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS
 
     empty = pl.DataFrame(schema=next(iter(cells.values())).schema) if cells else pl.DataFrame(schema=CELL_COLUMNS)
@@ -160,7 +165,10 @@ def build(
         hc += "<h3>Table 4: accuracy per target group (identity-template cases)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
         if not get("hatecheck_t4").is_empty():
             hc += figure(grouped_bars(get("hatecheck_t4"), "row", "model", "HateCheck accuracy per target group", "accuracy (%)", below_mark), "HateCheck accuracy per target group", "fig-hatecheck-targets")
-        hc += "<h3>Held-out test sets: macro F1" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_heldout"), "hatecheck-heldout", "row", "model", None, published=paper_cols("hatecheck_heldout"))
+        held, held_pub = label_heldout(get("hatecheck_heldout"), paper_cols("hatecheck_heldout"))
+        hc += "<h3>Held-out test sets: binary macro F1 (hateful vs non-hateful)" + docs_link("hatecheck") + "</h3>" + pivot(held, "hatecheck-heldout", "row", "model", None, published=held_pub)
+        if "appf" in paper_tables:
+            hc += appf_section(paper_tables["appf"], published)
         section("hatecheck", "HateCheck (English)", hc)
 
     # MHC
@@ -183,7 +191,10 @@ def build(
         if not t3.is_empty():
             mean = t3.group_by(["model", "row"], maintain_order=True).agg(pl.col("value").mean().round(1))
             m += figure(grouped_bars(mean, "row", "model", "MHC macro F1 per target group (mean over languages)", "macro F1", below_mark), "MHC macro F1 per target group", "fig-mhc-targets")
-        m += "<h3>Table 6: held-out macro F1 per training dataset" + docs_link("mhc") + "</h3>" + pivot(get("mhc_t6"), "mhc-t6", "row", "model", None, published=paper_cols("mhc_t6"))
+        held, held_pub = label_heldout(get("mhc_t6"), paper_cols("mhc_t6"))
+        m += "<h3>Table 6: held-out macro F1 per training dataset" + docs_link("mhc") + "</h3>" + pivot(held, "mhc-t6", "row", "model", None, published=held_pub)
+        if "mhc_t5" in paper_tables:
+            m += mhc_t5_section(paper_tables["mhc_t5"].get("doc"), paper_tables["mhc_t5"].get("file", ""), published)
         section("mhc", "Multilingual HateCheck", m)
 
     # zero vs many-shot
@@ -203,7 +214,7 @@ def build(
     if not get("other_scores").is_empty():
         section("other", "Other scores", "<p class='note'>Macro F1 of every scored (model, suite) that no table above reads "
                 "(for example a held-out test set of a model tested on no functional suite).</p>"
-                + pivot(get("other_scores"), "other-scores", "row", "model", None, caption="macro F1"))
+                + pivot(label_heldout(get("other_scores"))[0], "other-scores", "row", "model", None, caption="macro F1 (each row says what it scores)"))
 
     if expansion is not None:
         section("expanded", "Expanded suites: original versus expanded", expanded_section(
@@ -261,6 +272,8 @@ def run(
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
     usage_dir: str | Path | None = None,
     expanded_suite_files: Mapping[str, str | Path] | None = None,
+    mhc_t5_file: str | Path | None = None,
+    multiclass_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -269,7 +282,19 @@ def run(
     the expanded suites' processed files; ``bias_summary_file``:
     results/bias/summary.json (None = no bias section); ``published``: the
     papers' tables (default: the package's ``published.yaml``);
-    ``usage_dir``: the stage time and memory records (None = no section)."""
+    ``usage_dir``: the stage time and memory records (None = no section);
+    ``mhc_t5_file``: MHC Table 5 (annotator disagreement); ``multiclass_files``:
+    "<model>/<dataset>" -> a multiclass model's all-class held-out metrics
+    (written by stage ``heldout_multiclass_<model>_<dataset>``)."""
+    paper_tables: dict[str, Any] = {}
+    if mhc_t5_file is not None:
+        paper_tables["mhc_t5"] = {"doc": _maybe_json(mhc_t5_file), "file": str(mhc_t5_file)}
+    if multiclass_files:
+        paper_tables["appf"] = {
+            key: {"model": key.split("/")[0], "dataset": key.split("/")[1], "doc": _maybe_json(p), "file": str(p),
+                  "stage": "heldout_multiclass_" + key.replace("/", "_")}
+            for key, p in multiclass_files.items()
+        }
     expansion = None
     if expansion_files is not None:
         cov, rep = expansion_files.get("coverage", ""), expansion_files.get("reproduction", "")
@@ -293,6 +318,7 @@ def run(
         llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()}} if llm_files else None,
         llm_backends=llm_backends,
         usage=None if usage_dir is None else {"records": load_records(Path(usage_dir)), "folder": str(usage_dir)},
+        paper_tables=paper_tables,
     )
     return write_text(html, out)
 
@@ -316,6 +342,8 @@ def report(
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
     usage_dir: Path | None = None,
     expanded_suites: Mapping[str, Path] | None = None,
+    mhc_t5: Path | None = None,
+    multiclass: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -329,7 +357,9 @@ def report(
     time and memory records shown in the section "Run time and memory" (a
     record of the run read as it is, not a tracked input); ``expanded_suites``:
     "<suite>/<scheme>" -> the expanded suites' processed files (listed with
-    their row counts)."""
+    their row counts); ``mhc_t5``: MHC Table 5 (annotator disagreement);
+    ``multiclass``: "<model>/<dataset>" -> the all-class held-out metrics
+    of the multiclass models (HateCheck appendix F)."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -337,6 +367,6 @@ def report(
         out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
-        expanded_suite_files=expanded_suites,
+        expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass,
     )
     return f"wrote {written}"

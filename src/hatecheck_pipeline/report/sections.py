@@ -250,17 +250,11 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
     out += ("<p class='note'>The <b>masked</b> variant is the paper's pseudo-log-likelihood metric; the <b>causal</b> variant scores "
             "whole-sentence log-likelihood as lm-evaluation-harness does and is not comparable with the paper's masked-LM figures. "
             "Runs over fewer than all 1,508 pairs (e.g. the smoke profile's <code>crows_max_pairs</code>) are marked incomplete.</p>")
-    types = sorted({t for e in crows.values() for t in (e.get("bias_types") or {})})
-    if types:
-        rows = []
-        for t in types:
-            tds = []
-            for name, e in crows.items():
-                bt = (e.get("bias_types") or {}).get(t) or {}
-                tds.append(json_td(bt.get("score"), cell_id("bias", "crows", name, "bias_type", t), e.get("source") or summary_file,
-                                   f"crows_pairs_{name}", note=f", n={bt.get('n')}"))
-            rows.append(f'<tr><td class="rowhead">{escape(t)}</td>{"".join(tds)}</tr>')
-        out += html_table("crows-pairs-bias-types", ["bias type", *crows], rows, caption="CrowS-Pairs metric score per bias type (%)")
+    if crows:  # the paper's Table 2 rows: subsets and the nine bias types, next to its three masked LMs
+        from hatecheck_pipeline.evaluation import published as P
+        from hatecheck_pipeline.report.paper_tables import crows_table2
+
+        out += crows_table2(crows, summary_file, P.load() if published is None else published, CROWS_TOTAL)
     # HateXplain
     hx = doc.get("hatexplain") or {}
     out += hatexplain_table6(hx, doc.get("hatexplain_supervised"), summary_file, published)

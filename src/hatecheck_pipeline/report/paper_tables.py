@@ -1,0 +1,213 @@
+"""Report parts for the papers' remaining tables: MHC Table 5 (annotator
+disagreement), HateCheck appendix F (multiclass B-D / B-F on their held-out
+sets), CrowS-Pairs Table 2 per bias type, and the labels that say what each
+held-out figure is. Every cell of ours carries its provenance (metrics file
+and stage, ``data-cell-id``); every paper cell is marked published."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any, Mapping
+
+import polars as pl
+
+from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.report.cells import html_table, json_td
+
+# What the binary held-out macro F1 of each training dataset scores: the
+# dataset's own labels collapsed to hateful vs non-hateful (data/specs.py).
+HELDOUT_BINARY = {
+    "davidson2017": "hate vs offensive + neither (as the HateCheck paper)",
+    "founta2018": "hateful vs the rest (the fou18 subsample's binary label: abusive, spam, normal = 0)",
+    "hateval2019_es": "HS = 1 vs 0",
+    "haspeede2020": "hs = 1 vs 0",
+    "fortuna2019": "hatespeech_comb = 1 vs 0",
+    "hatexplain": "hate speech vs offensive + normal: p(hatespeech) of the 3-class model at the prediction threshold; "
+                  "NOT the paper's 3-class figures (those are in Table 6, Bias and explainability)",
+}
+
+
+def heldout_label(row: str) -> str:
+    """A held-out row (a dataset, or a suite ``heldout_<dataset>``) with what
+    its figure is.
+
+    >>> heldout_label("davidson2017")
+    'davidson2017 — binary macro F1: hate vs offensive + neither (as the HateCheck paper)'
+    >>> heldout_label("heldout_hatexplain").startswith("heldout_hatexplain — binary macro F1: hate speech vs offensive + normal")
+    True
+    >>> heldout_label("mhc_german")
+    'mhc_german — macro F1 (hateful vs non-hateful)'
+    """
+    dataset = row[len("heldout_"):] if row.startswith("heldout_") else row
+    what = HELDOUT_BINARY.get(dataset)
+    return f"{row} — binary macro F1: {what}" if what else f"{row} — macro F1 (hateful vs non-hateful)"
+
+
+def label_heldout(cells: pl.DataFrame, published: Mapping[tuple[str, str], Any] | None = None) -> tuple[pl.DataFrame, dict | None]:
+    """Held-out cells (and the paper's cells keyed by (row, column)) with
+    their rows relabelled by :func:`heldout_label` (cell ids unchanged)."""
+    if cells.is_empty():
+        return cells, published
+    out = cells.with_columns(pl.col("row").map_elements(heldout_label, return_dtype=pl.String))
+    pub = None if published is None else {(heldout_label(r), c): v for (r, c), v in published.items()}
+    return out, pub
+
+
+def published_cell(table: str, model: str, row: str, column: str, value: float | int | None, source: str, digits: int = 1) -> str:
+    if value is None:
+        return '<td class="missing">–</td>'
+    text = f"{value:.{digits}f}" if isinstance(value, float) else f"{value:,}"
+    cid = cell_id("published", table, model, row, column)
+    return (f'<td class="published" data-cell-id="{escape(cid)}" data-metrics="published" data-stage="{escape(source)}" '
+            f'title="{escape("Published: " + source)}">{escape(text)}</td>')
+
+
+# ------------------------------------------------------------ MHC Table 5
+
+
+def mhc_t5_section(doc: Mapping[str, Any] | None, file: str, published: Mapping[str, Any], stage: str = "mhc_disagreement") -> str:
+    """MHC Table 5: % and number of cases per language where at least 2 of
+    3 annotators disagree with the gold label, next to the paper's."""
+    out = "<h3>Table 5: annotator disagreement per language</h3>"
+    if doc is None:
+        return out + f"<p class='fail'>{escape(file)} not found: the mhc_disagreement stage has not run.</p>"
+    t5 = published.get("mhc_t5") or {}
+    pub = (t5.get("values") or {}).get("annotators") or {}
+    source = t5.get("source", "")
+    out += ("<p class='note'>Cases where at least 2 of their 3 annotators' labels (<code>label_annotated</code>) differ from the "
+            "expert gold label, computed from the labels and checked case by case against the authors' "
+            "<code>disagreement_in_case</code> flag (they agree on every case). The last column is the share of cases whose "
+            "template holds such a case (<code>disagreement_in_template</code>; not in the paper). A property of the suite, not of a model. "
+            "Where our count differs from the paper's, the released files differ from the ones the paper counted.</p>")
+    rows = []
+    entries = [*doc.get("per_language", {}).items(), ("all languages", doc.get("overall", {}))]
+    for lang, e in entries:
+        p = pub.get(lang) or {}
+        tds = [
+            json_td(e.get("n_cases"), cell_id("mhc_t5", lang, "n_cases"), file, stage),
+            json_td(e.get("pct_disagreement"), cell_id("mhc_t5", lang, "pct_disagreement"), file, stage, 2),
+            published_cell("mhc_t5", "annotators", lang, "pct_disagreement", p.get("pct_disagreement"), source, 2),
+            json_td(e.get("n_disagreement"), cell_id("mhc_t5", lang, "n_disagreement"), file, stage),
+            published_cell("mhc_t5", "annotators", lang, "n_disagreement", p.get("n_disagreement"), source),
+            json_td(e.get("pct_in_disagreement_template"), cell_id("mhc_t5", lang, "pct_in_disagreement_template"), file, stage, 2),
+        ]
+        rows.append(f'<tr><td class="rowhead">{escape(lang)}</td>{"".join(tds)}</tr>')
+    return out + html_table("mhc-t5", ["language", "cases", "% disagreement", "% disagreement (paper)", "n disagreement",
+                                       "n disagreement (paper)", "% in a template with disagreement"], rows)
+
+
+# ------------------------------------------------- CrowS-Pairs Table 2 rows
+
+CROWS_ROWS = [  # (the paper's row, our key): our keys are bias_types / the overall scores of a crows_pairs_<scorer> metrics file
+    ("all", "CrowS-Pairs (all pairs)"), ("stereo", "CrowS-Pairs-stereo"), ("antistereo", "CrowS-Pairs-antistereo"),
+    ("race-color", "Race / Color"), ("gender", "Gender / Gender identity"), ("socioeconomic", "Socioeconomic status / Occupation"),
+    ("nationality", "Nationality"), ("religion", "Religion"), ("age", "Age"), ("sexual-orientation", "Sexual orientation"),
+    ("physical-appearance", "Physical appearance"), ("disability", "Disability"),
+]
+OVERALL_KEYS = {"all": ("metric_score", "n_pairs"), "stereo": ("stereo_score", "n_stereo"), "antistereo": ("antistereo_score", "n_antistereo")}
+
+
+def crows_table2(crows: Mapping[str, Mapping[str, Any]], summary_file: str, published: Mapping[str, Any], total: int = 1508) -> str:
+    """The CrowS-Pairs rows of the paper's Table 2 (all pairs, the stereo
+    and anti-stereo subsets, the nine bias types): one column per scorer
+    of ours (metric score, n pairs in the tooltip), then the paper's n and
+    its three masked LMs."""
+    t2 = published.get("crows_pairs_t2") or {}
+    source, pub, pub_n = t2.get("source", ""), t2.get("values") or {}, t2.get("n") or {}
+    rows = []
+    for key, label in CROWS_ROWS:
+        tds = []
+        for name, e in crows.items():
+            stage, src = f"crows_pairs_{name}", e.get("source") or summary_file
+            if key in OVERALL_KEYS:
+                score_key, n_key = OVERALL_KEYS[key]
+                value, n = e.get(score_key), e.get(n_key, e.get("n_pairs") if key == "all" else None)
+                cid = cell_id("bias", "crows", name, "table2", key)  # the first CrowS table shows the same figure under its own id
+            else:
+                bt = (e.get("bias_types") or {}).get(key) or {}
+                value, n = bt.get("score"), bt.get("n")
+                cid = cell_id("bias", "crows", name, "bias_type", key)
+            incomplete = not e.get("complete")
+            note = f", n={n} pairs" + (f" (INCOMPLETE run: a seeded sample of {e.get('n_pairs')} of {total:,} pairs)" if incomplete else "")
+            tds.append(json_td(value, cid, src, stage, 1, note, "incomplete" if incomplete else ""))
+        tds.append(published_cell("crows_pairs_t2", "paper", key, "n", pub_n.get(key), source))
+        for model, vals in pub.items():
+            tds.append(published_cell("crows_pairs_t2", model, key, "metric_score", (vals.get(key) or {}).get("metric_score"), source))
+        rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
+    head = ["Table 2 row", *(f"{n} ({e.get('variant')})" for n, e in crows.items()), "n (paper)", *(f"{m} (paper, masked)" for m in pub)]
+    return ("<h3>CrowS-Pairs Table 2: metric score per subset and bias type (%)</h3>"
+            "<p class='note'>Our scorers' figures (hover for n pairs; an incomplete run is a seeded sample) next to the paper's "
+            "masked LMs. A <b>causal</b> scorer's whole-sentence log-likelihood is not the paper's masked-LM metric: its "
+            "column is not comparable with the paper's.</p>"
+            + html_table("crows-pairs-bias-types", head, rows))
+
+
+# ----------------------------------------- HateCheck appendix F (multiclass)
+
+APPF_COLUMNS = [("micro_f1", "micro F1"), ("weighted_f1", "weighted-avg. F1"), ("macro_f1", "macro F1")]
+NO_MULTICLASS_BF = ("B-F on Founta et al.'s four classes (hateful / abusive / spam / normal) is not trained: the Founta files with "
+                    "text in the mirror (fou18_en_train/dev/test) carry only the binarised label (1 = hateful, 0 = the rest), and "
+                    "the file with the original classes (hatespeech_labels.csv) holds tweet ids without text (the text is "
+                    "distributed by its authors on request).")
+
+
+def paper_multiclass(model: str, dataset: str, published: Mapping[str, Any]) -> tuple[dict[str, float], str]:
+    """The paper's all-class held-out figures (percent) for one of our
+    multiclass models: HateCheck appendix F for the Davidson / Founta
+    models (our ``<B-D|B-F>-multiclass`` is the paper's multiclass B-D /
+    B-F), HateXplain Table 6's BERT row (accuracy = micro F1, macro F1)
+    for a model on HateXplain.
+
+    >>> paper_multiclass("B-D-multiclass", "davidson2017", {"hatecheck_appf": {"source": "S", "values": {"B-D": {"davidson2017": {"micro_f1": 91.1}}}}})
+    ({'micro_f1': 91.1}, 'S')
+    >>> paper_multiclass("hatexplain", "hatexplain", {"hatexplain_t6": {"source": "T", "values": {"BERT": {"Attn": {"accuracy": 0.69, "macro_f1": 0.674}}}}})
+    ({'micro_f1': 69.0, 'macro_f1': 67.4}, 'T')
+    """
+    if dataset == "hatexplain":
+        t6 = published.get("hatexplain_t6") or {}
+        bert = ((t6.get("values") or {}).get("BERT") or {}).get("Attn") or {}
+        vals = {k: round(100 * bert[src], 1) for k, src in (("micro_f1", "accuracy"), ("macro_f1", "macro_f1")) if bert.get(src) is not None}
+        return vals, t6.get("source", "")
+    appf = published.get("hatecheck_appf") or {}
+    paper_model = model.split("-multiclass")[0]
+    return dict(((appf.get("values") or {}).get(paper_model) or {}).get(dataset) or {}), appf.get("source", "")
+
+
+def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[str, Any]) -> str:
+    """Multiclass models on their held-out test sets, all classes (argmax),
+    next to the papers' figures. ``entries``: "<model>/<dataset>" ->
+    {model, dataset, doc, file, stage}."""
+    out = ("<h3>Appendix F: multiclass models on their held-out test sets (all classes)</h3>"
+           "<p class='note'>Models trained on a dataset's original classes (HateCheck appendix F: B-D on Davidson et al.'s "
+           "hateful / offensive / neither, unweighted, appendix E's other parameters; the HateXplain model's 3 classes), "
+           "scored on every class: the predicted class is the argmax; micro F1 (= accuracy) and weighted-average F1 as "
+           "appendix F reports them, macro F1 as HateXplain's Table 6. Hover for the case-level 95% interval. The last "
+           "column collapses the same argmax to hateful vs the rest. The held-out tables above score these models as binary "
+           "classifiers (p(hateful class) at the threshold).</p>")
+    cols = ["model", "held-out set", "classes", "cases"]
+    for _, h in APPF_COLUMNS:
+        cols += [h, f"{h} (paper)"]
+    cols.append("binary macro F1 (argmax: hateful vs rest)")
+    rows = []
+    for key, e in entries.items():
+        doc, file, stage = e.get("doc"), e.get("file", ""), e.get("stage", "")
+        model, dataset = e.get("model", key), e.get("dataset", "")
+        head = f'<td class="rowhead">{escape(model)}</td><td class="rowhead">{escape(dataset)}</td>'
+        if doc is None:
+            rows.append(f'<tr>{head}<td class="missing" colspan="{len(cols) - 2}">{escape(file)} not found: {escape(stage)} has not run</td></tr>')
+            continue
+        pub, source = paper_multiclass(model, dataset, published)
+        n = doc.get("n")
+        note = f", n={n} cases" + ("" if doc.get("complete") else f" (a seeded sample of {doc.get('cases_available')})")
+        tds = [f'<td class="rowhead">{escape(" / ".join(doc.get("classes") or []))}</td>',
+               json_td(n, cell_id("appf", model, dataset, "n"), file, stage, cls="" if doc.get("complete") else "incomplete")]
+        for k, _ in APPF_COLUMNS:
+            fig = doc.get(k) or {}
+            ci = f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}]" if fig.get("ci_low") is not None else ""
+            tds.append(json_td(fig.get("value"), cell_id("appf", model, dataset, k), file, stage, 1, ci + note))
+            tds.append(published_cell("hatecheck_appf" if dataset != "hatexplain" else "hatexplain_t6", model, dataset, k, pub.get(k), source))
+        tds.append(json_td(doc.get("binary_macro_f1_from_argmax"), cell_id("appf", model, dataset, "binary_macro_f1_from_argmax"), file, stage, 1, note))
+        rows.append(f"<tr>{head}{''.join(tds)}</tr>")
+    rows.append(f'<tr><td class="rowhead">B-F (multiclass)</td><td class="rowhead">founta2018</td>'
+                f'<td class="missing" colspan="{len(cols) - 2}">{escape(NO_MULTICLASS_BF)}</td></tr>')
+    return out + html_table("hatecheck-appf", cols, rows)
