@@ -101,6 +101,7 @@ def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], h
                       for i, c in enumerate(classes)},
         "confusion": {"rows_gold_columns_predicted": list(classes), "counts": cm.tolist()},
         "binary_macro_f1_from_argmax": round(binary["macro_f1"], 1),
+        "resampling_unit": "case",  # held-out sets: cases are independent (no templates)
         "bootstrap": {"unit": "case", "samples": samples, "seed": seed, "level": level},
     }
     return out
