@@ -75,8 +75,13 @@ def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path
     assert np.allclose(preds["p_toxic"].to_numpy(), probs[:, 0] + probs[:, 1])
     assert preds["pred3"].to_list() == [hatexplain.CLASSES[i] for i in probs.argmax(axis=1)]
     attr = pl.read_parquet(out["attr"])
-    assert card["explained_posts"] == 8 and card["explained_posts_available"] == 20  # 30 test posts, 2/3 not normal
-    assert attr.group_by("method").len().sort("method").rows() == [("attention", 8), ("integrated_gradients", 8)]
+    # the cap (8) applies to integrated gradients only; attention explains every post with a rationale
+    assert card["explained_posts"] == {"attention": 20, "integrated_gradients": 8}
+    assert card["explained_posts_available"] == 20  # 30 test posts, 2/3 not normal
+    assert card["max_explain_applies_to"] == ["integrated_gradients"]
+    assert attr.group_by("method").len().sort("method").rows() == [("attention", 20), ("integrated_gradients", 8)]
+    ig_ids = set(attr.filter(pl.col("method") == "integrated_gradients")["id"])
+    assert ig_ids == set(explain.explained_posts(test, 8, 0)["id"])  # the seeded sample, as before
     assert set(attr["paper_row"]) == {"BERT [Attn]", "BERT [LIME]"}
     joined = attr.join(test.select("id", "post_tokens", "label3"), on="id")
     assert (joined["label3"] != "normal").all()
@@ -86,7 +91,7 @@ def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path
     # p_full is the full post's probability of the predicted class; p_without_top re-predicts the post without its top-2 words
     row = att.row(0, named=True)
     full = preds.filter(pl.col("id") == row["id"]).row(0, named=True)
-    assert row["p_full"] == pytest.approx(full[f"p_{row['pred3']}"], abs=1e-6)
+    assert row["p_full"] == full[f"p_{row['pred3']}"]  # the test-set prediction itself, not predicted again
     from hatecheck_pipeline.audits.rationales import top_k_mask
 
     model, tok = explain.load_classifier(model_dir)
@@ -97,8 +102,8 @@ def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path
     # the metrics stage scores each method on its own, against the paper's row for it
     m = hatexplain.run_metrics(table, out["pred"], out["attr"], tmp_path / "m.json", tmp_path / "c.csv", ["Women", "Refugee", "Islam"], -5, 2,
                                0.5, "union", "hatexplain")
-    assert [(e["method"], e["paper_row"], e["n_posts"]) for e in m["explainability"]] == [
-        ("attention", "BERT [Attn]", 8), ("integrated_gradients", "BERT [LIME]", 8)]
+    assert [(e["method"], e["paper_row"], e["n_posts"], e["n_posts_available"]) for e in m["explainability"]] == [
+        ("attention", "BERT [Attn]", 20, 20), ("integrated_gradients", "BERT [LIME]", 8, 20)]
     assert m["model"] == "tiny (test)" and m["n_test"] == 30
     for e in m["explainability"]:
         assert 0 <= e["token_f1"] <= 1 and 0 <= e["auprc"] <= 1 and -1 <= e["comprehensiveness"] <= 1
@@ -122,5 +127,5 @@ def test_explain_stage_function_caps_the_explained_posts_by_profile(trained, tmp
         args={"model": "hx"},
     )
     summary = call(stage, params)
-    assert "30 test posts predicted, 3 explained (attention)" in summary
-    assert pl.read_parquet(files["attributions"]).height == 3
+    assert "30 test posts predicted; posts explained of 20: attention 20" in summary  # the cap (3) is for integrated gradients
+    assert pl.read_parquet(files["attributions"]).height == 20

@@ -179,6 +179,9 @@ def explainability(test: pl.DataFrame, attr: pl.DataFrame, k: int, iou_threshold
         if len(s) != len(t) or len(g) != len(t):
             raise ValueError(f"post {pid}: {len(t)} tokens, {len(s)} attributions, {len(g)} rationale marks")
     keep = [i for i, g in enumerate(gold) if sum(g) > 0]
+    # every post the method could have explained: gold class not normal, with a (combined) rationale
+    pool = test.filter(pl.col("label3") != "normal")["rationales"].to_list()
+    available = sum(1 for r in pool if sum(rationales.gold_rationale(r, combine)) > 0)
     plaus = rationales.explainability([gold[i] for i in keep], [soft[i] for i in keep], k, iou_threshold)
     faith = rationales.faithfulness(*(ex[c].to_numpy()[keep] for c in ("p_full", "p_without_top", "p_only_top")))
     method = str(attr["method"][0]) if attr.height else None
@@ -190,8 +193,9 @@ def explainability(test: pl.DataFrame, attr: pl.DataFrame, k: int, iou_threshold
         "top_k": k,
         "iou_threshold": iou_threshold,
         "gold_rationale": combine,
-        **plaus,
+        **plaus,  # n_posts: the posts plausibility AND faithfulness are averaged over
         **faith,
+        "n_posts_available": available,
     }
 
 

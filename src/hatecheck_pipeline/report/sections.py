@@ -178,6 +178,19 @@ def hatexplain_name(clf: str, e: Mapping[str, Any]) -> str:
     return str(e.get("model") or clf)
 
 
+def posts_covered(x: Mapping[str, Any]) -> str | None:
+    """How many test posts an explanation row's figures cover, of those
+    with a rationale (``50 of 1142`` marks a sample).
+
+    >>> posts_covered({"n_posts": 50, "n_posts_available": 1142}), posts_covered({"n_posts": 7})
+    ('50 of 1142', '7')
+    """
+    n, available = x.get("n_posts"), x.get("n_posts_available")
+    if n is None:
+        return None
+    return str(n) if available is None else f"{n} of {available}"
+
+
 def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None) -> str:
     """The paper's Table 6 layout: one row per classifier and explanation
     method, each followed by the paper's row for the same kind of model."""
@@ -191,7 +204,8 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             "attention -> [Attn]; the paper has no integrated-gradients or occlusion row, so those post-hoc attributions sit next to "
             "its post-hoc method, LIME. The paper's models are bert-base-uncased fine-tuned on the full training split; ours name the "
             "base model that ran (a stand-in says so) and the profile's budget. The TF-IDF model is a cheap baseline, not BERT. "
-            "Explainability covers the explained test posts (hate speech or offensive, with rationales; n per row).</p>")
+            "Explainability covers the explained test posts (hate speech or offensive, with rationales): attention every one of them in "
+            "every profile, integrated gradients a seeded sample of <code>hatexplain_max_explain</code> posts (column posts).</p>")
     cols = HX_PERFORMANCE + HX_EXPLAIN
     rows = []
 
@@ -203,6 +217,7 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             f'<td class="published" data-cell-id="{escape(cell_id("published", "hatexplain_t6", model, method.rstrip("]"), k))}" '
             f'data-metrics="published" data-stage="{escape(source)}" title="{escape("Published: " + source)}">{vals[k]:.3f}</td>'
             for k, _ in cols)
+        tds += '<td class="missing">–</td>'  # posts: the paper's test set, not given per row
         return f'<tr><td class="rowhead published">paper: {escape(row)} (bert-base-uncased, full data)</td>{tds}</tr>'
 
     for clf, e in hx.items():
@@ -212,14 +227,16 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             method = x.get("method") or "?"
             note = f" ({x.get('method_label') or method}, top {x.get('top_k')}, n={x.get('n_posts')} posts)"
             tds = "".join(json_td(x.get(k), cell_id("bias", "hatexplain", clf, method, k), src, stage, 3, note) for k, _ in HX_EXPLAIN)
+            tds += json_td(posts_covered(x), cell_id("bias", "hatexplain", clf, method, "n_posts"), src, stage,
+                           note=" test posts the plausibility and faithfulness figures average over, of those with a rationale")
             rows.append(f'<tr><td class="rowhead">{escape(hatexplain_name(clf, e))} [{escape(method)}]</td>{perf}{tds}</tr>')
             if x.get("paper_row"):
                 rows.append(paper_tr(str(x["paper_row"])))
     if supervised and not supervised.get("ran"):
         rows.append(f'<tr><td class="rowhead">{escape(str(supervised.get("model")))} (BERT-HateXplain, attention-supervised)</td>'
-                    f'<td class="missing" colspan="{len(cols)}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>')
+                    f'<td class="missing" colspan="{len(cols) + 1}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>')
         rows.append(paper_tr("BERT-HateXplain [Attn]"))
-    out += html_table("hatexplain-table6", ["model [token method]", *(h for _, h in cols)], rows)
+    out += html_table("hatexplain-table6", ["model [token method]", *(h for _, h in cols), "posts"], rows)
     return out
 
 
