@@ -67,9 +67,9 @@ def make_metrics(workdir, model: str, suite: Suite, accuracy: float, seed: int) 
     ).with_row_index("_order")
     pred_file = workdir / f"{model}_{suite.name}.parquet"
     predictions(frame, accuracy, seed, id_column=suite.id_column).write_parquet(pred_file)
-    out = paths.metrics(model, suite.name)
-    scoring.run(suite, pred_file, out, samples=50, gold=gold)
-    return tables.Source(model, suite.name, suite.dataset, suite.language, out, ph.score_stage_name(model, suite.name), suite.kind)
+    out, reps = paths.metrics(model, suite.name), paths.bootstrap_replicates(model, suite.name)
+    scoring.run(suite, pred_file, out, samples=50, gold=gold, replicates=reps)
+    return tables.Source(model, suite.name, suite.dataset, suite.language, out, ph.score_stage_name(model, suite.name), suite.kind, reps)
 
 
 # ------------------------------------------------ expanded suites, bias summary

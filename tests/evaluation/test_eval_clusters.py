@@ -163,3 +163,26 @@ def test_real_suites_cluster_by_template():
         k = int(clusters.template_clusters(frame.drop("templ_id")).max()) + 1
         assert k == int(clusters.template_clusters(frame).max()) + 1  # templ_id joins nothing the texts keep apart
         assert 700 < k <= frame["templ_id"].n_unique() < frame.height / 4
+
+
+def test_zero_vs_many_shot_gap_resamples_the_languages_independently(workdir):
+    """Two MHC languages with identical cases and predictions: the gap is 0.
+    Both score stages drew the same template positions (same seed, same
+    number of templates); combined as drawn, every replicate's gap would be
+    0 too. The shots tables decorrelate the languages' draws, so the
+    interval of the gap is as wide as a difference of two independent
+    estimates."""
+    from eval_synthetic import make_metrics
+
+    from hatecheck_pipeline.evaluation import tables
+
+    srcs = [make_metrics(workdir, "XTC", mhc(lang), 0.7, seed=5) for lang in ("spanish", "german")]
+    values = [pl.read_parquet(s.replicates).filter(pl.col("section") == "overall", pl.col("figure") == "macro_f1")["value"] for s in srcs]
+    assert values[0].to_list() == values[1].to_list()  # the same draw in both score stages
+    shots = tables.run("shots", srcs, "tables_shots", {"XTC": ["spanish"]})["shots_summary"]
+    gap = shots.filter(pl.col("column") == "gap").row(0, named=True)
+    one = shots.filter(pl.col("column") == "many-shot").row(0, named=True)
+    assert gap["value"] == 0.0 and gap["ci_low"] < 0 < gap["ci_high"]
+    width, single = gap["ci_high"] - gap["ci_low"], one["ci_high"] - one["ci_low"]
+    assert 1.1 * single < width < 1.8 * single  # ~sqrt(2) x a language's own width
+    assert gap["n_clusters"] == 2 * one["n_clusters"]

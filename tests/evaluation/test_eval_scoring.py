@@ -145,7 +145,7 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     drawn = predicted_subsample(frame, "case_id", 25, 7)
     predictions(drawn, 0.8).write_parquet("p.parquet")
     summary = scoring.score(
-        SUITE, "B-D", "p.parquet", "data/interim/hatecheck/table.parquet", "m.json",
+        SUITE, "B-D", "p.parquet", "data/interim/hatecheck/table.parquet", "m.json", "r.parquet",
         samples=20, seed=0, level=0.95, threshold=None, profile="small", profiles=profiles, model_seed=7,
     )
     doc = json.loads((project / "m.json").read_text())
@@ -153,11 +153,17 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     assert doc["overall"]["n"] == 25
     assert {k: doc["bootstrap"][k] for k in ("samples", "seed", "level", "resampling_unit")} == {
         "samples": 20, "seed": 0, "level": 0.95, "resampling_unit": "template"}
+    # the bootstrap values behind the overall and per-class intervals (the shots tables' gaps)
+    reps = pl.read_parquet("r.parquet")
+    overall = reps.filter((pl.col("section") == "overall") & (pl.col("figure") == "macro_f1"))["value"].to_numpy()
+    assert len(overall) == 20 and set(reps["section"]) == {"overall", "by_functionality_class"}
+    low, high = np.percentile(overall * 100, [2.5, 97.5])
+    assert (round(low, 1), round(high, 1)) == (doc["overall"]["macro_f1"]["ci_low"], doc["overall"]["macro_f1"]["ci_high"])
     with pytest.raises(scoring.ScoringError, match="35 unknown id"):  # the whole suite against the 25 drawn
         predictions(frame, 0.8).write_parquet("all.parquet")
-        scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json",
+        scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json", "xr.parquet",
                       samples=20, seed=0, level=0.95, threshold=0.5, profile="small", profiles=profiles, model_seed=7)
-    scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json",
+    scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json", "xr.parquet",
                   samples=20, seed=0, level=0.95, threshold=0.5, profile="all", profiles=profiles, model_seed=7)
     assert json.loads((project / "x.json").read_text())["overall"]["n"] == 60
 

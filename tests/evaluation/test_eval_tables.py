@@ -47,6 +47,14 @@ def test_tables_from_metrics(workdir):
     assert abs(summary["zero-shot"] - (t7["hindi"] + t7["german"]) / 2) < 0.051
     assert abs(summary["gap"] - (summary["many-shot"] - summary["zero-shot"])) < 0.11
     assert (shots["shots_summary"]["stage"] == "tables_shots").all()
+    # every mean and gap has a template-level interval from the languages' bootstrap values
+    for table in ("shots_summary", "shots_class_gap"):
+        cells = shots[table]
+        assert cells["ci_low"].null_count() == 0 and set(cells["resampling_unit"]) == {"template"}, table
+        assert ((cells["ci_low"] <= cells["value"] + 0.05) & (cells["value"] <= cells["ci_high"] + 0.05)).all(), table
+    gap = shots["shots_summary"].filter(pl.col("column") == "gap").row(0, named=True)
+    many = shots["shots_summary"].filter(pl.col("column") == "many-shot").row(0, named=True)
+    assert gap["ci_high"] - gap["ci_low"] > many["ci_high"] - many["ci_low"]  # a difference of independent estimates is wider
     assert set(shots["shots_class_gap"]["row"]) == {"derog", "threat", "slur", "ident", "negate"}
     doc = json.loads((workdir / paths.table_summary("shots")).read_text())
     assert set(doc["macro_f1"]["XTC"]) == {"zero-shot", "many-shot", "gap"}

@@ -90,6 +90,12 @@ def metrics(model: str, suite: str) -> str:
     return f"{RESULTS}/{model}/{suite}/metrics.json"
 
 
+def bootstrap_replicates(model: str, suite: str) -> str:
+    """The bootstrap values behind a metrics file's overall and per-class
+    intervals (for intervals of differences between suites)."""
+    return f"{RESULTS}/{model}/{suite}/bootstrap.parquet"
+
+
 def report() -> str:
     return f"{REPORTS}/mhc_xtc.html"
 

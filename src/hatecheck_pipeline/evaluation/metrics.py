@@ -175,6 +175,7 @@ def bootstrap_ci(
     seed: int = 0,
     level: float = 0.95,
     clusters: np.ndarray | None = None,
+    store: dict[str, np.ndarray] | None = None,
 ) -> dict[str, tuple[float | None, float | None]]:
     """Percentile bootstrap interval of each named figure, in percent.
 
@@ -192,6 +193,8 @@ def bootstrap_ci(
     if len(gold) == 0 or samples <= 0:
         return {n: (None, None) for n in names}
     values = bootstrap_replicates(gold, pred, names, samples, seed, clusters)
+    if store is not None:  # the caller keeps the bootstrap values (shares) too
+        store.update(values)
     return {name: interval(values[name], level) for name in names}
 
 
@@ -203,9 +206,11 @@ def summarise(
     seed: int = 0,
     level: float = 0.95,
     clusters: np.ndarray | None = None,
+    store: dict[str, np.ndarray] | None = None,
 ) -> dict[str, object]:
     """``n``, ``n_clusters`` (the resampled units: cases, or templates with
-    ``clusters``) and the named figures, each as ``{value, ci_low, ci_high}``.
+    ``clusters``) and the named figures, each as ``{value, ci_low, ci_high}``;
+    ``store`` (a dict) receives each figure's bootstrap values (shares).
 
     >>> s = summarise(np.array([1, 0]), np.array([1, 0]), ["accuracy"], samples=10)
     >>> s["n"], s["n_clusters"], s["accuracy"]["value"], s["accuracy"]["ci_low"]
@@ -217,7 +222,7 @@ def summarise(
         point["accuracy"] = accuracy(gold, pred)
     if any(n.startswith("f1") or n == "macro_f1" for n in names):
         point.update(f1_scores(gold, pred))
-    cis = bootstrap_ci(gold, pred, names, samples, seed, level, clusters)
+    cis = bootstrap_ci(gold, pred, names, samples, seed, level, clusters, store)
     out: dict[str, object] = {"n": int(len(gold)), "n_clusters": cluster_codes(clusters, len(gold))[1]}
     for name in names:
         out[name] = {"value": point[name], "ci_low": cis[name][0], "ci_high": cis[name][1]}

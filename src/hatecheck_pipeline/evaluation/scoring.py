@@ -16,7 +16,7 @@ import polars as pl
 
 from hatecheck_pipeline.core.config import active_profile
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.core.files import write_text
+from hatecheck_pipeline.core.files import write_parquet, write_text
 from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.suites.clusters import TEMPLATE_COLUMNS, merge_clusters, template_clusters
 from hatecheck_pipeline.suites.registry import Suite, by_name, mhc
@@ -214,16 +214,34 @@ def resampling_unit(suite: Suite) -> str:
     return M.CASE if suite.heldout else M.TEMPLATE
 
 
-def _summary(part: pl.DataFrame, names: list[str], boot: dict[str, Any]) -> dict[str, Any]:
+REPLICATE_SECTIONS = ("overall", "by_functionality_class")  # sections whose bootstrap values a score stage keeps
+REPLICATE_SCHEMA = {"section": pl.String, "group": pl.String, "figure": pl.String, "replicate": pl.Int32, "value": pl.Float64}
+
+
+def _summary(part: pl.DataFrame, names: list[str], boot: dict[str, Any], store: dict[str, Any] | None = None) -> dict[str, Any]:
     clusters = part[CLUSTER].to_numpy() if CLUSTER in part.columns else None
-    return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, **boot, clusters=clusters)
+    return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, **boot, clusters=clusters, store=store)
 
 
-def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: dict[str, Any]) -> dict[str, Any]:
+def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: dict[str, Any],
+            replicates: dict[tuple[str, str | None], dict] | None = None, section: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, part in cases.filter(pl.col(column).is_not_null()).group_by(column, maintain_order=True):
-        out[str(key[0])] = _summary(part, names, boot)
+        store = None if replicates is None else replicates.setdefault((section, str(key[0])), {})
+        out[str(key[0])] = _summary(part, names, boot, store)
     return out
+
+
+def replicates_frame(replicates: dict[tuple[str, str | None], dict[str, Any]]) -> pl.DataFrame:
+    """Bootstrap values in long form: section, group (None: overall), figure,
+    replicate number, value (a share, not a percentage)."""
+    parts = [
+        pl.DataFrame({"section": section, "group": group, "figure": figure,
+                      "replicate": np.arange(len(values), dtype=np.int32), "value": np.asarray(values, dtype=float)},
+                     schema=REPLICATE_SCHEMA)
+        for (section, group), figures in replicates.items() for figure, values in figures.items()
+    ]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=REPLICATE_SCHEMA)
 
 
 def contrast_pairs(cases: pl.DataFrame, id_column: str) -> pl.DataFrame:
@@ -258,18 +276,22 @@ def with_clusters(cases: pl.DataFrame, unit: str) -> pl.DataFrame:
 
 
 def score_cases(
-    cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: int = 0, level: float = 0.95, unit: str = M.CASE
+    cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: int = 0, level: float = 0.95, unit: str = M.CASE,
+    replicates: dict[tuple[str, str | None], dict] | None = None,
 ) -> dict[str, Any]:
     """Every section of METRICS.json from aligned cases (``gold``, ``pred``).
 
     ``unit``: ``case`` resamples cases; ``template`` resamples the
     suite's templates (every figure: overall, per label, functionality,
     class, target, slur, generator and the contrast pairs), each figure
-    with its ``n_clusters``."""
+    with its ``n_clusters``. ``replicates`` (a dict) receives the bootstrap
+    values of the overall figures and of each functionality class's
+    accuracy, keyed by (section, group)."""
     boot = {"samples": samples, "seed": seed, "level": level}
     cases = with_clusters(cases, unit)
+    overall = None if replicates is None else replicates.setdefault(("overall", None), {})
     out: dict[str, Any] = {
-        "overall": _summary(cases, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], boot),
+        "overall": _summary(cases, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], boot, overall),
         "by_label": {},
     }
     for label, value in ((M.HATEFUL, 1), (M.NON_HATEFUL, 0)):
@@ -277,7 +299,7 @@ def score_cases(
     if "functionality" in cases.columns:
         out["by_functionality"] = _groups(cases, "functionality", ["accuracy"], boot)
         classes = cases.with_columns(pl.col("functionality").map_elements(functionality_class, return_dtype=pl.String).alias("_class"))
-        out["by_functionality_class"] = _groups(classes, "_class", ["accuracy"], boot)
+        out["by_functionality_class"] = _groups(classes, "_class", ["accuracy"], boot, replicates, "by_functionality_class")
     # Expanded suites: accuracy per functionality of the source case (the
     # original-vs-expanded comparison, GPT-HateCheck Figure 4) and per generator.
     if "source_functionality" in cases.columns:
@@ -332,13 +354,17 @@ def run(
     seed: int = 0,
     level: float = 0.95,
     gold: pl.DataFrame | None = None,
+    replicates: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Score stage: predictions file -> METRICS.json (returns the document)."""
+    """Score stage: predictions file -> METRICS.json (returns the document);
+    ``replicates``: also write the bootstrap values of the overall and
+    per-class figures there (Parquet, :func:`replicates_frame`)."""
     gold = gold_cases(suite) if gold is None else gold
     preds = read_predictions(predictions, suite.id_column, pred_column, threshold)
     cases = align(gold, preds, str(predictions))
     unit = resampling_unit(suite)
-    scores = score_cases(cases, suite.id_column, samples, seed, level, unit)
+    kept: dict[tuple[str, str | None], dict] | None = {} if replicates is not None else None
+    scores = score_cases(cases, suite.id_column, samples, seed, level, unit, kept)
     doc = {
         "suite": suite.name,
         "dataset": suite.dataset,
@@ -348,6 +374,8 @@ def run(
         **scores,
     }
     write_metrics(doc, out)
+    if replicates is not None:
+        write_parquet(replicates_frame(kept or {}), replicates)
     return doc
 
 
@@ -357,6 +385,7 @@ def score(
     predictions: Path,
     gold_table: Path,
     metrics: Path,
+    replicates: Path,
     samples: int,
     seed: int,
     level: float,
@@ -371,11 +400,13 @@ def score(
     ``p_hateful >= threshold``. A profile that caps the cases predicted per
     suite (smoke) scores the same seeded subsample the predict stage drew
     (the profile's ``cap_key``: ``max_cases_per_suite``, or
-    ``llm_max_cases_per_suite`` for an ``llm`` model; the model's ``seed``)."""
+    ``llm_max_cases_per_suite`` for an ``llm`` model; the model's ``seed``).
+    ``replicates``: the bootstrap values of the overall and per-class
+    figures (the shots tables' intervals of zero- vs many-shot differences)."""
     cap = active_profile(profile, profiles).get(cap_key)
     gold = predicted_subsample(gold_cases(suite, gold_table), "id", cap, model_seed)
     doc = run(
         suite, predictions, metrics, "pred" if threshold is None else "p_hateful", threshold,
-        samples, seed, level, gold=gold,
+        samples, seed, level, gold=gold, replicates=replicates,
     )
     return f"{model}/{suite.name}: macro F1 {doc['overall']['macro_f1']['value']}"

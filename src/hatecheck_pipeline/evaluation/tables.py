@@ -17,10 +17,12 @@ renders the ``tables_<group>`` stages from these declarations;
 from __future__ import annotations
 
 import re
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+import numpy as np
 import polars as pl
 
 from hatecheck_pipeline.core import paths
@@ -48,6 +50,7 @@ class Source:
     metrics: str
     stage: str
     kind: str = FUNCTIONAL  # the suite's kind: heldout | functional | expanded
+    replicates: str | None = None  # its score stage's bootstrap values (groups with intervals of differences)
 
     @property
     def heldout(self) -> bool:
@@ -180,30 +183,96 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
         for s, d in mhc for cls, fig in d.get("by_functionality_class", {}).items()
     )
     derived = {"metrics_file": summary_file, "stage": stage}
+    bootstrap = ShotReplicates([s for s, _ in mhc])
 
-    def summarise(cells: pl.DataFrame, table: str, keys: list[str]) -> pl.DataFrame:
+    def summarise(cells: pl.DataFrame, table: str, keys: list[str], section: str, figure: str) -> pl.DataFrame:
         if cells.is_empty():
             return frame([])
-        means = cells.group_by([*keys, "setting"], maintain_order=True).agg(pl.col("value").mean().round(1), pl.col("n").sum())
+        means = cells.group_by([*keys, "setting"], maintain_order=True).agg(
+            pl.col("value").mean().round(1), pl.col("n").sum(), pl.col("n_clusters").sum(), pl.col("suite"),
+            pl.col("resampling_unit").drop_nulls().first())
         rows = []
         for key, part in means.group_by(keys, maintain_order=True):
             by = {r["setting"]: r for r in part.iter_rows(named=True)}
             model = key[0]
             row = key[1] if len(key) > 1 else "all languages"
+            group = row if section != "overall" else None
             src = Source(model, "mhc", "mhc", None, summary_file, stage)
+            # each setting's mean over its languages and the gap, on the languages' bootstrap values (None: not kept)
+            values = {name: bootstrap.mean(model, by[name]["suite"], section, group, figure) for name in by}
             for name in ("zero-shot", "many-shot"):
                 if name in by:
-                    rows.append(_cell(table, src, row, name, by[name]["value"], by[name]["n"], setting=name, per_language=False, **derived))
+                    fig = with_interval(by[name]["value"], values[name], level)
+                    rows.append(_cell(table, src, row, name, fig, by[name]["n"], setting=name, per_language=False, **derived,
+                                      unit=by[name]["resampling_unit"], n_clusters=by[name]["n_clusters"]))
             if len(by) == 2:
                 gap = round(by["many-shot"]["value"] - by["zero-shot"]["value"], 1)
-                rows.append(_cell(table, src, row, "gap", gap, None, setting="gap", per_language=False, **derived))
+                both = None if values["many-shot"] is None or values["zero-shot"] is None else values["many-shot"] - values["zero-shot"]
+                rows.append(_cell(table, src, row, "gap", with_interval(gap, both, level), None, setting="gap", per_language=False,
+                                  **derived, unit=by["many-shot"]["resampling_unit"],
+                                  n_clusters=by["many-shot"]["n_clusters"] + by["zero-shot"]["n_clusters"]))
         return frame(rows)
 
+    level = next((d.get("bootstrap", {}).get("level") for _, d in mhc if d.get("bootstrap", {}).get("level")), 0.95)
     return {
         "shots_languages": per_lang,
-        "shots_summary": summarise(per_lang, "shots_summary", ["model"]),
-        "shots_class_gap": summarise(classes, "shots_class_gap", ["model", "row"]),
+        "shots_summary": summarise(per_lang, "shots_summary", ["model"], "overall", "macro_f1"),
+        "shots_class_gap": summarise(classes, "shots_class_gap", ["model", "row"], "by_functionality_class", "accuracy"),
     }
+
+
+class ShotReplicates:
+    """The MHC score stages' bootstrap values (``Source.replicates``), for
+    intervals of a setting's mean over languages and of the zero- vs
+    many-shot gap.
+
+    Each language's suite was resampled by its own score stage (templates,
+    same seed for every suite), so replicate b of two languages drew the
+    templates at the same positions: their values would be correlated
+    through the draw, not the data. Each (model, suite)'s values are
+    therefore put in an order of their own (a permutation seeded by the
+    model and suite names) before replicate b of every language is
+    combined: the languages are resampled independently."""
+
+    def __init__(self, sources: list[Source]):
+        self.files = {(s.model, s.suite): s.replicates for s in sources}
+        self.frames: dict[tuple[str, str], pl.DataFrame | None] = {}
+
+    def values(self, model: str, suite: str, section: str, group: str | None, figure: str) -> np.ndarray | None:
+        key = (model, suite)
+        if key not in self.frames:
+            path = self.files.get(key)
+            self.frames[key] = pl.read_parquet(path) if path and Path(path).exists() else None
+        reps = self.frames[key]
+        if reps is None:
+            return None
+        part = reps.filter((pl.col("section") == section) & (pl.col("figure") == figure)
+                           & (pl.col("group").is_null() if group is None else pl.col("group") == group)).sort("replicate")
+        if part.is_empty():
+            return None
+        order = np.random.default_rng(zlib.crc32(f"{model}/{suite}".encode())).permutation(part.height)
+        return part["value"].to_numpy()[order]
+
+    def mean(self, model: str, suites: list[str], section: str, group: str | None, figure: str) -> np.ndarray | None:
+        """Replicate-wise mean over ``suites`` (None when one lacks values)."""
+        arrays = [self.values(model, s, section, group, figure) for s in suites]
+        if not arrays or any(a is None for a in arrays) or len({len(a) for a in arrays}) != 1:
+            return None
+        return np.mean(arrays, axis=0)
+
+
+def with_interval(value: float | None, replicates: np.ndarray | None, level: float) -> dict[str, Any]:
+    """A derived figure (in percent) with the percentile interval of its
+    bootstrap values (shares; None: no interval).
+
+    >>> with_interval(1.5, np.array([0.01, 0.02]), 0.95)
+    {'value': 1.5, 'ci_low': 1.0, 'ci_high': 2.0}
+    """
+    if replicates is None:
+        return {"value": value}
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(replicates, [tail, 100 - tail])
+    return {"value": value, "ci_low": round(float(low) * 100, 1), "ci_high": round(float(high) * 100, 1)}
 
 
 def contrast_table(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
@@ -342,6 +411,7 @@ class Group:
     select: Callable[[list[Source]], list[Source]]
     plots: tuple[Plot, ...] = field(default=())
     training_languages: bool = False
+    replicates: bool = False  # reads the score stages' bootstrap values (intervals of differences)
 
 
 def _scored_on(dataset: str, with_heldout: bool) -> Callable[[list[Source]], list[Source]]:
@@ -440,6 +510,7 @@ GROUPS: dict[str, Group] = {
                         {"template": "bar_horizontal", "x": "macro_f1", "y": "language",
                          "title": "MHC macro F1, zero-shot vs many-shot languages", "x_label": "macro F1"}),),
             training_languages=True,
+            replicates=True,
         ),
         Group("contrast", ("contrast",), _build_contrast, _functional),
         Group(
@@ -508,6 +579,7 @@ def tables(
     plots: list[Path] | None = None,
     training: Mapping[str, list[Path]] | None = None,
     languages: Path | None = None,
+    replicates: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``tables_<group>``: the group's long tables, DVC metrics summary
     and plot data from the metrics files of the (model, suite) it reads.
@@ -515,9 +587,12 @@ def tables(
     ``metrics`` and ``scored`` are keyed by the score stage that wrote each
     metrics file (a cell's provenance), ``stage_name`` is this stage's own
     (the provenance of derived cells); ``training``: model -> its training
-    tables (the shots group tags languages zero-/many-shot from them)."""
+    tables (the shots group tags languages zero-/many-shot from them);
+    ``replicates``: the score stages' bootstrap values, keyed like
+    ``metrics`` (the shots group's intervals of means and gaps)."""
     sources = [
-        Source(model, suite.name, suite.dataset, suite.language, str(metrics[key]), key, suite.kind)
+        Source(model, suite.name, suite.dataset, suite.language, str(metrics[key]), key, suite.kind,
+               str(replicates[key]) if replicates and key in replicates else None)
         for key, (model, suite) in scored.items()
     ]
     if GROUPS[group].training_languages and languages is None:

@@ -82,7 +82,7 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         "evaluate",
         SCORE,
         inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
-        outputs={"metrics": metric(paths.metrics(model, suite.name))},
+        outputs={"metrics": metric(paths.metrics(model, suite.name)), "replicates": out(paths.bootstrap_replicates(model, suite.name))},
         params=keys,
         # the profile key that capped the model's predicted cases
         args={"suite": suite, "model": model, "cap_key": case_cap_key(params["models"][model], suite.expanded)},
@@ -96,6 +96,8 @@ def tables_stage(params: Mapping[str, Any], group: str) -> Stage | None:
         return None
     suites = {(model, s.name): s for model, s in scored(params)}
     inputs: dict[str, Any] = {"metrics": {s.stage: s.metrics for s in srcs}}
+    if g.replicates:  # intervals of differences between suites: the score stages' bootstrap values
+        inputs["replicates"] = {s.stage: paths.bootstrap_replicates(s.model, s.suite) for s in srcs}
     training = group_training_tables(params, group)
     if training:
         inputs["training"] = training

@@ -199,7 +199,9 @@ def build(
 
     # zero vs many-shot
     if not get("shots_languages").is_empty():
-        s = "<p class='note'>Each (model, language) is tagged many-shot when the language occurs in the model's training data (its <code>language</code> column), zero-shot otherwise.</p>"
+        s = ("<p class='note'>Each (model, language) is tagged many-shot when the language occurs in the model's training data (its <code>language</code> column), zero-shot otherwise. "
+             "The intervals of each setting's mean and of the gap combine the languages' template-level bootstrap values, "
+             "each language resampled independently.</p>")
         s += pivot(get("shots_summary"), "shots-summary", "model", "column", below_mark, caption="mean macro F1 over MHC languages")
         s += figure(grouped_bars(get("shots_languages").with_columns(pl.concat_str([pl.col("row"), pl.lit(" ("), pl.col("setting"), pl.lit(")")]).alias("label")), "row", "model", "MHC macro F1 per language (many-shot languages in the table above)", "macro F1", below_mark), "Zero- vs many-shot macro F1", "fig-shots")
         s += pivot(get("shots_languages").with_columns(pl.concat_str([pl.col("row"), pl.lit(" ("), pl.col("setting"), pl.lit(")")]).alias("row")), "shots-languages", "row", "model", below_mark, caption="macro F1 per language and setting")
