@@ -12,13 +12,14 @@ import pytest
 
 from hatecheck_pipeline.evaluation import metrics, scoring
 from hatecheck_pipeline.report import cells as report_cells
+from hatecheck_pipeline.report import sections as report_sections
 from hatecheck_pipeline.suites import clusters
 from hatecheck_pipeline.suites.registry import Suite, hatecheck, heldout, mhc
 
 NAMES = ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"]
 
 
-@pytest.mark.parametrize("module", [clusters, report_cells])
+@pytest.mark.parametrize("module", [clusters, report_cells, report_sections])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module)
     assert result.failed == 0 and result.attempted > 0

@@ -203,7 +203,9 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
                json_td(n, cell_id("appf", model, dataset, "n"), file, stage, cls="" if doc.get("complete") else "incomplete")]
         for k, _ in APPF_COLUMNS:
             fig = doc.get(k) or {}
-            ci = f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}]" if fig.get("ci_low") is not None else ""
+            unit = doc.get("resampling_unit") or (doc.get("bootstrap") or {}).get("unit")
+            ci = (f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}{f', {unit}-level bootstrap' if unit else ''}]"
+                  if fig.get("ci_low") is not None else "")
             tds.append(json_td(fig.get("value"), cell_id("appf", model, dataset, k), file, stage, 1, ci + note))
             tds.append(published_cell("hatecheck_appf" if dataset != "hatexplain" else "hatexplain_t6", model, dataset, k, pub.get(k), source))
         tds.append(json_td(doc.get("binary_macro_f1_from_argmax"), cell_id("appf", model, dataset, "binary_macro_f1_from_argmax"), file, stage, 1, note))
