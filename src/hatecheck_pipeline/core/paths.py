@@ -216,3 +216,12 @@ def llm_answers(backend: str) -> str:
 
 def llm_metrics(backend: str) -> str:
     return f"{LLM}/{backend}/metrics.json"
+
+
+def llm_misspelling_answers(backend: str) -> str:
+    """Raw answers of one backend in the misspelling and censorship test."""
+    return f"{LLM}/{backend}/misspelling_answers.csv"
+
+
+def llm_misspelling_metrics(backend: str) -> str:
+    return f"{LLM}/{backend}/misspelling.json"

@@ -6,7 +6,10 @@
 - ``llm_ethos_<backend>``: one enabled backend of ``llm.backends`` (an
   OpenAI-compatible endpoint or a local causal LM) answers every prompt of
   the configured settings; raw answers in the ``score-llm`` layout and their
-  metrics (``results/llm/<backend>/``).
+  metrics (``results/llm/<backend>/``);
+- ``llm_misspelling_<backend>``: the paper's misspelling and censorship
+  test (section 5, Appendix C: Table 22's edits of the profanity comments,
+  zero- and one-shot at temperature 0; ``results/llm/<backend>/misspelling.json``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 PHASE = "llm"
 SETS = "hatecheck_pipeline.data.ethos:build_sets"
 ETHOS_RUN = "hatecheck_pipeline.evaluation.llm:run_ethos"
+MISSPELLING_RUN = "hatecheck_pipeline.evaluation.llm_misspelling:run_misspelling"
+# The paper's Table 22 (the profanity strings and their edits) is read from the papers' figures.
+PUBLISHED = "src/hatecheck_pipeline/resources/published.yaml"
 LLM_MEM_MB = 4000
 
 
@@ -60,12 +66,42 @@ def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
     )
 
 
+def misspelling_stage(name: str, params: Mapping[str, Any]) -> Stage:
+    return Stage(
+        f"llm_misspelling_{name}",
+        PHASE,
+        MISSPELLING_RUN,
+        inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos"), "published": PUBLISHED},
+        outputs={"answers": out(paths.llm_misspelling_answers(name)), "metrics": metric(paths.llm_misspelling_metrics(name))},
+        # profile/profiles: profiles.<p>.llm_misspelling_max_texts caps the versions asked per category (smoke)
+        params={
+            "backend": f"llm.backends.{name}",
+            "threshold": "llm.ethos.threshold",
+            "seed": "llm.seed",
+            "threads": "llm.threads",
+            "batch_size": "llm.batch_size",
+            "cache_dir": "llm.cache_dir",
+            "profile": "profile",
+            "profiles": "profiles",
+        },
+        args={"name": name},
+        threads=params["llm"]["threads"],
+        mem_mb=LLM_MEM_MB,
+    )
+
+
 def stages(params: Mapping[str, Any]) -> list[Stage]:
     if "llm" not in params:
         return []
-    return [sets_stage(), *(ethos_stage(n, params) for n in enabled_backends(params))]
+    backends = enabled_backends(params)
+    return [sets_stage(), *(ethos_stage(n, params) for n in backends), *(misspelling_stage(n, params) for n in backends)]
 
 
 def llm_metrics_paths(params: Mapping[str, Any]) -> dict[str, str]:
     """results/llm/<backend>/metrics.json of every enabled backend (the report reads them)."""
     return {n: paths.llm_metrics(n) for n in enabled_backends(params)} if "llm" in params else {}
+
+
+def misspelling_metrics_paths(params: Mapping[str, Any]) -> dict[str, str]:
+    """results/llm/<backend>/misspelling.json of every enabled backend (the report reads them)."""
+    return {n: paths.llm_misspelling_metrics(n) for n in enabled_backends(params)} if "llm" in params else {}

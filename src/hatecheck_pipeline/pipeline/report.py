@@ -95,6 +95,9 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     multiclass = {f"{m}/{d}": evaluate.multiclass_metrics(m, d) for m in evaluate.multiclass_models(params) for d in params["models"][m]["train"]}
     if multiclass:  # HateCheck appendix F (stages heldout_multiclass_<model>_<dataset>)
         inputs["multiclass"] = multiclass
+    misspelling = llm.misspelling_metrics_paths(params)
+    if misspelling:
+        inputs["llm_misspelling"] = misspelling
     inputs["validation"] = {d: paths.validation_json(d) for d in DATASETS}
     llm_keys = {"llm_backends": "llm.backends"} if any(is_llm(s) for s in params["models"].values()) else {}
     inputs["published"] = PUBLISHED

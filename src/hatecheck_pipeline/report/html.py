@@ -276,6 +276,7 @@ def run(
     expanded_suite_files: Mapping[str, str | Path] | None = None,
     mhc_t5_file: str | Path | None = None,
     multiclass_files: Mapping[str, str | Path] | None = None,
+    llm_misspelling_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -317,7 +318,10 @@ def run(
         published=published,
         expansion=expansion,
         bias=bias,
-        llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()}} if llm_files else None,
+        llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()},
+             "misspelling": {"docs": {b: _maybe_json(p) for b, p in (llm_misspelling_files or {}).items()},
+                             "files": {b: str(p) for b, p in (llm_misspelling_files or {}).items()}} if llm_misspelling_files else None}
+        if llm_files else None,
         llm_backends=llm_backends,
         usage=None if usage_dir is None else {"records": load_records(Path(usage_dir)), "folder": str(usage_dir)},
         paper_tables=paper_tables,
@@ -346,13 +350,15 @@ def report(
     expanded_suites: Mapping[str, Path] | None = None,
     mhc_t5: Path | None = None,
     multiclass: Mapping[str, Path] | None = None,
+    llm_misspelling: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
     models' ``training_languages``, the expand phase's reports
     (``expansion``: coverage / reproduction; None = no expansion section)
     and the bias summary (None = no bias section), the prompted LLMs'
-    ETHOS metrics per backend (``llm``; None = no section), next to the papers'
+    ETHOS metrics per backend (``llm``; None = no section) and their misspelling
+    test (``llm_misspelling``), next to the papers'
     ``published`` tables (``functionalities``: the papers' F-numbering, read
     through the package's resources); ``llm_backends``: ``llm.backends``
     (what an ``llm`` model kind's backend is); ``usage_dir``: the stage
@@ -367,7 +373,7 @@ def report(
             raise InputError(f"{resource}: package resource not found")
     written = run(
         out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
-        expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm,
+        expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass,
     )
