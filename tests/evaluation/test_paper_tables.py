@@ -124,3 +124,21 @@ def test_heldout_rows_say_what_they_score():
     hx = labelled["row"][0]
     assert "binary macro F1" in hx and "NOT the paper's 3-class" in hx and "3 classes" not in hx
     assert list(pub) == [(labelled["row"][1], "B-D")] and labelled["cell_id"].to_list() == ["a", "b"]
+
+
+def test_the_report_reads_the_new_tables_from_the_stages_that_write_them():
+    """The report stage's inputs mhc_t5 and multiclass are outputs of
+    mhc_disagreement and heldout_multiclass_<model>_<dataset>, and the
+    stage name the report puts on each appendix-F cell is that stage's."""
+    from hatecheck_pipeline.core import config
+    from hatecheck_pipeline.pipeline import registry
+
+    stages = {s.name: s for s in registry.build_stages(config.load_params(overrides={"profile": "smoke"}))}
+    report = stages["report"]
+    assert report.inputs["mhc_t5"] in stages["mhc_disagreement"].all_outs
+    multiclass = report.inputs["multiclass"]
+    assert "B-D-multiclass/davidson2017" in multiclass and "B-F-multiclass/founta2018" not in multiclass
+    for key, path in multiclass.items():
+        assert path in stages["heldout_multiclass_" + key.replace("/", "_")].all_outs, key
+    # the multiclass model trains on Davidson's three classes with the appendix-F recipe, tiny in smoke
+    assert stages["train_B-D-multiclass"].params["recipe"] == "training.recipes.hatecheck_multiclass"
