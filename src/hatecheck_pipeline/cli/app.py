@@ -7,6 +7,7 @@
 - ``score``, ``compare``, ``lineage``: for anyone's predictions files and for
   auditing a reported number; ``score-llm``: raw LLM answers (ETHOS prompts).
 - ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml``.
+- ``pull``: ``dvc pull`` of the stages ``dvc.lock`` records (docs/sharing.md).
 - ``docs record``, ``docs render``: record a finished run, render the
   documentation's generated pages from it.
 """
@@ -44,6 +45,31 @@ def main(
 ) -> None:
     STATE["params_file"] = params
     STATE["overrides"] = set_ or []
+
+
+@app.command("pull")
+def pull(
+    remote: Annotated[Optional[str], typer.Option("--remote", "-r", help="DVC remote (default: the project's)")] = None,
+) -> None:
+    """`dvc pull` of exactly the stages dvc.lock records: a partial run's
+    record pulls without errors for what it did not build, and data the
+    record names but the remote lacks is still an error (`dvc pull
+    --allow-missing` would hide it)."""
+    import subprocess
+
+    from hatecheck_pipeline.pipeline.registry import build_stages
+    from hatecheck_pipeline.pipeline.runners import locked_params
+
+    recorded = list(locked_params())
+    if not recorded:
+        fail("dvc.lock: no recorded stage to pull (git pull the record of a run first)")
+    missing = [s.name for s in build_stages(load()) if s.name not in recorded]
+    cmd = [sys.executable, "-m", "dvc", "pull", *(["--remote", remote] if remote else []), *recorded]
+    done = subprocess.run(cmd)
+    if done.returncode:
+        fail(f"dvc pull of the {len(recorded)} stage(s) recorded in dvc.lock failed (see above)")
+    typer.echo(f"pulled the outputs of the {len(recorded)} stage(s) recorded in dvc.lock"
+               + (f"; {len(missing)} stage(s) of the pipeline are not recorded (not built by that run)" if missing else ""))
 
 
 @app.command("run")

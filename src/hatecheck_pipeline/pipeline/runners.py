@@ -13,7 +13,8 @@ both runners keep it true:
   nothing to redo.
 - **Snakemake records in DVC.** After a successful Snakemake run,
   :func:`record_in_dvc` commits exactly the stages that ran into ``dvc.lock``
-  (through DVC's API in this one process, after every job finished, one
+  (through DVC's internals, all behind ``pipeline.dvc_internals``, in this
+  one process, after every job finished, one
   write of the lock; outputs cached without re-linking them) and keeps the
   outputs' modification times, so the next Snakemake run still has nothing
   to do.
@@ -33,12 +34,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from hatecheck_pipeline.core.config import PARAMS_FILE, read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage
+from hatecheck_pipeline.pipeline import dvc_internals
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
 OLD = 0  # modification time of a params file the lock already records (the epoch)
@@ -122,29 +125,6 @@ def stages_that_ran(stages: Iterable[Stage], started: float) -> list[Stage]:
     return [s for s in stages if Path(s.log).exists() and Path(s.log).stat().st_mtime >= started]
 
 
-def commit_stages(names: list[str], root: str | Path = ".") -> None:
-    """Record ``names`` in ``dvc.lock`` through DVC's API, in one process and
-    one write of the lock file: hash deps and outputs, put outputs in the
-    cache without re-linking them (the workspace files stay as they are), as
-    ``dvc commit --force`` does per target (which re-reads the project and
-    rewrites the lock once per stage: minutes for a whole report)."""
-    from dvc.repo import Repo
-
-    wanted = set(names)
-    with Repo(str(root)) as repo, repo.lock:
-        stages = [s for s in repo.index.stages if getattr(s, "name", None) in wanted]
-        missing = wanted - {s.name for s in stages}
-        if missing:
-            raise RuntimeError(f"dvc.yaml has no stage(s) {sorted(missing)}: run `hatecheck-pipeline dag write`")
-        by_file: dict[Any, list[Any]] = {}
-        for stage in stages:
-            stage.save()
-            stage.commit(relink=False)
-            by_file.setdefault(stage.dvcfile, []).append(stage)
-        for dvcfile, group in by_file.items():
-            dvcfile.dump_stages(group, update_pipeline=False)
-
-
 def record_in_dvc(stages: Iterable[Stage], started: float) -> list[str]:
     """Commit the stages that ran since ``started`` into ``dvc.lock`` (outputs
     cached, nothing re-run), keeping their outputs' modification times."""
@@ -153,12 +133,64 @@ def record_in_dvc(stages: Iterable[Stage], started: float) -> list[str]:
         return []
     stamps = _stamps(o for s in ran for o in s.all_outs)
     try:
-        commit_stages([s.name for s in ran])
+        dvc_internals.commit_stages([s.name for s in ran])
     finally:
         for path, (atime, mtime) in stamps.items():
             if os.path.lexists(path):
                 os.utime(path, ns=(atime, mtime), follow_symlinks=False)
     return [s.name for s in ran]
+
+
+def _mtime(path: str) -> float | None:
+    """The modification time Snakemake reads: a folder's
+    ``.snakemake_timestamp`` where it has one, else the path's own."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                return os.stat(os.path.join(path, ".snakemake_timestamp")).st_mtime
+            except FileNotFoundError:
+                pass
+        return os.stat(path, follow_symlinks=False).st_mtime
+    except FileNotFoundError:
+        return None
+
+
+def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print) -> list[str]:
+    """After `dvc pull` (or `dvc checkout`, `git checkout` + DVC), outputs get
+    the time they were written, in no particular order, so Snakemake's
+    modification-time rule would re-run stages whose inputs look newer than
+    their outputs. Where some output is older than an input, ask DVC which
+    stages its record (``dvc.lock``) says are up to date and give their
+    outputs new modification times in DAG order (after every input), so that
+    Snakemake agrees with DVC. Stages DVC finds changed keep their times (they
+    re-run in both runners). Returns the stages re-stamped; costs one
+    ``dvc status`` only when some output is older than an input."""
+    def stale(s: Stage) -> bool:
+        outs = [_mtime(o.path) for o in s.snakemake_outs]
+        if not outs or None in outs:
+            return False
+        ins = [m for d in [*s.deps, params_file(s)] if (m := _mtime(d)) is not None]
+        return bool(ins) and min(outs) < max(ins)
+
+    if not Path(root, "dvc.lock").exists() or not any(stale(s) for s in stages):
+        return []
+    changed = dvc_internals.changed_stages(root)
+    now = time.time()
+    done = []
+    for s in stages:  # DAG order
+        if s.name in changed or any(_mtime(o.path) is None for o in s.snakemake_outs):
+            continue
+        stamp = now + len(done) * 0.01
+        for o in s.snakemake_outs:
+            os.utime(o.path, (stamp, stamp), follow_symlinks=False)
+            marker = os.path.join(o.path, ".snakemake_timestamp")
+            if os.path.isdir(o.path) and os.path.exists(marker):
+                os.utime(marker, (stamp, stamp))
+        done.append(s.name)
+    if done:
+        echo(f"aligned the modification times of {len(done)} stage(s) up to date in dvc.lock "
+             "(outputs pulled or checked out by DVC), so that Snakemake does not re-run them")
+    return done
 
 
 def build_missing(params: Mapping[str, Any], targets: Iterable[str], echo=print) -> list[str]:
@@ -252,13 +284,11 @@ def hold_dvc_lock(root: str | Path = ".") -> bool:
     a `dvc repro` (or `dvc commit`) started meanwhile refuses instead of
     writing the same outputs, and a Snakemake run started while DVC works
     refuses too. False where the workspace is not a DVC project."""
-    from dvc.lock import LockError, make_lock
-
     lockfile = Path(root) / DVC_LOCK
     if not lockfile.parent.parent.is_dir():
         return False
     lockfile.parent.mkdir(exist_ok=True)
-    lock = make_lock(str(lockfile), tmp_dir=str(lockfile.parent))
+    lock, LockError = dvc_internals.repository_lock(lockfile)
     try:
         lock.lock()
     except LockError as exc:
