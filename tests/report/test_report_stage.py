@@ -31,7 +31,20 @@ def test_report_stage_declares_what_it_reads(params):
                 paths.table("mhc_t7"), paths.table("hatecheck_t1"), paths.table("contrast"), paths.model_card("XTC")):
         assert dep in deps, dep
     assert len(deps) == len(set(deps))
-    assert stage.args == {"usage_dir": "logs/benchmarks"} and "logs/benchmarks" not in " ".join(deps)  # a run record, not a tracked input
+    # the stage reads only what it declares: no run records (logs/benchmarks), which
+    # differ between runs of identical results (issue 31)
+    assert stage.args == {} and "logs/benchmarks" not in " ".join(deps)
+
+
+def test_no_stage_reads_an_undeclared_path(params):
+    """A stage's constants are names, never paths: everything a stage reads
+    is a declared input (tracked by both runners) (issue 31)."""
+    from hatecheck_pipeline.pipeline.registry import build_stages
+
+    for s in build_stages(params):
+        for name, value in s.args.items():
+            if isinstance(value, str):
+                assert Path(value).parts[:1] not in {("logs",), ("data",), ("models",), ("results",), ("reports",)}, (s.name, name, value)
 
 
 def test_report_function_writes_the_html_from_its_inputs(workdir):

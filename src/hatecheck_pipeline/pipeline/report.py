@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hatecheck_pipeline.core import paths, usage
+from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, out
 from hatecheck_pipeline.data.specs import DATASETS
@@ -109,8 +109,10 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
             REPORT,
             inputs=inputs,
             outputs={"out": out(paths.report())},
-            # the stage time and memory records, shown as a record of the run (not a tracked input)
-            args={"usage_dir": str(usage.BENCHMARK_DIR)},
+            # No stage time and memory records (logs/benchmarks): a stage reads only
+            # what it declares, and those records differ between runs of identical
+            # results; they stay a record of the run, apart from the results
+            # (`hatecheck-pipeline docs record`, benchmarks/bench_pipeline.py).
             params={
                 "title": "report.title",
                 "heatmap_models": "report.heatmap_models",
