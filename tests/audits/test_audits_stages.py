@@ -93,6 +93,23 @@ def test_hatexplain_and_summary_stage_functions(tmp_path):
                                         ["Women", "Arab"], -5, 1, 0.5, "union")
     assert msg.startswith(f"{hatexplain.STANDIN}: macro F1 1.000") and "token F1 [occlusion] 1.000" in msg
     assert not list(d.glob("*.tmp"))  # atomic writes leave no temp files
+    three = json.loads((d / "m.json").read_text())
+    assert three["bias"]["classes"] == 3 and "bias_3class" not in three
+    # with a 2-class model's p(toxic) (the paper's protocol) the bias columns come from it; the 3-class figures are kept
+    test_ids = [r["id"] for r in rows if r["split"] == "test"]
+    inverted = pl.DataFrame({"id": test_ids, "p_toxic": [0.2 if r["label3"] != "normal" else 0.9 for r in rows if r["split"] == "test"],
+                             "model": "two-class"})
+    inverted.write_parquet(d / "two.parquet")
+    msg = hatexplain.hatexplain_metrics(hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m2.json", d / "c2.csv",
+                                        ["Women", "Arab"], -5, 1, 0.5, "union", two_class=d / "two.parquet")
+    two = json.loads((d / "m2.json").read_text())
+    assert two["bias"]["classes"] == 2 and two["bias"]["model"] == "two-class" and two["bias"]["gmb_subgroup"] == pytest.approx(0.0)
+    assert two["bias_3class"] == three["bias"] and "(2-class)" in msg
+    assert set(pl.read_csv(d / "c2.csv")["classes"]) == {2}
+    inverted.head(5).write_parquet(d / "few.parquet")
+    with pytest.raises(ValueError, match="covers 5 of 30 test posts"):
+        hatexplain.hatexplain_metrics(hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m3.json", d / "c3.csv",
+                                      ["Women", "Arab"], -5, 1, 0.5, "union", two_class=d / "few.parquet")
     out = tmp_path / "summary.json"
     msg = summary.bias_summary({}, {hatexplain.STANDIN: d / "m.json"}, {}, out, {"model": "hx-sup", "train_rationales": None})
     assert msg == f"wrote {out} (0 CrowS-Pairs, 1 HateXplain, 0 target-bias entries)"
@@ -100,6 +117,11 @@ def test_hatexplain_and_summary_stage_functions(tmp_path):
     assert doc["hatexplain"][hatexplain.STANDIN]["source"] == str(d / "m.json")
     assert [e["method"] for e in doc["hatexplain"][hatexplain.STANDIN]["explanations"]] == ["occlusion"]
     assert doc["hatexplain_supervised"]["ran"] is False and "train_rationales is null" in doc["hatexplain_supervised"]["reason"]
+    e = doc["hatexplain"][hatexplain.STANDIN]
+    assert e["bias_classes"] == 3 and e["gmb_subgroup_3class"] == e["gmb_subgroup"]
+    summary.bias_summary({}, {hatexplain.STANDIN: d / "m2.json"}, {}, out, {"model": "hx-sup", "train_rationales": "eraser"})
+    e = json.loads(out.read_text())["hatexplain"][hatexplain.STANDIN]
+    assert e["bias_classes"] == 2 and e["bias_model"] == "two-class" and e["gmb_subgroup_3class"] == three["bias"]["gmb_subgroup"]
 
 
 def test_supervised_model_gets_its_stages_only_with_training_rationales(params):
@@ -125,6 +147,13 @@ def test_supervised_model_gets_its_stages_only_with_training_rationales(params):
     assert train.inputs["data"] == names["train_hatexplain"].inputs["data"]
     assert {"hatexplain_explain_hatexplain-supervised", "hatexplain_metrics_hatexplain-supervised"} <= set(names)
     assert paths.hatexplain_metrics("hatexplain-supervised") in names["bias_summary"].data_deps
+    # the 2-class bias model: trained like hatexplain with the 2-class recipe, its p(toxic) read by hatexplain's metrics stage
+    two = names["train_hatexplain-2class"]
+    assert two.params["recipe"] == "training.recipes.hatexplain_2class" and two.inputs["data"] == names["train_hatexplain"].inputs["data"]
+    assert names["hatexplain_toxicity_hatexplain-2class"].inputs["model_dir"] == paths.model_dir("hatexplain-2class")
+    assert names["hatexplain_metrics_hatexplain"].inputs["two_class"] == paths.hatexplain_predictions("hatexplain-2class")
+    assert "two_class" not in names["hatexplain_metrics_hatexplain-supervised"].inputs
+    assert signature_mismatch(names["hatexplain_toxicity_hatexplain-2class"]) is None
     given["bias"]["hatexplain"]["supervised"]["train_rationales"] = None
     assert model_stages.supervised_model(given) is None
     names = {s.name for s in model_stages.stages(given) + audits.stages(given)}

@@ -197,3 +197,39 @@ def test_heldout_multiclass_stage_scores_every_class_of_the_trained_model(base, 
     with pytest.raises(Exception, match="not the recipe's"):
         multiclass.heldout_multiclass(out=tmp_path / "x.json", profile="test",
                                       **{**args, "labels": {**LABELS, "classes": ["normal", "offensive", "hatespeech"]}})
+
+
+# --------------------------------------------------------------------------
+# HateXplain's 2-class bias model (toxic vs non-toxic, merged from label3)
+
+TWO = {"column": "label3", "classes": ["non-toxic", "toxic"], "hateful": "toxic",
+       "merge": {"toxic": ["hatespeech", "offensive"], "non-toxic": ["normal"]}}
+
+
+def test_two_class_labels_merge_the_three_classes():
+    two = training.LabelSet.from_recipe({"labels": TWO})
+    assert [two.encode(v) for v in ("hatespeech", "offensive", "normal")] == [1, 1, 0] and two.id2label == {0: "non-toxic", 1: "toxic"}
+    with pytest.raises(ValueError, match="merge: every class"):
+        training.LabelSet.from_recipe({"labels": {**TWO, "merge": {"toxic": ["hatespeech", "offensive"]}}})
+    with pytest.raises(KeyError):
+        two.encode("undecided")
+
+
+def test_two_class_model_gives_p_toxic_of_every_test_post(base, table, tmp_path):
+    """Same posts as the 3-class model (the cap is drawn before the merge);
+    hatexplain_toxicity scores every test post with p(toxic)."""
+    from hatecheck_pipeline.audits import two_class
+
+    log = train(base, table, tmp_path, recipe={**RECIPE, "labels": TWO})
+    card = json.loads((tmp_path / "card.json").read_text())
+    assert card["labels"] == {"0": "non-toxic", "1": "toxic"} and log["train_examples"] == 60
+    out = tmp_path / "toxicity.parquet"
+    msg = two_class.hatexplain_toxicity("HX2", tmp_path / "final", tmp_path / "card.json", table, out, "test", {"test": PROFILE},
+                                        {"batch_size": 8}, threads=1)
+    frame = pl.read_parquet(out).join(pl.read_parquet(table).select("id", "label3"), on="id")
+    assert frame.height == 30 and msg.startswith("HX2: p(toxic) of 30 test posts")
+    toxic = (frame["label3"] != "normal").to_numpy()
+    assert frame["p_toxic"].to_numpy()[toxic].mean() > frame["p_toxic"].to_numpy()[~toxic].mean()
+    train(base, table, tmp_path / "three")
+    with pytest.raises(ValueError, match="predicts"):  # a 3-class model is not a bias model
+        two_class.run(tmp_path / "three" / "final", table, tmp_path / "x.parquet", label="x", max_length=24, batch_size=8)

@@ -107,3 +107,12 @@ def test_render_shows_the_active_profile_only(workdir):
     assert "not active: paper, smoke" in text
     assert '"max_epochs": 50' not in text
     assert json.loads(lineage.to_json(chain))["stages"]["train_B-D"]["params"]["params.yaml"]["profiles"]["paper"] == {"max_epochs": 50}
+
+
+def test_a_file_set_bundle_traces_to_its_url_template_and_manifest():
+    from hatecheck_pipeline.data.sources import load_registry
+    from hatecheck_pipeline.report.lineage import raw_entry
+
+    entry = raw_entry("data/raw/hatexplain/eraser/docs.jsonl", load_registry())
+    assert entry["url"].endswith("/metrics/docs/{name}") and entry["sha256"].startswith("manifest ") and "(11415 files)" in entry["sha256"]
+    assert raw_entry("data/raw/hatexplain/eraser/train.jsonl", load_registry())["url"].endswith("/metrics/train.jsonl")

@@ -111,7 +111,9 @@ def test_report_renders_in_chromium(built_report, tmp_path):
         assert f'id="{table_id}"' in dom.stdout, table_id
     assert 'data-cell-id="mhc_t7:XTC:hindi:macro_f1"' in dom.stdout
     assert 'data-cell-id="expanded_functionality:XTC:perturbed_mhc_hindi:hateful_cases:change"' in dom.stdout
-    assert 'data-cell-id="bias:hatexplain:tfidf-lr-standin:gmb_bpsn"' in dom.stdout
+    # bias columns: the 2-class model's under the paper's columns, each row's 3-class figure in its own labelled columns
+    assert 'data-cell-id="bias:hatexplain:hatexplain:gmb_bpsn"' in dom.stdout and 'data-cell-id="bias:hatexplain:tfidf-lr-standin:gmb_bpsn_3class"' in dom.stdout
+    assert 'data-cell-id="bias:hatexplain:tfidf-lr-standin:gmb_bpsn"' not in dom.stdout
     assert "incomplete run" in dom.stdout and "stand-in for BERT-base" in dom.stdout and "baseline: TF-IDF" in dom.stdout
     assert "Synthetic report" in dom.stdout
     shot = tmp_path / "shot.png"

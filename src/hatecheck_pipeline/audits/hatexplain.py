@@ -211,7 +211,12 @@ def run_metrics(
     iou_threshold: float,
     combine: str,
     label: str,
+    two_class: Path | None = None,
 ) -> dict[str, Any]:
+    """``two_class``: a 2-class (toxic vs non-toxic) model's test predictions
+    (``id``, ``p_toxic``, ``model``): the bias figures then come from it, as
+    in the paper, and the 3-class model's 1 - p(normal) figures are kept as
+    ``bias_3class``; without it they are the only bias figures."""
     test = pl.read_parquet(table).filter(pl.col("split") == "test").select("id", "label3", "targets", "rationales", "post_tokens")
     preds = pl.read_parquet(predictions)
     joined = test.join(preds, on="id", how="inner")
@@ -219,7 +224,19 @@ def run_metrics(
         raise ValueError(f"{predictions}: covers {joined.height} of {test.height} test posts")
     perf = performance(joined["label3"].to_list(), joined)
     y = (joined["label3"] != "normal").cast(pl.Int8).to_numpy()
-    rows = bias_auc.bias_table(y, joined["p_toxic"].to_numpy(), joined["targets"].to_list(), communities)
+    rows3 = bias_auc.bias_table(y, joined["p_toxic"].to_numpy(), joined["targets"].to_list(), communities)
+    bias3 = {"score": "1 - p(normal) of this 3-class model (p_hatespeech + p_offensive)", "positive": "hatespeech or offensive",
+             "classes": 3, "communities": rows3, **bias_auc.gmb(rows3, power)}
+    bias, rows = bias3, rows3
+    if two_class is not None:
+        two = pl.read_parquet(two_class).select("id", "p_toxic", "model")
+        both = test.join(two, on="id", how="inner")
+        if both.height != test.height:
+            raise ValueError(f"{two_class}: covers {both.height} of {test.height} test posts")
+        rows = bias_auc.bias_table((both["label3"] != "normal").cast(pl.Int8).to_numpy(), both["p_toxic"].to_numpy(), both["targets"].to_list(), communities)
+        bias = {"score": "p(toxic) of the 2-class model (the paper's protocol: testing_for_bias.py, num_classes = 2)",
+                "positive": "hatespeech or offensive", "classes": 2, "model": str(two["model"][0]) if two.height else None,
+                "source": str(two_class), "communities": rows, **bias_auc.gmb(rows, power)}
     # explainability, per method: test posts whose gold class is not normal (they carry rationales)
     attr = pl.read_parquet(attributions)
     methods = attr["method"].unique(maintain_order=True).to_list()
@@ -229,11 +246,12 @@ def run_metrics(
         "classifier": label,
         "n_test": joined.height,
         "performance": perf,
-        "bias": {"score": "p_toxic", "positive": "hatespeech or offensive", "communities": rows, **bias_auc.gmb(rows, power)},
+        "bias": bias,
+        **({"bias_3class": bias3} if two_class is not None else {}),
         "explainability": explained,
     }
     write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", out_json)
-    write_csv(pl.DataFrame(rows).with_columns(model=pl.lit(label)), out_csv)
+    write_csv(pl.DataFrame(rows).with_columns(model=pl.lit(label), classes=pl.lit(bias["classes"])), out_csv)
     return result
 
 
@@ -249,13 +267,17 @@ def hatexplain_metrics(
     top_k: int,
     iou_threshold: float,
     gold_rationale: str,
+    two_class: Path | None = None,
 ) -> str:
     """Stage ``hatexplain_metrics_<classifier>``: performance, bias AUCs per
-    community, plausibility and faithfulness of one classifier's files."""
-    r = run_metrics(table, predictions, attributions, metrics, communities_csv, communities, power, top_k, iou_threshold, gold_rationale, classifier)
+    community, plausibility and faithfulness of one classifier's files;
+    ``two_class``: the paired 2-class model's p(toxic), the source of the
+    paper's bias columns."""
+    r = run_metrics(table, predictions, attributions, metrics, communities_csv, communities, power, top_k, iou_threshold, gold_rationale, classifier,
+                    two_class)
     b = r["bias"]
     token_f1 = ", ".join(f"token F1 [{e['method']}] {e['token_f1']:.3f}" for e in r["explainability"])
     return (
-        f"{classifier}: macro F1 {r['performance']['macro_f1']:.3f}, GMB-Sub {b['gmb_subgroup']:.3f}, "
+        f"{classifier}: macro F1 {r['performance']['macro_f1']:.3f}, GMB-Sub {b['gmb_subgroup']:.3f} ({b['classes']}-class), "
         f"BPSN {b['gmb_bpsn']:.3f}, BNSP {b['gmb_bnsp']:.3f}, {token_f1}"
     )

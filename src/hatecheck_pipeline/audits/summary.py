@@ -35,6 +35,11 @@ def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapp
             "model": m["model"],
             **m["performance"],
             **{k: b[k] for k in ("gmb_subgroup", "gmb_bpsn", "gmb_bnsp", "power")},
+            # where the bias figures come from: 2 = a paired 2-class model (the paper's protocol), 3 = this model's 1 - p(normal)
+            "bias_classes": b.get("classes", 3),
+            "bias_model": b.get("model"),
+            "bias_score": b.get("score"),
+            **{f"{k}_3class": (m.get("bias_3class") or b)[k] for k in ("gmb_subgroup", "gmb_bpsn", "gmb_bnsp")},
             "communities": b["communities"],
             "explanations": [{k: e.get(k) for k in EXPLAIN_KEYS} for e in m["explainability"]],
         }

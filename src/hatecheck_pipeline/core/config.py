@@ -243,6 +243,17 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
         if judge != "nli" and (judge not in backends or backends[judge].get("kind") != "local"):
             errors.append(f"profiles.{pname}.gpt_hatecheck.judge: {judge!r} is neither 'nli' (expansion.nli.model) "
                           f"nor a local backend of llm.backends")
+    hx = (params.get("bias") or {}).get("hatexplain") or {}
+    variants = [("bias.hatexplain.supervised", hx["supervised"])] if hx.get("supervised") else []
+    variants += [(f"bias.hatexplain.two_class[{i}]", e) for i, e in enumerate(hx.get("two_class") or [])]
+    models = params.get("models", {})
+    for where, entry in variants:  # models trained as variants of another model (BERT-HateXplain, the 2-class bias models)
+        if entry.get("from_model") not in models or is_llm(models[entry["from_model"]]):
+            errors.append(f"{where}.from_model: {entry.get('from_model')!r} is not a fine-tuned model (models: {', '.join(sorted(models))})")
+        if entry.get("recipe") not in recipes:
+            errors.append(f"{where}.recipe: {entry.get('recipe')!r} is not a recipe (training.recipes: {', '.join(sorted(recipes))})")
+        if entry.get("model") in models:
+            errors.append(f"{where}.model: {entry.get('model')!r} is already a model of `models` (pick another name)")
     for name, settings in params.get("datasets", {}).items():
         split = settings.get("split") if isinstance(settings, Mapping) else None
         if isinstance(split, Mapping) and abs(sum(split.values()) - 1) > 1e-9:

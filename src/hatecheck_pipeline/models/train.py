@@ -57,18 +57,30 @@ class LabelSet:
     column: str
     classes: tuple[str, ...]
     hateful: str
+    # (column value, class) pairs when classes merge column values (HateXplain's
+    # 2 classes: hatespeech and offensive -> toxic, normal -> non-toxic); () = the values are the classes
+    merge: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_recipe(cls, section: Mapping[str, Any]) -> "LabelSet":
-        """The recipe's ``labels`` ({column, classes, hateful}); the binary
-        set when the recipe names none."""
+        """The recipe's ``labels`` ({column, classes, hateful, merge}); the
+        binary set when the recipe names none."""
         spec = section.get("labels")
         if not spec:
             return BINARY
-        labels = cls(spec["column"], tuple(spec["classes"]), spec["hateful"])
+        merge = tuple(sorted((str(v), str(c)) for c, values in (spec.get("merge") or {}).items() for v in values))
+        labels = cls(spec["column"], tuple(spec["classes"]), spec["hateful"], merge)
         if labels.hateful not in labels.classes or len(set(labels.classes)) != len(labels.classes) or len(labels.classes) < 2:
             raise ValueError(f"training.recipes.*.labels: classes {list(labels.classes)} must be distinct (at least 2) and hold hateful={labels.hateful!r}")
+        if merge and ({c for _, c in merge} != set(labels.classes) or len({v for v, _ in merge}) != len(merge)):
+            raise ValueError(f"training.recipes.*.labels.merge: every class of {list(labels.classes)} needs its column values, each value in one class")
         return labels
+
+    def encode(self, value: str) -> int:
+        """The class index of a ``column`` value (through ``merge`` when set)."""
+        if self.merge:
+            value = dict(self.merge)[value]
+        return self.label2id[value]
 
     @property
     def id2label(self) -> dict[int, str]:
@@ -285,7 +297,7 @@ def load_splits(
             part = stratified_cap(part, cap, seed)
             row[f"{split}_used"] = part.height
             target.texts += part["text"].to_list()
-            target.labels += [labels.label2id[x] for x in part["label"].to_list()]
+            target.labels += [labels.encode(x) for x in part["label"].to_list()]  # merged after the cap: the same posts as unmerged
             target.sources += [name] * part.height
             target.ids += part["id"].to_list()
         counts.append(row)

@@ -6,6 +6,8 @@
   classifier's HateXplain test predictions and occlusion attributions;
 - ``hatexplain_explain_<model>``: a fine-tuned 3-class model's HateXplain
   test predictions and its attention / integrated-gradients explanations;
+- ``hatexplain_toxicity_<model>``: a 2-class HateXplain model's p(toxic)
+  on the test posts (``bias.hatexplain.two_class``: the paper's bias columns);
 - ``hatexplain_metrics_<classifier>``: performance, bias AUCs per
   community, plausibility and faithfulness of one classifier's files;
 - ``target_bias_<model>``: Subgroup/BPSN/BNSP AUCs per ``target_ident`` on
@@ -22,7 +24,7 @@ from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
-from hatecheck_pipeline.pipeline.models import supervised_model
+from hatecheck_pipeline.pipeline.models import supervised_model, two_class_models
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
 PHASE = "audits"  # the label `dag list` shows
@@ -31,6 +33,7 @@ CROWS = "hatecheck_pipeline.audits.crows:crows_pairs"
 STANDIN_RUN = "hatecheck_pipeline.audits.hatexplain:hatexplain_standin"
 METRICS = "hatecheck_pipeline.audits.hatexplain:hatexplain_metrics"
 EXPLAIN = "hatecheck_pipeline.audits.explain:hatexplain_explain"
+TOXICITY = "hatecheck_pipeline.audits.two_class:hatexplain_toxicity"
 TARGETS = "hatecheck_pipeline.audits.bias_auc:target_bias"
 SUMMARY = "hatecheck_pipeline.audits.summary:bias_summary"
 
@@ -135,7 +138,24 @@ def explain_stage(model: str, params: Mapping[str, Any]) -> Stage:
     )
 
 
-def hatexplain_metrics_stage(classifier: str) -> Stage:
+def toxicity_stage(model: str, params: Mapping[str, Any]) -> Stage:
+    return Stage(
+        f"hatexplain_toxicity_{model}",
+        PHASE,
+        TOXICITY,
+        inputs={"model_dir": paths.model_dir(model), "model_card": paths.model_card(model), "table": paths.interim_table("hatexplain")},
+        outputs={"predictions": out(paths.hatexplain_predictions(model))},
+        # profile: max_length; explain: batch_size
+        params={**profile_params(params), "explain": "bias.hatexplain.explain", "threads": "bias.threads"},
+        args={"model": model},
+        threads=params["bias"]["threads"],
+        mem_mb=EXPLAIN_MEM_MB,
+        gpu=profile(params).get("gpu", 0),
+    )
+
+
+def hatexplain_metrics_stage(classifier: str, two_class: str | None = None) -> Stage:
+    """``two_class``: the 2-class model whose p(toxic) gives the paper's bias columns."""
     return Stage(
         f"hatexplain_metrics_{classifier}",
         PHASE,
@@ -144,6 +164,7 @@ def hatexplain_metrics_stage(classifier: str) -> Stage:
             "table": paths.interim_table("hatexplain"),
             "predictions": paths.hatexplain_predictions(classifier),
             "attributions": paths.hatexplain_attributions(classifier),
+            **({"two_class": paths.hatexplain_predictions(two_class)} if two_class else {}),
         },
         outputs={
             "metrics": metric(paths.hatexplain_metrics(classifier)),
@@ -196,7 +217,9 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     if STANDIN in classifiers:
         out_.append(standin_stage())
     out_ += [explain_stage(model, params) for model in explained_models(params)]
-    out_ += [hatexplain_metrics_stage(clf) for clf in classifiers]
+    pairs = {e["from_model"]: e["model"] for e in two_class_models(params) if e["from_model"] in classifiers}
+    out_ += [toxicity_stage(model, params) for model in pairs.values()]
+    out_ += [hatexplain_metrics_stage(clf, pairs.get(clf)) for clf in classifiers]
     out_ += [target_bias_stage(model, params) for model in target_models(params)]
     out_.append(summary_stage(params))
     return out_

@@ -124,29 +124,39 @@ def rationales_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) -> Stage
     )
 
 
-def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) -> Stage:
-    """train_<model> of BERT-HateXplain: ``from_model``'s role, scheme, data
-    and seed, the supervised recipe and the training rationales file."""
-    base = train_stage(params, sup["from_model"])
-    model = sup["model"]
+def variant_train_stage(params: Mapping[str, Any], model: str, from_model: str, recipe: str, extra: Mapping[str, str] | None = None) -> Stage:
+    """train_<model> of a variant of ``from_model`` (its role, scheme, data
+    and seed) with another recipe; ``extra``: more named inputs."""
+    base = train_stage(params, from_model)
     return Stage(
         f"train_{model}",
         "train",
         TRAIN,
-        inputs={**base.inputs, "rationales": rationales_file(sup)},
+        inputs={**base.inputs, **(extra or {})},
         outputs={
             "model_dir": out(paths.model_dir(model), directory=True),
             "card": out(paths.model_card(model)),
             "checkpoints": out(paths.checkpoints(model), directory=True, persist=True),
             "training_log": metric(paths.training_log(model)),
         },
-        params={**base.params, "recipe": f"training.recipes.{sup['recipe']}"},
+        params={**base.params, "recipe": f"training.recipes.{recipe}"},
         args={"model": model, "threads": params["training"]["threads"]},
         threads=base.threads,
         mem_mb=base.mem_mb,
         gpu=base.gpu,
         runtime=base.runtime,
     )
+
+
+def supervised_train_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) -> Stage:
+    """train_<model> of BERT-HateXplain: ``from_model``'s role, scheme, data
+    and seed, the supervised recipe and the training rationales file."""
+    return variant_train_stage(params, sup["model"], sup["from_model"], sup["recipe"], {"rationales": rationales_file(sup)})
+
+
+def two_class_models(params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``bias.hatexplain.two_class``: HateXplain's 2-class bias models."""
+    return [dict(e) for e in ((params.get("bias") or {}).get("hatexplain") or {}).get("two_class") or []]
 
 
 def predict_stage(params: Mapping[str, Any], model: str, group: str, suites: list[Suite]) -> Stage:
@@ -218,6 +228,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
         if sup["train_rationales"] == ERASER:
             out_.append(rationales_stage(params, sup))
         out_.append(supervised_train_stage(params, sup))
+    out_ += [variant_train_stage(params, e["model"], e["from_model"], e["recipe"]) for e in two_class_models(params)]
     for model in finetuned:
         for group, suites in suite_groups(params, model):
             out_.append(predict_stage(params, model, group, suites))

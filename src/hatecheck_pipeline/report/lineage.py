@@ -87,6 +87,9 @@ def raw_entry(path: str, registry: Mapping[str, Any]) -> dict[str, str] | None:
         return None
     source, name = m.groups()
     meta = registry.get(source, {}).get("files", {}).get(name)
+    fileset = (registry.get(source, {}).get("file_sets") or {}).get(name)
+    if meta is None and fileset is not None:  # a bundle of many files: their URL template and the manifest hash
+        return {"path": path, "url": fileset["url"], "sha256": f"manifest {fileset['manifest_sha256']} ({fileset['count']} files)"}
     if meta is None:
         return {"path": path, "url": "not in the raw-file registry", "sha256": ""}
     return {"path": path, "url": meta["url"], "sha256": meta["sha256"]}

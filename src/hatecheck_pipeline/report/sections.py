@@ -166,8 +166,10 @@ def expanded_section(
     return out
 
 
-HX_PERFORMANCE = [("accuracy", "Acc."), ("macro_f1", "macro F1"), ("auroc", "AUROC"), ("gmb_subgroup", "GMB-Sub."),
-                  ("gmb_bpsn", "GMB-BPSN"), ("gmb_bnsp", "GMB-BNSP")]
+HX_PERFORMANCE = [("accuracy", "Acc."), ("macro_f1", "macro F1"), ("auroc", "AUROC")]
+HX_BIAS = [("gmb_subgroup", "GMB-Sub."), ("gmb_bpsn", "GMB-BPSN"), ("gmb_bnsp", "GMB-BNSP")]
+# the 3-class model's own 1 - p(normal) figures: an extra, labelled column group (not the paper's protocol)
+HX_BIAS3 = [(f"{k}_3class", f"{h} (3-class)") for k, h in HX_BIAS]
 HX_EXPLAIN = [("iou_f1", "IOU F1"), ("token_f1", "token F1"), ("auprc", "AUPRC"), ("comprehensiveness", "Comp."), ("sufficiency", "Suff.")]
 
 
@@ -205,8 +207,12 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             "its post-hoc method, LIME. The paper's models are bert-base-uncased fine-tuned on the full training split; ours name the "
             "base model that ran (a stand-in says so) and the profile's budget. The TF-IDF model is a cheap baseline, not BERT. "
             "Explainability covers the explained test posts (hate speech or offensive, with rationales): attention every one of them in "
-            "every profile, integrated gradients a seeded sample of <code>hatexplain_max_explain</code> posts (column posts).</p>")
-    cols = HX_PERFORMANCE + HX_EXPLAIN
+            "every profile, integrated gradients a seeded sample of <code>hatexplain_max_explain</code> posts (column posts). "
+            "Bias: the paper's GMB columns come from 2-class models (toxic = hate speech or offensive vs normal; the authors' "
+            "testing_for_bias.py), and so do ours where a 2-class model is paired with the row (bias.hatexplain.two_class); "
+            "a row without one leaves them empty. The '(3-class)' columns are each row's own 3-class model scored with "
+            "1 - p(normal): not the paper's protocol, shown for comparison.</p>")
+    cols = HX_PERFORMANCE + HX_BIAS + HX_EXPLAIN
     rows = []
 
     def paper_tr(row: str) -> str:
@@ -218,25 +224,34 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             f'data-metrics="published" data-stage="{escape(source)}" title="{escape("Published: " + source)}">{vals[k]:.3f}</td>'
             for k, _ in cols)
         tds += '<td class="missing">–</td>'  # posts: the paper's test set, not given per row
+        tds += '<td class="missing">–</td>' * len(HX_BIAS3)  # the paper reports its bias figures from 2-class models only
         return f'<tr><td class="rowhead published">paper: {escape(row)} (bert-base-uncased, full data)</td>{tds}</tr>'
 
     for clf, e in hx.items():
         src, stage = e.get("source") or summary_file, f"hatexplain_metrics_{clf}"
         perf = "".join(json_td(e.get(k), cell_id("bias", "hatexplain", clf, k), src, stage, 3) for k, _ in HX_PERFORMANCE)
+        if e.get("bias_classes", 3) == 2:
+            note = f" (2-class model {e.get('bias_model')}: p(toxic), the paper's protocol)"
+            bias = "".join(json_td(e.get(k), cell_id("bias", "hatexplain", clf, k), src, stage, 3, note) for k, _ in HX_BIAS)
+        else:
+            bias = "".join('<td class="missing" title="no 2-class model is paired with this row: its 3-class figure is in the '
+                           '(3-class) columns">–</td>' for _ in HX_BIAS)
+        bias3 = "".join(json_td(e.get(k), cell_id("bias", "hatexplain", clf, k), src, stage, 3, " (this 3-class model: 1 - p(normal))")
+                        for k, _ in HX_BIAS3)
         for x in e.get("explanations") or []:
             method = x.get("method") or "?"
             note = f" ({x.get('method_label') or method}, top {x.get('top_k')}, n={x.get('n_posts')} posts)"
             tds = "".join(json_td(x.get(k), cell_id("bias", "hatexplain", clf, method, k), src, stage, 3, note) for k, _ in HX_EXPLAIN)
             tds += json_td(posts_covered(x), cell_id("bias", "hatexplain", clf, method, "n_posts"), src, stage,
                            note=" test posts the plausibility and faithfulness figures average over, of those with a rationale")
-            rows.append(f'<tr><td class="rowhead">{escape(hatexplain_name(clf, e))} [{escape(method)}]</td>{perf}{tds}</tr>')
+            rows.append(f'<tr><td class="rowhead">{escape(hatexplain_name(clf, e))} [{escape(method)}]</td>{perf}{bias}{tds}{bias3}</tr>')
             if x.get("paper_row"):
                 rows.append(paper_tr(str(x["paper_row"])))
     if supervised and not supervised.get("ran"):
         rows.append(f'<tr><td class="rowhead">{escape(str(supervised.get("model")))} (BERT-HateXplain, attention-supervised)</td>'
-                    f'<td class="missing" colspan="{len(cols) + 1}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>')
+                    f'<td class="missing" colspan="{len(cols) + 1 + len(HX_BIAS3)}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>')
         rows.append(paper_tr("BERT-HateXplain [Attn]"))
-    out += html_table("hatexplain-table6", ["model [token method]", *(h for _, h in cols), "posts"], rows)
+    out += html_table("hatexplain-table6", ["model [token method]", *(h for _, h in cols), "posts", *(h for _, h in HX_BIAS3)], rows)
     return out
 
 
