@@ -30,7 +30,7 @@ def test_every_stage_declares_positive_resources_and_train_predict_follow_the_pr
             assert (s.gpu, s.runtime, s.mem_mb) == (prof["gpu"], prof["train_runtime"], prof["mem_mb"]), s.name
         elif s.phase == "predict":
             assert (s.gpu, s.runtime) == (prof["gpu"], prof["predict_runtime"]), s.name
-        elif s.name.startswith(("hatexplain_explain_", "heldout_multiclass_")):  # runs a trained transformer: the profile's GPU
+        elif s.name.startswith(("hatexplain_explain_", "heldout_multiclass_", "hatexplain_toxicity_")):  # runs a trained transformer: the profile's GPU
             assert s.gpu == prof["gpu"] and s.runtime == PHASE_RUNTIME[s.phase], s.name
         else:
             assert s.gpu == 0 and s.runtime == PHASE_RUNTIME[s.phase], s.name
