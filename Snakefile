@@ -24,3 +24,12 @@ rule all:
     default_target: True
     input:
         final_targets(),
+
+
+# GPT-HateCheck's reports (generation, validation, quality, the comparison of
+# the models listing it): `snakemake --cores 2 gpt_hatecheck`. With the
+# profile's caps lifted (docs/gpt-hatecheck.md) it generates the paper's full
+# 40 messages per cell.
+rule gpt_hatecheck:
+    input:
+        gpt_hatecheck_targets(),

@@ -305,7 +305,8 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
     backends = {**params["llm"]["backends"], "fake": {
         "kind": "openai", "enabled": False, "model": "fake-model", "stand_in": None, "base_url": url,
         "api_key_env": "FAKE_LLM_KEY", "timeout_s": 5, "temperature": 0.5, "iterations": 1, "max_new_tokens": 64}}
-    gpt = {"generator": "fake", "judge": "nli", "max_cells": 3, "per_cell": 2, "max_tokens": 64, "max_requests": 2}
+    gpt = {"generator": "fake", "judge": "nli", "max_cells": 3, "per_cell": 2, "max_tokens": 64, "max_requests": 2,
+           "quality_cases": None}
     exp = params["expansion"]
     on = {**params, "profile": "smoke", "llm": {**params["llm"], "backends": backends},
           "profiles": {**params["profiles"], "smoke": {**params["profiles"]["smoke"], "gpt_hatecheck": gpt}},
@@ -323,7 +324,8 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
     line = call(stages["expand_llm_generate_english"], on)
     assert "6 candidates from 3 cells, 3 requests (3 asked, 0 cached), 0 bad outputs" in line
     rep = json.loads((workdir / expand.gpt_report("english", "generation.json")).read_text())
-    assert rep["generator"] == "fake: fake-model" and rep["cells_possible"] == 144 and not rep["complete"]
+    assert rep["generator"] == "fake: fake-model, a STAND-IN for gpt-3.5-turbo-0613"
+    assert rep["cells_possible"] == 144 and not rep["complete"]
     assert call(stages["expand_llm_generate_english"], on).count("3 cached") == 1 and len(calls) == 3
     hc = workdir / paths.interim_table("hatecheck")
     hc.parent.mkdir(parents=True)
@@ -332,10 +334,10 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
     line = call(stages["expand_llm_validate_english"], on)
     assert "judge NLI model" in line
     val = json.loads((workdir / expand.gpt_report("english", "validation.json")).read_text())
-    assert val["generator"] == "fake: fake-model" and val["candidates"] == 6
+    assert val["generator"] == rep["generator"] and val["candidates"] == 6
     assert val["duplicates"] == 4  # the fake answers the same two messages to every prompt
     kept = pl.read_parquet(workdir / paths.expanded_table("gpt_hatecheck_english"))
-    assert kept.height == val["kept"] and set(kept["generator"]) <= {"fake: fake-model"}
+    assert kept.height == val["kept"] and set(kept["generator"]) <= {rep["generator"]}
     call(stages["expand_quality"], on)
     q = json.loads((workdir / expand.quality_report()).read_text())
     assert q["suites"]["hatecheck"]["cases"] == 3 and q["suites"]["hatecheck"]["perplexity"] > 0

@@ -51,7 +51,8 @@ def test_expanded_suites_feed_the_models_through_their_preprocess_stage(params):
 
 
 def test_gpt_hatecheck_stages_take_exactly_their_declared_arguments(params):
-    """GPT-HateCheck: generation, validation, quality."""
+    """GPT-HateCheck is in the default DAG: generation, validation, quality,
+    the comparison of the models listing it; off, none of them."""
     on = {**params, "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": True}}}
     stages = {s.name: s for s in expand.stages(on)}
     assert {"expand_llm_generate_english", "expand_llm_validate_english", "expand_quality"} <= set(stages)
@@ -64,5 +65,9 @@ def test_gpt_hatecheck_stages_take_exactly_their_declared_arguments(params):
     val = stages["expand_llm_validate_english"]
     assert val.params["settings"] == "expansion.nli" and paths.expanded_table("gpt_hatecheck_english") in val.all_outs
     assert "expand_preprocess_gpt_hatecheck_english_bert" in stages
+    assert params["expansion"]["llm"]["enabled"]
+    compare = expand.gpt_compare_stages(params)
+    assert [s.name for s in compare] == ["gpt_hatecheck_compare"] and set(compare[0].args["pairs"]) == {"B-D", "B-F"}
+    assert signature_mismatch(compare[0]) is None
     off = {**params, "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": False}}}
-    assert not any(s.name.startswith("expand_llm") for s in expand.stages(off))
+    assert not any(s.name.startswith("expand_llm") for s in expand.stages(off)) and not expand.gpt_compare_stages(off)

@@ -93,3 +93,10 @@ onsuccess:
     ran = hc_runners.record_in_dvc(STAGES, STARTED)
     if ran:
         print(f"dvc.lock: recorded {len(ran)} stage(s) that ran", file=sys.stderr)
+
+
+def gpt_hatecheck_targets():
+    """The GPT-HateCheck branch's reports (the named target `gpt_hatecheck`)."""
+    from hatecheck_pipeline.pipeline.report import gpt_hatecheck_files
+
+    return [p for k, p in gpt_hatecheck_files(PARAMS).items() if k != "requests"]

@@ -44,14 +44,18 @@ def backend_of(name: str, backends: Mapping[str, Any], role: str) -> dict[str, A
     return dict(backends[name])
 
 
-def describe_backend(name: str, backend: Mapping[str, Any]) -> str:
-    """What the outputs call a generator or judge: the backend, its model and
-    its stand-in label where it has one."""
+PAPER_GENERATOR = "gpt-3.5-turbo-0613"
+PAPER_JUDGE = "facebook/bart-large-mnli"
+
+
+def describe_backend(name: str, backend: Mapping[str, Any], paper_model: str) -> str:
+    """What the outputs call a generator or judge: the backend and its
+    model, labelled a stand-in for the paper's model unless it is that model."""
     from hatecheck_pipeline.models.llm import describe_model
 
     model = describe_model(backend["model"]) if backend["kind"] == "local" else backend["model"]
     label = f"{name}: {model}"
-    return f"{label} (STAND-IN: {backend['stand_in']})" if backend.get("stand_in") else label
+    return label if backend["model"] == paper_model else f"{label}, a STAND-IN for {paper_model}"
 
 
 def load_local(backend: Mapping[str, Any], threads: int, batch_size: int = 8):
@@ -116,7 +120,7 @@ def gpt_generate(language: str, placeholders: Path, prompts_file: Path, candidat
             "max_requests_per_cell": max_requests, "max_tokens": max_tokens,
             "seed": settings["seed"], "cells_possible": len(every), "max_cells": cfg.get("max_cells"),
             "complete": len(cells) == len(every) and n == settings["n_per_cell"]}
-    doc = gen.generation_report(reqs, cells, describe_backend(name, backend), used, client.queried, client.cached)
+    doc = gen.generation_report(reqs, cells, describe_backend(name, backend, PAPER_GENERATOR), used, client.queried, client.cached)
     doc["seconds"] = round(time.perf_counter() - started, 1)
     write_json(doc, report)
     return (f"{language}: {frame.height} candidates from {len(cells)} cells, {reqs.height} requests "
@@ -135,7 +139,27 @@ def load_judge(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings
     backend = backend_of(name, backends, "judge")
     if backend["kind"] != "local":
         raise GPTHateCheckError(f"params: gpt_hatecheck.judge {name!r} must be a local backend (log-probabilities) or 'nli'")
-    return nli.LLMJudge(load_local(backend, threads, batch_size), describe_backend(name, backend))
+    return nli.LLMJudge(load_local(backend, threads, batch_size), describe_backend(name, backend, PAPER_JUDGE))
+
+
+class NoJudgeNeeded:
+    """No candidates: nothing to ask (the judge's name is kept, its model not loaded)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def entailment(self, pairs):
+        if pairs:
+            raise GPTHateCheckError("NoJudgeNeeded was asked a question")
+        return []
+
+
+def judge_name(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings: Mapping[str, Any]) -> str:
+    if cfg["judge"] == NLI_JUDGE:
+        return f"NLI model {nli_settings['model']}"
+    backend = backend_of(cfg["judge"], backends, "judge")
+    return (f"STAND-IN judge: {describe_backend(cfg['judge'], backend, PAPER_JUDGE)} answering "
+            f"'{nli.JUDGE_QUESTION.splitlines()[-1]}' (not an NLI model)")
 
 
 def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, rejected: Path, report: Path,
@@ -149,9 +173,10 @@ def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, 
 
     cfg = plan(profile, profiles)
     started = time.perf_counter()
-    judge = load_judge(cfg, backends, settings, threads, batch_size)
     spec = nli.load_spec(hypotheses)
     frame = pl.read_parquet(candidates)
+    judge = load_judge(cfg, backends, settings, threads, batch_size) if frame.height else \
+        NoJudgeNeeded(judge_name(cfg, backends, settings))
     kept, rej, doc = gen.validate(frame, spec, judge, settings["threshold"], targets)
     generator = json.loads(Path(generation).read_text("utf-8"))["generator"]
     kept = kept.with_columns(pl.lit(generator).alias("generator"))
@@ -162,19 +187,25 @@ def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, 
     return f"{name}: kept {doc['kept']}/{doc['candidates']}; judge {doc['judge']}"
 
 
-def gpt_quality(reference: Path, generated: Mapping[str, Path], report: Path, settings: Mapping[str, Any]) -> str:
+def gpt_quality(reference: Path, generated: Mapping[str, Path], report: Path, settings: Mapping[str, Any], profile: str,
+                profiles: Mapping[str, Any]) -> str:
     """Stage ``expand_quality`` (Table 6): Self-BLEU 2/3/4 and perplexity of
     all of HateCheck (spelling functionalities out, duplicates dropped, as
-    the authors' notebook) and of ten seeded subsamples of each generated
-    suite of HateCheck's size, averaged (``settings`` =
-    ``expansion.quality``)."""
+    the authors' notebook; the profile's ``quality_cases``: a seeded sample
+    of it) and of ten seeded subsamples of each generated suite of that
+    size, averaged (``settings`` = ``expansion.quality``)."""
+    import random
+
     import torch
 
+    cap = plan(profile, profiles).get("quality_cases")
     torch.set_num_threads(bounded_threads(settings["threads"]))
     lm = load_local({"model": settings["lm"]}, settings["threads"], settings["batch_size"])
     ref = quality.reference_texts(pl.read_parquet(reference))
+    if cap and cap < len(ref):
+        ref = random.Random(settings["seed"]).sample(ref, cap)
     doc: dict[str, Any] = {"lm": settings["lm"], "lm_stand_in": settings.get("lm_stand_in"),
-                           "subsamples": settings["subsamples"], "seed": settings["seed"],
+                           "reference_cap": cap, "subsamples": settings["subsamples"], "seed": settings["seed"],
                            "suites": {"hatecheck": quality.measure(ref, lm, settings["batch_size"])}}
     for name, path in generated.items():
         texts = pl.read_parquet(path, columns=["text"])["text"].unique(maintain_order=True).to_list()
@@ -182,3 +213,71 @@ def gpt_quality(reference: Path, generated: Mapping[str, Path], report: Path, se
                                                  settings["batch_size"])
     write_json(doc, report)
     return "quality: " + ", ".join(f"{k} ({v['cases']} cases)" for k, v in doc["suites"].items())
+
+
+# ------------------------------------------------- Tables 8-9 (section 5)
+
+
+def cases_with_predictions(table: Path, predictions: Path, id_column: str) -> pl.DataFrame:
+    """The predicted cases of a suite (the profile's draw) with their gold
+    label, functionality, 0/1 prediction and p(hateful)."""
+    gold = pl.read_parquet(table).select(pl.col(id_column).cast(pl.Utf8).alias("id"), "label", "functionality")
+    preds = pl.read_parquet(predictions).select(pl.col("id").cast(pl.Utf8), "p_hateful",
+                                                (pl.col("pred") == "hateful").cast(pl.Int8).alias("pred"))
+    joined = preds.join(gold, on="id", how="left")
+    if joined["label"].null_count():
+        raise GPTHateCheckError(f"{predictions}: {joined['label'].null_count()} id(s) not in {table}")
+    return joined.with_columns((pl.col("label") == "hateful").cast(pl.Int8).alias("gold"))
+
+
+def compare_suites(hc: pl.DataFrame, gpt: pl.DataFrame) -> dict[str, Any]:
+    """HateCheck versus GPT-HateCheck for one model: accuracy (%) per
+    functionality on each (Figure 4), Table 8's count of functionalities
+    where the model is less accurate on HC, on GPT-HC or tied (accuracies
+    rounded to 0.1 pp, over the functionalities both suites have), by gold
+    label; Table 9's mean prediction (0/1; and mean p(hateful)) on hateful
+    and non-hateful cases."""
+    def per_func(frame: pl.DataFrame) -> dict[str, dict[str, Any]]:
+        agg = frame.group_by("functionality").agg(
+            pl.len().alias("n"), ((pl.col("pred") == pl.col("gold")).mean() * 100).round(1).alias("accuracy"),
+            pl.col("label").first())
+        return {r["functionality"]: r for r in agg.to_dicts()}
+
+    a, b = per_func(hc), per_func(gpt)
+    rows, t8 = [], {k: {"HC": 0, "GPT-HC": 0, "Tie": 0} for k in ("hateful", "non-hateful", "combined")}
+    for func in sorted(set(a) | set(b)):
+        ra, rb = a.get(func), b.get(func)
+        rows.append({"functionality": func, "label": (ra or rb)["label"], "HC": ra and ra["accuracy"], "HC_n": ra and ra["n"],
+                     "GPT-HC": rb and rb["accuracy"], "GPT-HC_n": rb and rb["n"]})
+        if ra and rb:
+            lower = "Tie" if ra["accuracy"] == rb["accuracy"] else ("HC" if ra["accuracy"] < rb["accuracy"] else "GPT-HC")
+            t8[ra["label"]][lower] += 1
+            t8["combined"][lower] += 1
+
+    def means(frame: pl.DataFrame) -> dict[str, Any]:
+        out = {}
+        for label in ("hateful", "non-hateful"):
+            part = frame.filter(pl.col("label") == label)
+            out[label] = {"n": part.height, "mean_prediction": round(float(part["pred"].mean()), 3) if part.height else None,
+                          "mean_p_hateful": round(float(part["p_hateful"].mean()), 3) if part.height else None}
+        return out
+
+    return {"by_functionality": rows, "table8": t8, "table9": {"HC": means(hc), "GPT-HC": means(gpt)},
+            "functionalities_compared": sum(1 for r in rows if r["HC"] is not None and r["GPT-HC"] is not None)}
+
+
+def gpt_compare(hatecheck: Path, generated: Mapping[str, Path], predictions: Mapping[str, Path], report: Path,
+                id_columns: Mapping[str, str], pairs: Mapping[str, Sequence[str]]) -> str:
+    """Stage ``gpt_hatecheck_compare``: for every model predicting both
+    HateCheck and a generated suite (``pairs``: model -> [hatecheck suite,
+    generated suite]; ``predictions``: "<model>/<suite>" -> file), Figure 4's
+    accuracies per functionality and Tables 8-9."""
+    tables = {"hatecheck": hatecheck, **generated}
+    doc: dict[str, Any] = {"models": {}}
+    for model, (hc_suite, gpt_suite) in pairs.items():
+        hc = cases_with_predictions(tables[hc_suite], predictions[f"{model}/{hc_suite}"], id_columns[hc_suite])
+        gpt = cases_with_predictions(tables[gpt_suite], predictions[f"{model}/{gpt_suite}"], id_columns[gpt_suite])
+        doc["models"][model] = {"suites": [hc_suite, gpt_suite], "cases": {"HC": hc.height, "GPT-HC": gpt.height},
+                                **compare_suites(hc, gpt)}
+    write_json(doc, report)
+    return "compared: " + ", ".join(f"{m} ({d['functionalities_compared']} functionalities)" for m, d in doc["models"].items())

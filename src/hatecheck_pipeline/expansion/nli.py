@@ -163,6 +163,7 @@ class LLMJudge:
     def __init__(self, lm, label: str):
         self.lm = lm
         self.name = f"STAND-IN judge: {label} answering '{JUDGE_QUESTION.splitlines()[-1]}' (not an NLI model)"
+        # the same text as evaluation.gpt_hatecheck.judge_name (the name when no candidate needs the model)
 
     def prompts(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
         from hatecheck_pipeline.expansion.llm import chat_prompt

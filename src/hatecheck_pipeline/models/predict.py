@@ -97,7 +97,9 @@ def run(
     (model, tokenizer) of ``model_dir`` when the caller has loaded it."""
     set_threads(threads)
     model, tokenizer = loaded or load_model(model_dir)
-    p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress)
+    # an empty suite (e.g. a generated suite whose candidates all failed validation) has no predictions
+    p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress) \
+        if cases.height else np.zeros(0)
     frame = predictions_frame(cases["id"], p, threshold, model_name, suite_name)
     write_parquet(frame, out)
     return frame
@@ -147,6 +149,6 @@ def predict(
             amp=amp,
             loaded=loaded,
         )
-        share = (frame["pred"] == "hateful").mean()
+        share = (frame["pred"] == "hateful").mean() if frame.height else 0.0
         lines.append(f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful -> {out}")
     return "\n".join(lines)

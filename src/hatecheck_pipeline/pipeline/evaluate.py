@@ -176,4 +176,6 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_ += [s for group in GROUPS if (s := tables_stage(params, group)) is not None]
     out_.append(mhc_disagreement_stage())
     out_ += heldout_multiclass_stages(params)
-    return out_
+    from hatecheck_pipeline.pipeline.expand import gpt_compare_stages
+
+    return out_ + gpt_compare_stages(params)

@@ -10,13 +10,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.stage import Stage, metric, out
+from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.data.sources import raw_files
 from hatecheck_pipeline.suites.registry import perturbed_tables
 
 RESOURCES = "src/hatecheck_pipeline/resources/expansion"
 GPT = "hatecheck_pipeline.evaluation.gpt_hatecheck"
-PROFILE_KEYS = {"profile": "profile", "profiles": "profiles"}  # profiles.<p>.gpt_hatecheck: generator, judge, caps
 
 
 def resolve(path: str) -> str:
@@ -86,7 +85,7 @@ def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
             inputs={"placeholders": paths.raw("hatecheck", "template_placeholders.csv"), "prompts_file": prompts_file},
             outputs={"candidates": out(cand), "requests": out(gpt_report(lang, "requests.parquet")),
                      "report": metric(gpt_report(lang, "generation.json"))},
-            params={"settings": "expansion.llm", "backends": "llm.backends", "threads": "llm.threads", **PROFILE_KEYS},
+            params={"settings": "expansion.llm", "backends": "llm.backends", "threads": "llm.threads", **profile_params(params)},
             args={"language": lang},
             threads=threads,
             mem_mb=6000,
@@ -100,7 +99,7 @@ def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
                 "report": metric(gpt_report(lang, "validation.json")),
             },
             params={"settings": "expansion.nli", "targets": "expansion.llm.targets", "backends": "llm.backends",
-                    "threads": "llm.threads", "batch_size": "llm.batch_size", **PROFILE_KEYS},
+                    "threads": "llm.threads", "batch_size": "llm.batch_size", **profile_params(params)},
             args={"name": name},
             threads=threads,
             mem_mb=6000,
@@ -109,7 +108,7 @@ def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
         "expand_quality", "expand", f"{GPT}:gpt_quality",
         inputs={"reference": paths.interim_table("hatecheck"), "generated": gpt_suites(params)},
         outputs={"report": metric(quality_report())},
-        params={"settings": "expansion.quality"},
+        params={"settings": "expansion.quality", **profile_params(params)},
         threads=exp["quality"]["threads"],
         mem_mb=4000,
     ))
@@ -169,3 +168,33 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 args={"name": name, "scheme": scheme},
             ))
     return out_
+
+
+def gpt_compare_report() -> str:
+    return paths.expansion_file("reports", "gpt_hatecheck_compare.json")
+
+
+def gpt_compare_stages(params: Mapping[str, Any]) -> list[Stage]:
+    """``gpt_hatecheck_compare`` (phase evaluate): every model predicting
+    HateCheck and a generated suite, HC versus GPT-HC (Figure 4, Tables
+    8-9); none when no model lists both."""
+    from hatecheck_pipeline.suites.registry import suites_for_model
+
+    if "expansion" not in params or not params["expansion"]["llm"]["enabled"]:
+        return []
+    generated = gpt_suites(params)
+    pairs: dict[str, list[str]] = {}
+    for model in params["models"]:
+        names = [s.name for s in suites_for_model(params, model)]
+        gpt = [n for n in names if n in generated]
+        if "hatecheck" in names and gpt:
+            pairs[model] = ["hatecheck", gpt[0]]
+    if not pairs:
+        return []
+    return [Stage(
+        "gpt_hatecheck_compare", "evaluate", f"{GPT}:gpt_compare",
+        inputs={"hatecheck": paths.interim_table("hatecheck"), "generated": generated,
+                "predictions": {f"{m}/{s}": paths.predictions(m, s) for m, ss in pairs.items() for s in ss}},
+        outputs={"report": metric(gpt_compare_report())},
+        args={"id_columns": {"hatecheck": "case_id", **{n: "id" for n in generated}}, "pairs": pairs},
+    )]

@@ -66,6 +66,23 @@ def expanded_suites(params: Mapping[str, Any]) -> dict[str, str]:
     }
 
 
+def gpt_hatecheck_files(params: Mapping[str, Any]) -> dict[str, str]:
+    """GPT-HateCheck's reports (generation, validation, quality, the
+    HC-versus-GPT-HC comparison where a model predicts both; the first
+    language's), where the DAG produces them."""
+    from hatecheck_pipeline.pipeline import expand
+
+    produced = _produced(expand.stages(params)) | _produced(expand.gpt_compare_stages(params))
+    langs = params.get("expansion", {}).get("llm", {}).get("languages", [])
+    if not langs:
+        return {}
+    wanted = {"generation": expand.gpt_report(langs[0], "generation.json"),
+              "requests": expand.gpt_report(langs[0], "requests.parquet"),
+              "validation": expand.gpt_report(langs[0], "validation.json"),
+              "quality": expand.quality_report(), "compare": expand.gpt_compare_report()}
+    return {k: v for k, v in wanted.items() if v in produced}
+
+
 def bias_summary(params: Mapping[str, Any]) -> str | None:
     """results/bias/summary.json where the audits phase is configured."""
     from hatecheck_pipeline.pipeline import audits
@@ -83,6 +100,9 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
         suites = expanded_suites(params)
         if suites:
             inputs["expanded_suites"] = suites
+    gpt = gpt_hatecheck_files(params) if "expansion" in params else {}
+    if gpt:
+        inputs["gpt_hatecheck"] = gpt
     summary = bias_summary(params)
     if summary:
         inputs["bias_summary"] = summary

@@ -23,6 +23,7 @@ from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
+from hatecheck_pipeline.report.gpt_hatecheck import section as gpt_hatecheck_section
 from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
 from hatecheck_pipeline.report.paper_tables import appf_section, label_heldout, mhc_t5_section
 from hatecheck_pipeline.report.sections import (
@@ -59,6 +60,7 @@ DOCS_ANCHORS = {
     "expanded": "expanded-suites-original-versus-expanded", "bias": "bias-and-explainability-audits",
     "llm": "prompted-llms-as-classifiers", "validation": "data-validation", "usage": "run-time-and-memory",
 }
+GPT_DOCS = "../docs/gpt-hatecheck.md"
 
 
 def docs_link(sid: str) -> str:
@@ -98,6 +100,7 @@ def build(
     llm_backends: Mapping[str, Mapping[str, Any]] | None = None,
     usage: Mapping[str, Any] | None = None,
     paper_tables: Mapping[str, Any] | None = None,
+    gpt: Mapping[str, Any] | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -107,7 +110,9 @@ def build(
     ``usage``: {records, folder} of the stage time and memory records (None
     = no such section); ``paper_tables``: {name: {doc, file}} of the
     papers' further tables (``mhc_t5``: MHC Table 5; ``appf``: HateCheck
-    appendix F, {model: {doc, file, stage}}); None = not shown."""
+    appendix F, {model: {doc, file, stage}}); None = not shown.
+    ``gpt``: {docs: {generation, validation, quality, compare}, files: the
+    same keys -> their paths} (None = no GPT-HateCheck section)."""
     published = P.load() if published is None else published
     paper_tables = paper_tables or {}
     from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS
@@ -223,6 +228,12 @@ def build(
             get("expanded_functionality"), below_mark, expansion.get("coverage"), expansion.get("coverage_file", ""),
             expansion.get("reproduction"), expansion.get("reproduction_file", ""), expansion.get("suites"),
         ))
+    if gpt is not None:
+        d = gpt["docs"]
+        section("gpt", "GPT-HateCheck: generated and validated test cases",
+                f'<p class="note">Jin et al. 2024; what each table is: <a href="{GPT_DOCS}">docs/gpt-hatecheck.md</a>.</p>'
+                + gpt_hatecheck_section(d.get("generation"), d.get("validation"), d.get("quality"), d.get("compare"),
+                                        gpt["files"], published))
     if bias is not None:
         section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
     prompted = [m for m, spec in models.items() if is_llm(spec)]
@@ -277,6 +288,7 @@ def run(
     mhc_t5_file: str | Path | None = None,
     multiclass_files: Mapping[str, str | Path] | None = None,
     llm_misspelling_files: Mapping[str, str | Path] | None = None,
+    gpt_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -325,6 +337,8 @@ def run(
         llm_backends=llm_backends,
         usage=None if usage_dir is None else {"records": load_records(Path(usage_dir)), "folder": str(usage_dir)},
         paper_tables=paper_tables,
+        gpt=None if gpt_files is None else {"docs": {k: _maybe_json(p) for k, p in gpt_files.items() if str(p).endswith(".json")},
+                                            "files": {k: str(p) for k, p in gpt_files.items()}},
     )
     return write_text(html, out)
 
@@ -351,6 +365,7 @@ def report(
     mhc_t5: Path | None = None,
     multiclass: Mapping[str, Path] | None = None,
     llm_misspelling: Mapping[str, Path] | None = None,
+    gpt_hatecheck: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -367,7 +382,9 @@ def report(
     "<suite>/<scheme>" -> the expanded suites' processed files (listed with
     their row counts); ``mhc_t5``: MHC Table 5 (annotator disagreement);
     ``multiclass``: "<model>/<dataset>" -> the all-class held-out metrics
-    of the multiclass models (HateCheck appendix F)."""
+    of the multiclass models (HateCheck appendix F).
+    ``gpt_hatecheck``: GPT-HateCheck's generation, validation, quality and
+    comparison reports (None = no such section)."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -375,6 +392,6 @@ def report(
         out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
-        expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass,
+        expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,
     )
     return f"wrote {written}"
