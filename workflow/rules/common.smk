@@ -47,7 +47,9 @@ hc_runners.sync_params_files(STAGES, PARAMS)
 # Outputs DVC pulled or checked out carry the time they were written: where
 # DVC's record says a stage is up to date, its outputs get times after its
 # inputs, so that Snakemake agrees (docs/sharing.md).
-hc_runners.align_to_record(STAGES, echo=lambda line: print(line, file=sys.stderr))
+# (The main process only: a cluster job re-reads this file mid-run.)
+if workflow.is_main_process:
+    hc_runners.align_to_record(STAGES, echo=lambda line: print(line, file=sys.stderr))
 
 
 def rule_threads(stage):
