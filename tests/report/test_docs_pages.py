@@ -19,6 +19,16 @@ REPO = Path(__file__).resolve().parents[2]
 GENERATED = REPO / "docs" / "generated"
 
 
+def test_committed_pages_are_what_their_record_gives(monkeypatch):
+    monkeypatch.chdir(REPO)
+    record = docs_pages.record_of(Path("docs/generated/results.md"))
+    assert record is not None and (record / docs_record.RUN_FILE).is_file(), "docs/generated/results.md names no committed record"
+    for name in docs_pages.PAGES:
+        assert docs_pages.record_of(Path(f"docs/generated/{name}.md")) == record, f"{name}.md comes from another record"
+    res = CliRunner().invoke(app, ["docs", "render", "--check"])
+    assert res.exit_code == 0, res.output
+
+
 def _stage(workdir: Path, stage: str, phase: str, wall: float, cpu: float, rss: float, start: str, end: str) -> None:
     path = workdir / "logs/benchmarks" / f"{stage}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
