@@ -117,7 +117,7 @@ def test_endpoint_backend_parses_the_language_s_yes_and_no_and_caches(tmp_path):
     assert prompts == {"Is the following text hateful? Answer yes or no.", "Ist der folgende Text hasserfüllt? Antworte mit ja oder nein."}
 
 
-LLM_MODEL = {"kind": "llm", "backend": "smollm2-135m", "template": "suite_zero_shot", "prompt_language": "suite",
+LLM_MODEL = {"kind": "llm", "backend": "local", "template": "suite_zero_shot", "prompt_language": "suite",
              "suites": ["mhc"], "seed": 1}
 
 
@@ -129,8 +129,10 @@ def test_the_dag_gives_an_llm_model_one_predict_stage_and_a_score_stage_per_suit
     predict = stages["predict_P"]
     langs = params["datasets"]["mhc"]["languages"]
     assert predict.all_outs == [f"results/P/mhc_{lang}/predictions.parquet" for lang in langs] + ["results/P/llm_answers.csv"]
-    assert set(predict.data_deps) == {"data/interim/mhc/table.parquet", "data/validation/mhc.json"}
-    assert "models.P.prompt_language" in predict.param_keys and "llm.backends.smollm2-135m" in predict.param_keys
+    # the local backend runs the profile's fetched weights: their manifest is an input
+    assert set(predict.data_deps) == {"data/interim/mhc/table.parquet", "data/validation/mhc.json", "data/llm/weights/weights.json"}
+    assert "models.P.prompt_language" in predict.param_keys and "llm.backends.local" in predict.param_keys
+    assert "fetch_llm_weights" in stages
     score = stages[f"score_P_mhc_{langs[0]}"]
     assert score.args["cap_key"] == "llm_max_cases_per_suite" and stages["score_B-D_hatecheck"].args["cap_key"] == "max_cases_per_suite"
     assert "results/P/mhc_german/metrics.json" in stages["tables_mhc"].data_deps

@@ -225,3 +225,16 @@ def llm_misspelling_answers(backend: str) -> str:
 
 def llm_misspelling_metrics(backend: str) -> str:
     return f"{LLM}/{backend}/misspelling.json"
+# --- local LLM weights (fetch_llm_weights; resources/llm_weights.yaml) -------
+LLM_WEIGHTS = "data/llm/weights"
+
+
+def llm_weights() -> str:
+    """The active profile's local LLM weights, assembled and sha256-checked."""
+    return f"{LLM_WEIGHTS}/model.gguf"
+
+
+def llm_weights_info() -> str:
+    """Their manifest (name, model, stand-in name, sha256, dtype, prompt format)."""
+    return f"{LLM_WEIGHTS}/weights.json"
+

@@ -35,6 +35,7 @@ import polars as pl
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
 from hatecheck_pipeline.evaluation.llm_answers import score_frame
+from hatecheck_pipeline.evaluation.llm_local import AnswerStore, iteration_label
 from hatecheck_pipeline.models import llm as prompting
 
 SETTINGS = ("zero_shot", "one_shot", "few_shot_single", "mixed", "mixed_instruction")
@@ -81,12 +82,6 @@ def select_items(items: pl.DataFrame, settings: Sequence[str], example_sets: int
         keep = pl.int_range(pl.len()).shuffle(seed=seed).over("setting") < max_prompts
         part = part.filter(keep)
     return part
-
-
-def iteration_label(row: Mapping[str, Any], repeat: int, iterations: int) -> str:
-    if row["setting"] in MIXED:
-        return f"{row['example_set']}" if iterations == 1 else f"{row['example_set']}.{repeat + 1}"
-    return str(repeat + 1)
 
 
 def chat_client(cfg: Mapping[str, Any], cache_dir: Path):
@@ -168,26 +163,17 @@ def openai_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str
 
 
 def local_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], lm: "prompting.LocalLM",
-                  templates: Mapping[str, Any], seed: int) -> list[dict[str, Any]]:
-    """Free and/or constrained answers of a local causal LM."""
-    from tqdm import tqdm
+                  templates: Mapping[str, Any], seed: int, store: Any = None, identity: str = "") -> list[dict[str, Any]]:
+    """Free and/or constrained answers of a local causal LM
+    (:func:`hatecheck_pipeline.evaluation.llm_local.local_answers`: the
+    constrained iterations drawn from one pass, prompts sharing a prefix
+    encoded once, answers stored per prompt so a killed run resumes)."""
+    from hatecheck_pipeline.evaluation.llm_local import local_answers as answer
 
-    rows = []
-    records = items.to_dicts()
-    chunk = 64
-    for variant in cfg["variants"]:
-        for repeat in range(cfg["iterations"] if variant == "free" else 1):
-            for start in tqdm(range(0, len(records), chunk), desc=f"llm {variant} #{repeat + 1}", mininterval=10):
-                recs, ps = records[start : start + chunk], prompts[start : start + chunk]
-                if variant == "free":
-                    texts = [cut_at_stop(t, templates[r["setting"]].get("stop"))
-                             for t, r in zip(lm.generate(ps, cfg["max_new_tokens"], cfg["temperature"], seed + repeat), recs)]
-                else:
-                    options = [prompting.choices(templates[r["setting"]], r["category"]) for r in recs]
-                    texts = [word for word, _ in lm.choose(ps, options)]
-                for r, text in zip(recs, texts):
-                    iterations = cfg["iterations"] if variant == "free" else 1
-                    rows.append({**r, "variant": variant, "iteration": iteration_label(r, repeat, iterations), "answer": text})
+    rows = answer(items.to_dicts(), prompts, cfg, lm, templates, seed, store or AnswerStore(None), identity)
+    for r in rows:  # a generated answer ends at the template's stop sequence, as the paper's requests did
+        if r["variant"] == "free":
+            r["answer"] = cut_at_stop(r["answer"], templates[r["setting"]].get("stop"))
     return rows
 
 
@@ -220,12 +206,16 @@ def run_ethos(
     profile: str,
     profiles: Mapping[str, Any],
     cache_dir: str,
+    weights: Path | None = None,
 ) -> str:
     """Stage ``llm_ethos_<backend>``: run the configured prompting settings
     on the ETHOS evaluation sets, write the raw answers (score-llm layout)
     and their metrics. The profile's ``llm_example_sets`` caps the mixed
     example sets and ``llm_max_prompts_per_setting`` the prompts per setting
-    (null = all; the metrics say ``complete: false`` otherwise)."""
+    (null = all; the metrics say ``complete: false`` otherwise). ``weights``:
+    the manifest of the fetched weights (fetch_llm_weights) when the
+    backend's model is ``weights``. A local backend's answers are stored per
+    prompt under ``cache_dir/<backend>/local``: a killed run resumes there."""
     from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.core.cpu import bounded_threads
 
@@ -237,6 +227,7 @@ def run_ethos(
     base = part.select("setting", "example_set", "item_id", "comment_id", "category", "label")
     started = time.perf_counter()
     info: dict[str, Any] = {}
+    stand_in = backend.get("stand_in")
     if backend["kind"] == "openai":
         rows, info = openai_answers(base, prompts, backend, Path(cache_dir) / name, seed, templates=templates)
         model = backend["model"]
@@ -245,9 +236,15 @@ def run_ethos(
 
         torch.manual_seed(seed)
         torch.set_num_threads(bounded_threads(threads))
-        lm = prompting.LocalLM.load(backend["model"], batch_size)
-        rows = local_answers(base, prompts, backend, lm, templates, seed)
-        model = prompting.describe_model(backend["model"])
+        ref = prompting.model_ref(backend["model"], weights)
+        lm = prompting.LocalLM.load(ref, batch_size)
+        info["load_seconds"] = round(time.perf_counter() - started, 1)
+        model = prompting.describe_model(ref)
+        stand_in = prompting.stand_in_of(ref, stand_in)
+        store = AnswerStore(Path(cache_dir) / name / "local")
+        rows = local_answers(base, prompts, backend, lm, templates, seed, store, model)
+        info["answer_store"] = {"loaded": store.loaded, "added": store.added}
+        del lm
     else:
         raise BackendError(f"llm.backends.{name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")
     seconds = time.perf_counter() - started
@@ -257,7 +254,7 @@ def run_ethos(
         "backend": name,
         "kind": backend["kind"],
         "model": model,
-        "stand_in": backend.get("stand_in"),
+        "stand_in": stand_in,
         "settings": list(settings),
         "example_sets": prof.get("llm_example_sets"),
         "max_prompts_per_setting": cap,

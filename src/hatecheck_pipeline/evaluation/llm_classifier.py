@@ -116,6 +116,7 @@ def predict_suites(
     cache_dir: str,
     profile: str,
     profiles: Mapping[str, Any],
+    weights: Path | None = None,
 ) -> str:
     """Stage ``predict_<model>`` of an ``llm`` model: every suite of the
     model in one process (the LLM loaded once), one predictions file per
@@ -123,7 +124,9 @@ def predict_suites(
     A profile capping ``llm_max_cases_per_suite`` predicts a draw seeded
     with the model's ``seed`` (the score stage scores the same draw).
     ``validation``: the suites' data-quality results (read so that a
-    failed validation stops this stage as it stops a preprocess stage)."""
+    failed validation stops this stage as it stops a preprocess stage).
+    ``weights``: the fetched weights' manifest when the backend's model is
+    ``weights`` (fetch_llm_weights)."""
     from tqdm import tqdm
 
     from hatecheck_pipeline.core.config import active_profile
@@ -140,7 +143,7 @@ def predict_suites(
 
         torch.manual_seed(seed)
         torch.set_num_threads(bounded_threads(threads))
-        lm = prompting.LocalLM.load(backend["model"], batch_size)
+        lm = prompting.LocalLM.load(prompting.model_ref(backend["model"], weights), batch_size)
     elif backend["kind"] == "openai":
         client = chat_client(backend, Path(cache_dir) / backend_name)
     else:

