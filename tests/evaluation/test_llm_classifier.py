@@ -123,7 +123,7 @@ LLM_MODEL = {"kind": "llm", "backend": "local", "template": "suite_zero_shot", "
 
 def test_the_dag_gives_an_llm_model_one_predict_stage_and_a_score_stage_per_suite():
     params = load_params()
-    params["models"] = {"B-D": params["models"]["B-D"], "P": dict(LLM_MODEL)}
+    params["models"] = {**params["models"], "P": dict(LLM_MODEL)}  # every model: the supervised HateXplain stages need theirs
     stages = {s.name: s for s in build_stages(params)}
     assert "train_P" not in stages and "train_B-D" in stages
     predict = stages["predict_P"]

@@ -225,6 +225,8 @@ def llm_misspelling_answers(backend: str) -> str:
 
 def llm_misspelling_metrics(backend: str) -> str:
     return f"{LLM}/{backend}/misspelling.json"
+
+
 # --- local LLM weights (fetch_llm_weights; resources/llm_weights.yaml) -------
 LLM_WEIGHTS = "data/llm/weights"
 
@@ -237,4 +239,3 @@ def llm_weights() -> str:
 def llm_weights_info() -> str:
     """Their manifest (name, model, stand-in name, sha256, dtype, prompt format)."""
     return f"{LLM_WEIGHTS}/weights.json"
-

@@ -101,7 +101,7 @@ def describe_model(model: str) -> str:
     where, gguf = resolve_model(model)
     info = read_manifest(Path(where)) if gguf else None
     if info:
-        return f"{info['name']} (sha256 {info['sha256'][:12]})"
+        return f"{info['name']} (sha256 {info['sha256'][:12]}, {info.get('dtype', 'float32')})"
     return f"{model} ({Path(where).name}/{gguf})" if gguf else model
 
 
