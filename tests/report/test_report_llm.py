@@ -63,7 +63,7 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
     from hatecheck_pipeline.report import html as report
 
     (stage,) = ph_report.stages(params)
-    assert paths.llm_metrics("smollm2-135m") in stage.data_deps and paths.llm_metrics("gpt-3") not in stage.data_deps
+    assert paths.llm_metrics("local") in stage.data_deps and paths.llm_metrics("gpt-3") not in stage.data_deps
     metrics = workdir / "m.json"
     metrics.write_text(json.dumps(doc()))
     resources = REPO / "src/hatecheck_pipeline/resources"
