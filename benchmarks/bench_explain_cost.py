@@ -1,0 +1,67 @@
+"""CPU cost of the HateXplain explanations per method on a trained model
+(issue 30, point 5; docs/intervals.md).
+
+Process CPU time with ONE torch thread (on a shared, loaded machine the
+wall time and the multi-threaded CPU time are inflated by the other jobs
+and by spinning threads; one thread's CPU time is the steadiest figure):
+attention explanations with faithfulness re-predictions on 256 posts (with
+the full-post probabilities reused from the test-set predictions, as the
+stage does, and predicted again, as before), the test-set predictions, and
+integrated gradients on 8 posts. Run in a workspace where
+``train_hatexplain`` ran (e.g. the smoke profile):
+
+    python benchmarks/bench_explain_cost.py --workspace . --max-length 32 --out explain_cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workspace", default=".")
+    ap.add_argument("--model", default="hatexplain")
+    ap.add_argument("--max-length", type=int, default=32)
+    ap.add_argument("--out", default="explain_cost.json")
+    args = ap.parse_args()
+    out_path = Path(args.out).resolve()
+    os.chdir(args.workspace)
+
+    import polars as pl
+    import torch
+
+    torch.set_num_threads(1)
+    from hatecheck_pipeline.audits import explain
+
+    model, tok = explain.load_classifier(f"models/{args.model}/final")
+    test = pl.read_parquet("data/interim/hatexplain/table.parquet").filter(pl.col("split") == "test").sort("id")
+    pool = explain.explained_posts(test, None, 0)
+    posts = pool["post_tokens"].to_list()[:256]
+    kw = {"max_length": args.max_length, "top_k": 5, "batch_size": 32, "ig_steps": 50}
+    out: dict = {"model": args.model, "max_length": args.max_length, "posts_with_rationale": pool.height, "torch_threads": 1}
+    full = explain.predict_words(model, tok, posts, args.max_length, 32)
+    for label, extra in (("attention_full_reused", {"full": full}), ("attention_full_predicted_again", {})):
+        c, w = time.process_time(), time.perf_counter()
+        explain.explain_posts(model, tok, posts, "attention", **kw, **extra)
+        out[label] = {"posts": len(posts), "cpu_s": round(time.process_time() - c, 2), "wall_s": round(time.perf_counter() - w, 2)}
+    c = time.process_time()
+    explain.predict_words(model, tok, test["post_tokens"].to_list(), args.max_length, 32)
+    out["predict_all_test_posts"] = {"posts": test.height, "cpu_s": round(time.process_time() - c, 2)}
+    ig = pool["post_tokens"].to_list()[:8]
+    c = time.process_time()
+    explain.explain_posts(model, tok, ig, "integrated_gradients", **kw)
+    out["integrated_gradients"] = {"posts": len(ig), "cpu_s": round(time.process_time() - c, 2)}
+    per_post = out["attention_full_reused"]["cpu_s"] / len(posts)
+    out["attention_all_posts_cpu_s_estimate"] = round(per_post * pool.height, 1)
+    out["load_average"] = os.getloadavg()
+    out_path.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
