@@ -265,6 +265,9 @@ def test_generated_suite_is_measured_on_ten_seeded_subsamples_of_the_reference_s
     assert out["self_bleu_2"] == pytest.approx(sum(draws) / 10, abs=1e-6) and out["self_bleu_2_sd"] > 0
     small = quality.subsampled(texts[:20], 30, 10, 0, None, 8)
     assert small["draws"] == 1 and small["subsample_size"] == 20 and small["smaller_than_reference"]
+    # an empty generated suite (every candidate rejected) is measured as such, no NaN in the JSON
+    empty = quality.subsampled([], 30, 10, 0, None, 8)
+    assert empty["cases"] == 0 and empty["self_bleu_2"] is None
 
 
 def test_perplexity_is_the_exp_of_the_mean_per_text_loss():
@@ -278,6 +281,7 @@ def test_perplexity_is_the_exp_of_the_mean_per_text_loss():
             losses.append(float(net(input_ids=ids, labels=ids).loss))
     assert out["perplexity"] == pytest.approx(math.exp(sum(losses) / 2), rel=1e-4)
     assert out["scored"] == 2 and out["too_short"] == 1
+    assert quality.perplexity([], net, tok)["perplexity"] is None
 
 
 # ------------------------------------------------------------------- stages

@@ -49,10 +49,11 @@ def _ngrams(toks: Sequence[str], n: int) -> Counter:
 
 def self_bleu(texts: Sequence[str], orders: Sequence[int] = ORDERS) -> dict[str, float]:
     """Mean sentence BLEU-n of each text against all the others (nltk
-    semantics, see the module doc); 0 for a text with no unigram match."""
+    semantics, see the module doc); 0 for a text with no unigram match;
+    None for fewer than two texts."""
     toks = [tokens(t) for t in texts]
     if len(toks) < 2:
-        return {f"self_bleu_{n}": float("nan") for n in orders}
+        return {f"self_bleu_{n}": None for n in orders}  # no other case to compare with
     top = max(orders)
     counts = [[_ngrams(t, k) for k in range(1, top + 1)] for t in toks]
     # per n-gram: the highest count over the texts, how many texts reach it, the second highest
@@ -130,7 +131,7 @@ def perplexity(texts: Sequence[str], net, tokenizer, batch_size: int = 16) -> di
             nll = -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
             mask = att[:, 1:].float()
             losses += ((nll * mask).sum(-1) / mask.sum(-1)).tolist()
-    return {"perplexity": round(math.exp(sum(losses) / len(losses)), 4) if losses else float("nan"),
+    return {"perplexity": round(math.exp(sum(losses) / len(losses)), 4) if losses else None,
             "scored": len(losses), "too_short": len(encoded) - len(scorable)}
 
 
