@@ -136,3 +136,19 @@ def test_the_pinned_registry_lists_every_part_of_the_stand_in():
         assert prof["llm_weights"] in reg, name
     assert reg[params["profiles"]["smoke"]["llm_weights"]]["source"] == "package"
     assert paths.llm_weights().startswith("data/")
+
+
+def test_a_stage_that_loads_the_weights_asks_for_their_memory():
+    """The scheduler's mem_mb of the LLM stages follows the profile's
+    weights (Qwen in fp32 holds ~7.6 GB), not one constant."""
+    from hatecheck_pipeline.core.config import load_params
+    from hatecheck_pipeline.pipeline.registry import build_stages
+
+    asked = {}
+    for prof in ("embedded", "smoke"):
+        p = load_params()
+        p["profile"] = prof
+        stages = {s.name: s for s in build_stages(p)}
+        asked[prof] = {n: s.mem_mb for n, s in stages.items() if n.startswith(("llm_ethos_local", "llm_misspelling_local", "predict_LLM-EN"))}
+    assert asked["embedded"] and set(asked["embedded"].values()) == {9000}
+    assert set(asked["smoke"].values()) == {2000}

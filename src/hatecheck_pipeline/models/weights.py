@@ -66,6 +66,12 @@ def entry_of(name: str, registry: Mapping[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def memory_mb(name: str, default: int) -> int:
+    """What a stage that loads the weights ``name`` asks the scheduler for
+    (the entry's ``mem_mb``; ``default`` when it names none)."""
+    return int(entry_of(name, load_registry()).get("mem_mb", default))
+
+
 def download(url: str, sha256: str, folder: Path, fname: str) -> Path:
     """One file from ``url`` into ``folder`` with pooch, checked against ``sha256``
     (pooch raises ValueError on a mismatch and removes the file)."""

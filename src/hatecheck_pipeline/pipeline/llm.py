@@ -24,6 +24,7 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import WEIGHTS_FILE, weights_input
+from hatecheck_pipeline.pipeline.models import llm_mem_mb
 
 PHASE = "llm"
 SETS = "hatecheck_pipeline.data.ethos:build_sets"
@@ -32,7 +33,6 @@ ETHOS_RUN = "hatecheck_pipeline.evaluation.llm:run_ethos"
 MISSPELLING_RUN = "hatecheck_pipeline.evaluation.llm_misspelling:run_misspelling"
 # The paper's Table 22 (the profanity strings and their edits) is read from the papers' figures.
 PUBLISHED = "src/hatecheck_pipeline/resources/published.yaml"
-LLM_MEM_MB = 4000
 
 
 def enabled_backends(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -89,7 +89,7 @@ def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
         },
         args={"name": name},
         threads=params["llm"]["threads"],
-        mem_mb=LLM_MEM_MB,
+        mem_mb=llm_mem_mb(params, params["llm"]["backends"][name]),
     )
 
 
@@ -113,7 +113,7 @@ def misspelling_stage(name: str, params: Mapping[str, Any]) -> Stage:
         },
         args={"name": name},
         threads=params["llm"]["threads"],
-        mem_mb=LLM_MEM_MB,
+        mem_mb=llm_mem_mb(params, params["llm"]["backends"][name]),
     )
 
 

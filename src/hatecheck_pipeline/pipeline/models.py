@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
-from hatecheck_pipeline.models.weights import weights_input
+from hatecheck_pipeline.models.weights import memory_mb, weights_input
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
 
@@ -30,7 +30,14 @@ ERASER = "eraser"  # bias.hatexplain.supervised.train_rationales: derive them fr
 TRAIN = "hatecheck_pipeline.models.train:train"
 PREDICT = "hatecheck_pipeline.models.predict:predict"
 LLM_PREDICT = "hatecheck_pipeline.evaluation.llm_classifier:predict_suites"
-LLM_MEM_MB = 4000
+LLM_MEM_MB = 4000  # a stage on an endpoint backend, or weights that name no mem_mb
+
+
+def llm_mem_mb(params: Mapping[str, Any], backend: Mapping[str, Any]) -> int:
+    """Memory of a stage on ``backend``: the profile's local weights' own
+    ``mem_mb`` (resources/llm_weights.yaml: Qwen dequantised to fp32 holds
+    ~7.6 GB) when the backend loads the fetched weights."""
+    return memory_mb(profile(params)["llm_weights"], LLM_MEM_MB) if weights_input(backend) else LLM_MEM_MB
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
@@ -215,7 +222,7 @@ def llm_predict_stage(params: Mapping[str, Any], model: str) -> Stage:
         },
         args={"model": model, "backend_name": spec["backend"], "suites": suites},
         threads=params["llm"]["threads"],
-        mem_mb=LLM_MEM_MB,
+        mem_mb=llm_mem_mb(params, params["llm"]["backends"][spec["backend"]]),
         gpu=profile(params).get("gpu", 0),  # a local backend runs on CUDA when there is one
         runtime=profile(params).get("predict_runtime"),
     )
