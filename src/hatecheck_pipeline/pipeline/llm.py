@@ -70,6 +70,18 @@ def sets_stage() -> Stage:
     )
 
 
+def backend_params(name: str, params: Mapping[str, Any], **own: str) -> dict[str, str]:
+    """The params keys of a stage that asks backend ``name``: the stage's
+    ``own`` keys, the LLM runtime's and the profile's caps."""
+    keys = {k: f"llm.{k}" for k in ("seed", "threads", "batch_size", "cache_dir")}
+    return {"backend": f"llm.backends.{name}", **own, **keys, **profile_params(params)}
+
+
+def backend_resources(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Arguments, threads and memory of a stage on backend ``name``."""
+    return {"args": {"name": name}, "threads": params["llm"]["threads"], "mem_mb": llm_mem_mb(params, params["llm"]["backends"][name])}
+
+
 def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
     return Stage(
         f"llm_ethos_{name}",
@@ -78,18 +90,8 @@ def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
         inputs={"items": paths.ethos_sets(), **weights_input(params["llm"]["backends"][name])},
         outputs={"answers": out(paths.llm_answers(name)), "metrics": metric(paths.llm_metrics(name))},
         # profile/profiles: profiles.<p>.llm_example_sets caps the mixed example sets (smoke)
-        params={
-            "backend": f"llm.backends.{name}",
-            "settings": "llm.settings",
-            "seed": "llm.seed",
-            "threads": "llm.threads",
-            "batch_size": "llm.batch_size",
-            "cache_dir": "llm.cache_dir",
-            **profile_params(params),
-        },
-        args={"name": name},
-        threads=params["llm"]["threads"],
-        mem_mb=llm_mem_mb(params, params["llm"]["backends"][name]),
+        params=backend_params(name, params, settings="llm.settings"),
+        **backend_resources(name, params),
     )
 
 
@@ -102,18 +104,8 @@ def misspelling_stage(name: str, params: Mapping[str, Any]) -> Stage:
                 **weights_input(params["llm"]["backends"][name])},
         outputs={"answers": out(paths.llm_misspelling_answers(name)), "metrics": metric(paths.llm_misspelling_metrics(name))},
         # profile/profiles: profiles.<p>.llm_misspelling_max_texts caps the versions asked per category (smoke)
-        params={
-            "backend": f"llm.backends.{name}",
-            "threshold": "llm.ethos.threshold",
-            "seed": "llm.seed",
-            "threads": "llm.threads",
-            "batch_size": "llm.batch_size",
-            "cache_dir": "llm.cache_dir",
-            **profile_params(params),
-        },
-        args={"name": name},
-        threads=params["llm"]["threads"],
-        mem_mb=llm_mem_mb(params, params["llm"]["backends"][name]),
+        params=backend_params(name, params, threshold="llm.ethos.threshold"),
+        **backend_resources(name, params),
     )
 
 
