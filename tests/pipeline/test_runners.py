@@ -217,3 +217,10 @@ def test_outputs_dvc_records_as_up_to_date_get_times_after_their_inputs(workdir)
     os.utime("b.txt", (100, 100))
     assert runners.align_to_record([a, b]) == []
     assert os.path.getmtime("b.txt") == 100  # b keeps its time: it re-runs in Snakemake too
+    subprocess.run([*dvc, "repro", "-q"], check=True)
+    os.utime("b.txt", (100, 100))
+    os.utime("a.txt", (200, 200))
+    # a's values overridden on Snakemake's command line (DVC, reading
+    # params.yaml, calls it up to date): a keeps its times and re-runs
+    assert runners.align_to_record([a, b], skip=["a"]) == ["b"]
+    assert os.path.getmtime("a.txt") == 200

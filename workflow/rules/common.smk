@@ -17,7 +17,9 @@ STARTED = time.time()
 # with "Directory cannot be locked": removed when no run of this workspace is
 # alive. Then this process marks itself live (before Snakemake locks).
 for stale in hc_runners.clear_stale_locks():
-    print(f"removed a stale Snakemake lock left by a killed run: {stale}", file=sys.stderr)
+    print(
+        f"removed a stale Snakemake lock left by a killed run: {stale}", file=sys.stderr
+    )
 hc_runners.register_run()
 # Values given with `snakemake --config key=value` reach every stage command
 # through the environment (hatecheck-pipeline reads HATECHECK_PIPELINE_SET),
@@ -43,13 +45,15 @@ CORES = machine_cores()
 if workflow.local_exec and "cpu_cores" not in workflow.global_resources:
     workflow.register_resource("cpu_cores", CORES)
 # One file per stage with its parameter values, rewritten only when they change.
-hc_runners.sync_params_files(STAGES, PARAMS)
+PARAMS_CHANGED = hc_runners.sync_params_files(STAGES, PARAMS)
 # Outputs DVC pulled or checked out carry the time they were written: where
 # DVC's record says a stage is up to date, its outputs get times after its
 # inputs, so that Snakemake agrees (docs/sharing.md).
 # (The main process only: a cluster job re-reads this file mid-run.)
 if workflow.is_main_process:
-    hc_runners.align_to_record(STAGES, echo=lambda line: print(line, file=sys.stderr))
+    hc_runners.align_to_record(
+        STAGES, echo=lambda line: print(line, file=sys.stderr), skip=PARAMS_CHANGED
+    )
 
 
 def rule_threads(stage):

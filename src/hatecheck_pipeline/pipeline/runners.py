@@ -155,7 +155,7 @@ def _mtime(path: str) -> float | None:
         return None
 
 
-def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print) -> list[str]:
+def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print, skip: Iterable[str] = ()) -> list[str]:
     """After `dvc pull` (or `dvc checkout`, `git checkout` + DVC), outputs get
     the time they were written, in no particular order, so Snakemake's
     modification-time rule would re-run stages whose inputs look newer than
@@ -164,7 +164,12 @@ def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print) -> 
     outputs new modification times in DAG order (after every input), so that
     Snakemake agrees with DVC. Stages DVC finds changed keep their times (they
     re-run in both runners). Returns the stages re-stamped; costs one
-    ``dvc status`` only when some output is older than an input."""
+    ``dvc status`` only when some output is older than an input.
+
+    ``skip``: stages whose parameter values differ from ``dvc.lock``'s in
+    this run (:func:`sync_params_files`' answer: a Snakemake ``--config``
+    override, which DVC, reading params.yaml, does not see): they keep their
+    times, so that Snakemake re-runs them."""
     def stale(s: Stage) -> bool:
         outs = [_mtime(o.path) for o in s.snakemake_outs]
         if not outs or None in outs:
@@ -178,7 +183,7 @@ def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print) -> 
     now = time.time()
     done = []
     for s in stages:  # DAG order
-        if s.name in changed or any(_mtime(o.path) is None for o in s.snakemake_outs):
+        if s.name in changed or s.name in skip or any(_mtime(o.path) is None for o in s.snakemake_outs):
             continue
         stamp = now + len(done) * 0.01
         for o in s.snakemake_outs:
