@@ -145,10 +145,13 @@ def test_snakemake_killed_mid_data_stage_then_mid_training_resumes_exactly(tmp_p
 
 def test_dvc_repro_killed_mid_training_resumes_exactly(reference, outcome):
     project = reference["project"]  # data stages recorded in dvc.lock by the Snakemake run
-    for rel in ("models/B-D", "results/B-D"):
+    # the record's outputs leave the workspace and DVC's cache: a stage whose
+    # dvc.lock entry still matches would otherwise be checked out from the
+    # cache ("Stage ... is cached - skipping run"), even with --no-run-cache
+    for rel in ("models/B-D", "results/B-D", ".dvc/cache"):
         subprocess.run(["rm", "-rf", str(project / rel)], check=True)
     target = "score_B-D_heldout_davidson2017"
-    # --no-run-cache: run the commands (not restore the outputs DVC cached when it recorded the Snakemake run)
+    # --no-run-cache: run the commands (not restore outputs from DVC's run cache)
     proc, log = start([str(BIN / "dvc"), "repro", "--no-run-cache", target], project, "dvc1")
     kill_when(proc, lambda: "Running stage 'train_B-D'" in log.read_text() and time.sleep(3) is None)
     assert not (project / "models/B-D/model_card.json").exists(), "training finished before the kill"
