@@ -346,3 +346,51 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
     q = json.loads((workdir / expand.quality_report()).read_text())
     assert q["suites"]["hatecheck"]["cases"] == 3 and q["suites"]["hatecheck"]["perplexity"] > 0
     assert q["suites"]["gpt_hatecheck_english"]["cases"] == kept["text"].n_unique()
+
+
+def test_a_local_generator_and_judge_on_the_fetched_weights_declare_them(params):
+    """GPT-HateCheck on the profile's local LLM (backend ``local``, model
+    ``weights``): generation and validation read the fetched weights'
+    manifest, ask the weights' memory, and the fetch stage is in the DAG;
+    an endpoint generator and the NLI judge declare neither."""
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.models.weights import memory_mb
+    from hatecheck_pipeline.pipeline import expand, llm
+
+    def with_plan(generator: str, judge: str) -> dict:
+        plan = {"generator": generator, "judge": judge, "max_cells": 1, "per_cell": 1, "max_tokens": 8,
+                "max_requests": 1, "quality_cases": None}
+        profiles = {**params["profiles"], "embedded": {**params["profiles"]["embedded"], "gpt_hatecheck": plan}}
+        llm_off = {n: {**b, "enabled": False} for n, b in params["llm"]["backends"].items()}
+        models = {n: m for n, m in params["models"].items() if m.get("kind") != "llm"}
+        return {**params, "profile": "embedded", "profiles": profiles, "models": models,
+                "llm": {**params["llm"], "backends": llm_off},
+                "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": True}}}
+
+    local = with_plan("local", "local")
+    stages = {s.name: s for s in expand.stages(local)}
+    gen, val = stages["expand_llm_generate_english"], stages["expand_llm_validate_english"]
+    weights_mb = memory_mb(params["profiles"]["embedded"]["llm_weights"], 0)
+    assert gen.inputs["weights"] == val.inputs["weights"] == paths.llm_weights_info()
+    assert gen.mem_mb == val.mem_mb == weights_mb > 6000
+    assert llm.uses_fetched_weights(local) and "fetch_llm_weights" in {s.name for s in llm.stages(local)}
+
+    endpoint = with_plan("gpt-3.5-turbo", "nli")
+    stages = {s.name: s for s in expand.stages(endpoint)}
+    assert "weights" not in stages["expand_llm_generate_english"].inputs
+    assert "weights" not in stages["expand_llm_validate_english"].inputs
+    assert not llm.uses_fetched_weights(endpoint)
+
+
+def test_a_backend_on_fetched_weights_is_loaded_from_their_folder_and_named_by_their_manifest(tmp_path):
+    from hatecheck_pipeline.evaluation import gpt_hatecheck as g
+
+    backend = {"kind": "local", "model": "weights", "stand_in": None}
+    with pytest.raises(ValueError, match="fetch_llm_weights"):
+        g.with_weights(backend, None)
+    manifest = tmp_path / "w" / "info.json"
+    resolved = g.with_weights(backend, manifest)
+    assert resolved["model"] == str(tmp_path / "w") and backend["model"] == "weights"
+    endpoint = {"kind": "openai", "model": "gpt-3.5-turbo-0613"}
+    assert g.with_weights(endpoint, None) is endpoint
+    assert g.describe_backend("e", endpoint, g.PAPER_GENERATOR) == "e: gpt-3.5-turbo-0613"

@@ -51,11 +51,16 @@ PAPER_JUDGE = "facebook/bart-large-mnli"
 def describe_backend(name: str, backend: Mapping[str, Any], paper_model: str) -> str:
     """What the outputs call a generator or judge: the backend and its
     model, labelled a stand-in for the paper's model unless it is that model."""
-    from hatecheck_pipeline.models.llm import describe_model
-
-    model = describe_model(backend["model"]) if backend["kind"] == "local" else backend["model"]
-    label = f"{name}: {model}"
+    label = f"{name}: {model_name(backend)}"
     return label if backend["model"] == paper_model else f"{label}, a STAND-IN for {paper_model}"
+
+
+def with_weights(backend: dict[str, Any], weights: Path | None) -> dict[str, Any]:
+    """``backend`` with ``model: weights`` replaced by the folder of the
+    profile's fetched weights (the stage's ``weights`` input)."""
+    from hatecheck_pipeline.models.llm import model_ref
+
+    return {**backend, "model": model_ref(backend["model"], weights)} if backend["kind"] == "local" else backend
 
 
 def load_local(backend: Mapping[str, Any], threads: int, batch_size: int = 8):
@@ -71,8 +76,16 @@ def client_of(name: str, backend: Mapping[str, Any], cache_dir: Path, threads: i
     if backend["kind"] == "openai":
         return chat.ChatClient(backend["base_url"], backend.get("api_key_env"), cache_dir, backend.get("timeout_s", 120))
     if backend["kind"] == "local":
-        return chat.LocalChat(load_local(backend, threads), backend["model"], cache_dir)
+        return chat.LocalChat(load_local(backend, threads), model_name(backend), cache_dir)
     raise GPTHateCheckError(f"llm.backends.{name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")
+
+
+def model_name(backend: Mapping[str, Any]) -> str:
+    """The model a request is keyed and recorded by: a local backend's
+    weights by name and sha256 (not the folder they lie in)."""
+    from hatecheck_pipeline.models.llm import describe_model
+
+    return describe_model(backend["model"]) if backend["kind"] == "local" else backend["model"]
 
 
 def draw_cells(cells: Sequence[prompts.Cell], max_cells: int | None, seed: int) -> list[prompts.Cell]:
@@ -88,15 +101,16 @@ def draw_cells(cells: Sequence[prompts.Cell], max_cells: int | None, seed: int) 
 
 def gpt_generate(language: str, placeholders: Path, prompts_file: Path, candidates: Path, requests: Path, report: Path,
                  settings: Mapping[str, Any], backends: Mapping[str, Any], profile: str, profiles: Mapping[str, Any],
-                 threads: int) -> str:
+                 threads: int, weights: Path | None = None) -> str:
     """Stage ``expand_llm_generate_<language>``: the candidates of every
     (functionality, target group) cell from the generator the profile
     names (``settings`` = ``expansion.llm``; answers cached by request under
     ``settings.cache_dir``); every request with its bad output, if any, and
-    the counts per functionality (``report``)."""
+    the counts per functionality (``report``); ``weights``: the fetched
+    weights' manifest when the generator's model is ``weights``."""
     cfg = plan(profile, profiles)
     name = cfg["generator"]
-    backend = backend_of(name, backends, "generator")
+    backend = with_weights(backend_of(name, backends, "generator"), weights)
     spec = prompts.load_spec(prompts_file)
     slurs = prompts.hatecheck_slurs(placeholders)
     funcs = settings["functionalities"] or list(spec["functionalities"])
@@ -110,7 +124,7 @@ def gpt_generate(language: str, placeholders: Path, prompts_file: Path, candidat
     started = time.perf_counter()
     client = client_of(name, backend, Path(settings["cache_dir"]) / name, threads)
     try:
-        frame, reqs = gen.generate(client, backend["model"], cells, n, per_request, max_requests,
+        frame, reqs = gen.generate(client, model_name(backend), cells, n, per_request, max_requests,
                                    settings["temperature"], max_tokens, settings["seed"])
     finally:
         client.close()
@@ -129,14 +143,14 @@ def gpt_generate(language: str, placeholders: Path, prompts_file: Path, candidat
 
 
 def load_judge(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings: Mapping[str, Any], threads: int,
-               batch_size: int):
+               batch_size: int, weights: Path | None = None):
     name = cfg["judge"]
     if name == NLI_JUDGE:
         import torch
 
         torch.set_num_threads(bounded_threads(threads))
         return nli.NLIScorer(nli_settings["model"], batch_size=nli_settings["batch_size"])
-    backend = backend_of(name, backends, "judge")
+    backend = with_weights(backend_of(name, backends, "judge"), weights)
     if backend["kind"] != "local":
         raise GPTHateCheckError(f"params: gpt_hatecheck.judge {name!r} must be a local backend (log-probabilities) or 'nli'")
     return nli.LLMJudge(load_local(backend, threads, batch_size), describe_backend(name, backend, PAPER_JUDGE))
@@ -154,17 +168,19 @@ class NoJudgeNeeded:
         return []
 
 
-def judge_name(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings: Mapping[str, Any]) -> str:
+def judge_name(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings: Mapping[str, Any],
+               weights: Path | None = None) -> str:
     if cfg["judge"] == NLI_JUDGE:
         return f"NLI model {nli_settings['model']}"
-    backend = backend_of(cfg["judge"], backends, "judge")
+    backend = with_weights(backend_of(cfg["judge"], backends, "judge"), weights)
     return (f"STAND-IN judge: {describe_backend(cfg['judge'], backend, PAPER_JUDGE)} answering "
             f"'{nli.JUDGE_QUESTION.splitlines()[-1]}' (not an NLI model)")
 
 
 def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, rejected: Path, report: Path,
                  settings: Mapping[str, Any], targets: Sequence[str], backends: Mapping[str, Any], profile: str,
-                 profiles: Mapping[str, Any], threads: int, batch_size: int, generation: Path) -> str:
+                 profiles: Mapping[str, Any], threads: int, batch_size: int, generation: Path,
+                 weights: Path | None = None) -> str:
     """Stage ``expand_llm_validate_<language>``: the hypothesis tests of
     every candidate through the judge the profile names (``settings`` =
     ``expansion.nli``); kept cases as a suite table, rejected ones with their
@@ -175,8 +191,8 @@ def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, 
     started = time.perf_counter()
     spec = nli.load_spec(hypotheses)
     frame = pl.read_parquet(candidates)
-    judge = load_judge(cfg, backends, settings, threads, batch_size) if frame.height else \
-        NoJudgeNeeded(judge_name(cfg, backends, settings))
+    judge = load_judge(cfg, backends, settings, threads, batch_size, weights) if frame.height else \
+        NoJudgeNeeded(judge_name(cfg, backends, settings, weights))
     kept, rej, doc = gen.validate(frame, spec, judge, settings["threshold"], targets)
     generator = json.loads(Path(generation).read_text("utf-8"))["generator"]
     kept = kept.with_columns(pl.lit(generator).alias("generator"))

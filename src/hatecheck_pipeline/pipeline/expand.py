@@ -10,8 +10,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.core.config import profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.data.sources import raw_files
+from hatecheck_pipeline.models.weights import weights_input
+from hatecheck_pipeline.pipeline.models import llm_mem_mb
 from hatecheck_pipeline.suites.registry import perturbed_tables
 
 RESOURCES = "src/hatecheck_pipeline/resources/expansion"
@@ -70,29 +73,47 @@ def quality_report() -> str:
 TEMPLATE_KEYS = {"languages": "datasets.mhc.languages", "lowercase_languages": "expansion.templates.lowercase_languages"}
 
 
+def gpt_backends(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The llm.backends entries the active profile's GPT-HateCheck generates
+    and judges with (role -> backend; a judge 'nli' is no backend)."""
+    plan = profile(params).get("gpt_hatecheck") or {}
+    backends = params.get("llm", {}).get("backends", {})
+    return {role: backends[plan[role]] for role in ("generator", "judge") if plan.get(role) in backends}
+
+
+def gpt_backend_resources(role: str, params: Mapping[str, Any]) -> tuple[dict[str, str], int]:
+    """The weights input and the memory of the stage running ``role``."""
+    backend = gpt_backends(params).get(role)
+    return (weights_input(backend), llm_mem_mb(params, backend)) if backend else ({}, 6000)
+
+
 def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
     exp = params["expansion"]
     llm = exp["llm"]
     prompts_file = resolve(llm["prompts"]) if llm["prompts"] else f"{RESOURCES}/prompts.yaml"
     hypotheses = resolve(exp["nli"]["hypotheses"]) if exp["nli"]["hypotheses"] else f"{RESOURCES}/hypotheses.yaml"
     threads = params.get("llm", {}).get("threads", 2)
+    gen_weights, gen_mem = gpt_backend_resources("generator", params)
+    judge_weights, judge_mem = gpt_backend_resources("judge", params)
     out_: list[Stage] = []
     for lang in llm["languages"]:
         cand = paths.expansion_file(f"gpt_candidates_{lang}", "candidates.parquet")
         name = f"gpt_hatecheck_{lang}"
         out_.append(Stage(
             f"expand_llm_generate_{lang}", "expand", f"{GPT}:gpt_generate",
-            inputs={"placeholders": paths.raw("hatecheck", "template_placeholders.csv"), "prompts_file": prompts_file},
+            inputs={"placeholders": paths.raw("hatecheck", "template_placeholders.csv"), "prompts_file": prompts_file,
+                    **gen_weights},
             outputs={"candidates": out(cand), "requests": out(gpt_report(lang, "requests.parquet")),
                      "report": metric(gpt_report(lang, "generation.json"))},
             params={"settings": "expansion.llm", "backends": "llm.backends", "threads": "llm.threads", **profile_params(params)},
             args={"language": lang},
             threads=threads,
-            mem_mb=6000,
+            mem_mb=gen_mem,
         ))
         out_.append(Stage(
             f"expand_llm_validate_{lang}", "expand", f"{GPT}:gpt_validate",
-            inputs={"candidates": cand, "hypotheses": hypotheses, "generation": gpt_report(lang, "generation.json")},
+            inputs={"candidates": cand, "hypotheses": hypotheses, "generation": gpt_report(lang, "generation.json"),
+                    **judge_weights},
             outputs={
                 "accepted": out(paths.expanded_table(name)),
                 "rejected": out(paths.expansion_file(name, "rejected.parquet")),
@@ -102,7 +123,7 @@ def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
                     "threads": "llm.threads", "batch_size": "llm.batch_size", **profile_params(params)},
             args={"name": name},
             threads=threads,
-            mem_mb=6000,
+            mem_mb=judge_mem,
         ))
     out_.append(Stage(
         "expand_quality", "expand", f"{GPT}:gpt_quality",

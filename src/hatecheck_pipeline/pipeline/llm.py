@@ -24,6 +24,7 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import WEIGHTS_FILE, weights_input
+from hatecheck_pipeline.pipeline.expand import gpt_backends
 from hatecheck_pipeline.pipeline.models import llm_mem_mb
 
 PHASE = "llm"
@@ -56,6 +57,8 @@ def uses_fetched_weights(params: Mapping[str, Any]) -> bool:
     backends = params.get("llm", {}).get("backends", {})
     used = [b for b in enabled_backends(params).values()]
     used += [backends[m["backend"]] for m in params["models"].values() if is_llm(m) and m["backend"] in backends]
+    if params.get("expansion", {}).get("llm", {}).get("enabled"):
+        used += list(gpt_backends(params).values())
     return any(weights_input(b) for b in used)
 
 
