@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import profile
+from hatecheck_pipeline.core.config import active_profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.data.sources import raw_files
 from hatecheck_pipeline.models.weights import weights_input
@@ -73,18 +73,27 @@ def quality_report() -> str:
 TEMPLATE_KEYS = {"languages": "datasets.mhc.languages", "lowercase_languages": "expansion.templates.lowercase_languages"}
 
 
-def gpt_backends(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The llm.backends entries the active profile's GPT-HateCheck generates
-    and judges with (role -> backend; a judge 'nli' is no backend)."""
-    plan = profile(params).get("gpt_hatecheck") or {}
+def gpt_backends(params: Mapping[str, Any], name: str | None = None) -> dict[str, dict[str, Any]]:
+    """The llm.backends entries profile ``name``'s GPT-HateCheck (None: the
+    active profile's) generates and judges with (role -> backend; a judge
+    'nli' is no backend)."""
+    plan = active_profile(name or params["profile"], params["profiles"]).get("gpt_hatecheck") or {}
     backends = params.get("llm", {}).get("backends", {})
     return {role: backends[plan[role]] for role in ("generator", "judge") if plan.get(role) in backends}
 
 
 def gpt_backend_resources(role: str, params: Mapping[str, Any]) -> tuple[dict[str, str], int]:
-    """The weights input and the memory of the stage running ``role``."""
-    backend = gpt_backends(params).get(role)
-    return (weights_input(backend), llm_mem_mb(params, backend)) if backend else ({}, 6000)
+    """The weights input and the memory of the stage running ``role``. The
+    input is declared when any profile runs ``role`` on the fetched weights:
+    the DAG (dvc.yaml) does not depend on the active profile, so that
+    `dvc exp run -S profile=...` needs no new one; the memory is the
+    active profile's."""
+    declared: dict[str, str] = {}
+    for name in params["profiles"]:
+        backend = gpt_backends(params, name).get(role)
+        declared = declared or (weights_input(backend) if backend else {})
+    active = gpt_backends(params).get(role)
+    return declared, llm_mem_mb(params, active) if active else 6000
 
 
 def llm_stages(params: Mapping[str, Any]) -> list[Stage]:

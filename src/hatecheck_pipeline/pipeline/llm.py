@@ -57,8 +57,8 @@ def uses_fetched_weights(params: Mapping[str, Any]) -> bool:
     backends = params.get("llm", {}).get("backends", {})
     used = [b for b in enabled_backends(params).values()]
     used += [backends[m["backend"]] for m in params["models"].values() if is_llm(m) and m["backend"] in backends]
-    if params.get("expansion", {}).get("llm", {}).get("enabled"):
-        used += list(gpt_backends(params).values())
+    if params.get("expansion", {}).get("llm", {}).get("enabled"):  # under any profile: the DAG is the same for all
+        used += [b for name in params["profiles"] for b in gpt_backends(params, name).values()]
     return any(weights_input(b) for b in used)
 
 
