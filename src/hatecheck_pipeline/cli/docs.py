@@ -56,7 +56,7 @@ def render(
     out: Annotated[Path, typer.Option(help="folder of the generated pages")] = GENERATED,
     check: Annotated[bool, typer.Option(help="only check that the pages are what the record gives")] = False,
 ) -> None:
-    """Write docs/generated/{results,performance,data}.md from a recorded run."""
+    """Write docs/generated/{results,llm,performance,data}.md from a recorded run."""
     from hatecheck_pipeline.report import docs_pages, docs_record
 
     record = record or docs_pages.record_of(out / "results.md")

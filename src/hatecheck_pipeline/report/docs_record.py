@@ -9,6 +9,9 @@ of a workspace's files, at the same relative paths:
 - ``models/<model>/model_card.json`` (which base model ran, its budget);
 - ``data/validation/<dataset>.json`` (row counts and validation outcome);
 - ``logs/benchmarks/<stage>.json``: every stage's time and memory record;
+- ``results/llm/<backend>/metrics.json`` (the prompted LLM on ETHOS) and
+  GPT-HateCheck's generation, validation, quality and comparison reports
+  (``data/expanded/...``), when the run has them;
 - ``bench/<name>.txt``: outputs of the benchmark scripts, if given;
 
 and ``run.json``: the run's name and label, profile, commit, first stage
@@ -36,6 +39,10 @@ METRICS_GLOBS = ("results/*/heldout_*/metrics.json", "results/*/hatecheck/metric
 CARD_GLOB = "models/*/model_card.json"
 VALIDATION_GLOB = "data/validation/*.json"
 BENCHMARK_GLOB = "logs/benchmarks/*.json"
+# The prompted LLM's ETHOS metrics and GPT-HateCheck's reports (the llm page).
+LLM_GLOBS = ("results/llm/*/metrics.json", "data/expanded/gpt_hatecheck_*/generation.json",
+             "data/expanded/gpt_hatecheck_*/validation.json", "data/expanded/reports/quality.json",
+             "data/expanded/reports/gpt_hatecheck_compare.json")
 
 
 class RecordError(PipelineError, ValueError):
@@ -108,7 +115,7 @@ def record(
         raise RecordError(f"{workspace}: no stage records (logs/benchmarks) or no metrics files (results/): build the report first")
     if out.exists():
         shutil.rmtree(out)
-    for rel in [*metrics, *_files(workspace, [CARD_GLOB, VALIDATION_GLOB, BENCHMARK_GLOB])]:
+    for rel in [*metrics, *_files(workspace, [CARD_GLOB, VALIDATION_GLOB, BENCHMARK_GLOB, *LLM_GLOBS])]:
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(workspace / rel, out / rel)
     for path in bench:
