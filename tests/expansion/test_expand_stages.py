@@ -60,8 +60,9 @@ def test_gpt_hatecheck_stages_take_exactly_their_declared_arguments(params):
         assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
     gen = stages["expand_llm_generate_english"]
     assert set(gen.params) == {"settings", "backends", "threads", "profile", "profiles"}
+    # the embedded profile generates on the fetched weights: their manifest is an input
     assert gen.data_deps == [paths.raw("hatecheck", "template_placeholders.csv"),
-                             "src/hatecheck_pipeline/resources/expansion/prompts.yaml"]
+                             "src/hatecheck_pipeline/resources/expansion/prompts.yaml", paths.llm_weights_info()]
     val = stages["expand_llm_validate_english"]
     assert val.params["settings"] == "expansion.nli" and paths.expanded_table("gpt_hatecheck_english") in val.all_outs
     assert "expand_preprocess_gpt_hatecheck_english_bert" in stages
