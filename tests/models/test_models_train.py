@@ -464,3 +464,32 @@ def test_layer_lr_decay_groups_and_training(base, data, tmp_path):
         assert (named in card["budget_note"]) == (override is not None), card["budget_note"]
         moved[decay] = float((after["bert.encoder.layer.0.output.dense.weight"] - before["bert.encoder.layer.0.output.dense.weight"]).abs().sum())
     assert 0 < moved[0.1] < moved[1.0] / 10
+
+
+def test_cpu_bf16_auto_runs_bf16_only_on_a_cpu_with_native_bf16(tmp_path, monkeypatch):
+    """cpu_bf16: auto (the embedded profile): bf16 autocast where the CPU's
+    flags name native bf16, fp32 elsewhere (emulated bf16 took 10x the fp32
+    step here), and the card's precision says which ran."""
+    from hatecheck_pipeline.core import cpu
+
+    flags = {"avx2 fma": False, "avx2 avx512f avx512_bf16": True, "avx2 amx_bf16 amx_tile": True}
+    for i, (line, native) in enumerate(flags.items()):
+        info = tmp_path / f"cpuinfo{i}"
+        info.write_text(f"processor\t: 0\nmodel name\t: x\nflags\t\t: {line}\n")
+        assert cpu.native_bf16.__wrapped__(str(info)) is native
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nFeatures\t: fp asimd bf16 i8mm\n")
+    assert cpu.native_bf16.__wrapped__(str(arm)) is True
+    assert cpu.native_bf16.__wrapped__(str(tmp_path / "missing")) is False
+
+    device = torch.device("cpu")
+    monkeypatch.setattr(runtime, "native_bf16", lambda: False)
+    assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") is None
+    assert runtime.precision(device, amp=False, cpu_bf16="auto") == "fp32 (cpu_bf16: auto; this CPU has no native bf16)"
+    assert runtime.autocast_dtype(device, amp=False, cpu_bf16=True) == torch.bfloat16  # true forces it
+    monkeypatch.setattr(runtime, "native_bf16", lambda: True)
+    assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") == torch.bfloat16
+    assert runtime.precision(device, amp=False, cpu_bf16="auto") == "bf16 autocast (CPU)"
+    assert runtime.autocast_dtype(device, amp=False, cpu_bf16=False) is None
+    with pytest.raises(ValueError, match="'yes' is not true, false or 'auto'"):
+        runtime.cpu_bf16_on("yes")

@@ -11,6 +11,8 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from hatecheck_pipeline.core.cpu import native_bf16
+
 
 def pick_device() -> torch.device:
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
@@ -31,30 +33,43 @@ def available_threads() -> int:
     return max(1, min(cores, int(cores - load + 0.5)))
 
 
-def autocast_dtype(device: torch.device, amp: bool, cpu_bf16: bool = False) -> torch.dtype | None:
+def cpu_bf16_on(cpu_bf16: bool | str) -> bool:
+    """``cpu_bf16``: True (always), False (never) or "auto" (only on a CPU
+    with native bf16, :func:`hatecheck_pipeline.core.cpu.native_bf16`)."""
+    if cpu_bf16 == "auto":
+        return native_bf16()
+    if not isinstance(cpu_bf16, bool):
+        raise ValueError(f"cpu_bf16: {cpu_bf16!r} is not true, false or 'auto'")
+    return cpu_bf16
+
+
+def autocast_dtype(device: torch.device, amp: bool, cpu_bf16: bool | str = False) -> torch.dtype | None:
     """The autocast dtype of a training step or prediction: bf16 (fp16
-    without bf16) on CUDA when ``amp``; bf16 on a CPU when ``cpu_bf16``;
-    None = fp32. Master weights and optimiser state stay fp32 either way."""
+    without bf16) on CUDA when ``amp``; bf16 on a CPU when ``cpu_bf16`` is
+    on (:func:`cpu_bf16_on`); None = fp32. Master weights and optimiser
+    state stay fp32 either way."""
     if amp and device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-    if cpu_bf16 and device.type == "cpu":
+    if device.type == "cpu" and cpu_bf16_on(cpu_bf16):
         return torch.bfloat16
     return None
 
 
-def autocast_ctx(device: torch.device, amp: bool, cpu_bf16: bool = False):
+def autocast_ctx(device: torch.device, amp: bool, cpu_bf16: bool | str = False):
     dtype = autocast_dtype(device, amp, cpu_bf16)
     return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
-def precision(device: torch.device, amp: bool, cpu_bf16: bool = False) -> str:
+def precision(device: torch.device, amp: bool, cpu_bf16: bool | str = False) -> str:
     """What :func:`autocast_ctx` runs in, for logs and cards.
 
     >>> precision(torch.device("cpu"), amp=True), precision(torch.device("cpu"), amp=False, cpu_bf16=True)
     ('fp32', 'bf16 autocast (CPU)')
     """
     dtype = autocast_dtype(device, amp, cpu_bf16)
-    return "fp32" if dtype is None else f"{'bf16' if dtype == torch.bfloat16 else 'fp16'} autocast ({device.type.upper()})"
+    if dtype is None:
+        return "fp32 (cpu_bf16: auto; this CPU has no native bf16)" if cpu_bf16 == "auto" and device.type == "cpu" else "fp32"
+    return f"{'bf16' if dtype == torch.bfloat16 else 'fp16'} autocast ({device.type.upper()})"
 
 
 def encode(tokenizer, texts: Sequence[str], max_length: int) -> list[list[int]]:

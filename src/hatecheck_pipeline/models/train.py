@@ -36,6 +36,7 @@ from hatecheck_pipeline.models.attention import Supervision, attention_loss, pad
 from hatecheck_pipeline.models.runtime import (
     autocast_ctx,
     bucketed_batches,
+    cpu_bf16_on,
     collate,
     encode,
     forward_logits,
@@ -493,7 +494,7 @@ def train_loop(
     ckpt_dir: Path,
     fingerprint: Mapping[str, Any],
     amp: bool = True,
-    cpu_bf16: bool = False,
+    cpu_bf16: bool | str = False,
     length_bucketing: bool = False,
     eval_batch_size: int = 64,
     progress: bool = True,
@@ -663,7 +664,7 @@ def grid_search(
     freeze_embeddings: bool = False,
     freeze_lower_layers: float = 0.0,
     amp: bool = True,
-    cpu_bf16: bool = False,
+    cpu_bf16: bool | str = False,
     length_bucketing: bool = False,
     eval_batch_size: int = 64,
     progress: bool = True,
@@ -810,7 +811,7 @@ def run(
     freeze = bool(profile.get("freeze_embeddings", False))
     lower = float(profile.get("freeze_lower_layers") or 0.0)
     bucketing = bool(profile.get("length_bucketing", False))
-    cpu_bf16 = bool(profile.get("cpu_bf16", False))
+    cpu_bf16 = profile.get("cpu_bf16", False)  # true | false | "auto" (models/runtime.py: cpu_bf16_on)
     labels = LabelSet.from_recipe(recipe_params)
     supervision = Supervision.from_recipe(recipe_params)
     train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed, labels, profile.get("max_train_per_dataset"))
@@ -835,7 +836,7 @@ def run(
     }
     if lower:
         fingerprint["freeze_lower_layers"] = lower
-    if cpu_bf16:
+    if cpu_bf16_on(cpu_bf16):  # what ran: "auto" without native bf16 trains the fp32 run
         fingerprint["cpu_bf16"] = True
     if profile.get("max_train_per_dataset") is not None:
         fingerprint["max_train_per_dataset"] = profile["max_train_per_dataset"]
