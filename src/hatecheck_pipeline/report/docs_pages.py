@@ -240,15 +240,13 @@ def ethos_table(rel: str, doc: Mapping[str, Any], published: Mapping[str, Any]) 
             cells = []
             for cat in ETHOS_BINARY:
                 if cat in cats:
-                    f1, acc = _mean(cats[cat], "f1"), _mean(cats[cat], "accuracy")
-                    paper_f1, _ = _paper((table,), "GPT-3", cat, "f1", published) if table else (None, "")
-                    paper_acc, _ = _paper((table,), "GPT-3", cat, "accuracy", published) if table else (None, "")
-                else:
+                    f1, acc, row = _mean(cats[cat], "f1"), _mean(cats[cat], "accuracy"), cat
+                else:  # a mixed setting: the paper's 'All' row of the category
                     mixed = next((cats[k] for k in ("mixed", "mixed_instruction") if k in cats), None)
                     pooled = ((mixed or {}).get("by_class") or {}).get(cat, {}).get("pooled") if cat != "overall" else None
-                    f1, acc = (pooled or {}).get("f1"), (pooled or {}).get("accuracy")
-                    paper_f1, _ = _paper((table,), "GPT-3", f"all:{cat}", "f1", published) if table and pooled else (None, "")
-                    paper_acc, _ = _paper((table,), "GPT-3", f"all:{cat}", "accuracy", published) if table and pooled else (None, "")
+                    f1, acc, row = (pooled or {}).get("f1"), (pooled or {}).get("accuracy"), f"all:{cat}"
+                paper_f1, _ = _paper((table,), "GPT-3", row, "f1", published)
+                paper_acc, _ = _paper((table,), "GPT-3", row, "accuracy", published)
                 cells.append(f"{_with_paper(f1, paper_f1)} / {_with_paper(acc, paper_acc)}" if f1 is not None else "–")
             unparsed = [c.get("unparsed_share") for c in cats.values() if c.get("unparsed_share") is not None]
             n = sum(c.get("n", 0) for k, c in cats.items() if k != "overall")
