@@ -224,3 +224,38 @@ def test_outputs_dvc_records_as_up_to_date_get_times_after_their_inputs(workdir)
     # params.yaml, calls it up to date): a keeps its times and re-runs
     assert runners.align_to_record([a, b], skip=["a"]) == ["b"]
     assert os.path.getmtime("a.txt") == 200
+
+
+def test_a_successful_run_records_what_a_killed_run_finished(workdir, monkeypatch):
+    """A Snakemake run killed part-way records nothing in dvc.lock; the next
+    successful run records, besides what it ran, the stages of its DAG that
+    the killed run finished (else `lineage` finds no record of them)."""
+    committed = []
+    monkeypatch.setattr(runners.dvc_internals, "commit_stages", lambda names: committed.extend(names))
+    stages = {n: stage(n) for n in ["done_before", "recorded", "ran_now", "half_done", "not_in_run"]}
+    (workdir / "logs").mkdir()
+    (workdir / "data").mkdir()
+    for name, s in stages.items():
+        (workdir / s.log).write_text("log")
+        if name != "half_done":  # killed before writing its output
+            (workdir / f"data/{name}.parquet").write_text("x")
+    (workdir / "dvc.lock").write_text("schema: '2.0'\nstages:\n  recorded:\n    cmd: c\n")
+    os.utime(workdir / "dvc.lock", (100, 100))
+    os.utime(workdir / stages["recorded"].log, (50, 50))  # ran before the lock was written
+    for name in ["done_before", "half_done", "not_in_run"]:
+        os.utime(workdir / stages[name].log, (10, 10))  # earlier (killed) run
+    started = time.time() - 1
+    in_run = ["done_before", "recorded", "ran_now", "half_done"]
+    ran = runners.record_in_dvc(stages.values(), started, in_run=in_run)
+    assert ran == committed == ["ran_now", "done_before"]
+    # a stage the lock records but whose log is newer (re-ran in the killed run) is recorded again
+    (workdir / "dvc.lock").write_text(  # what the commit wrote
+        "schema: '2.0'\nstages:\n" + "".join(f"  {n}:\n    cmd: c\n" for n in ["recorded", *committed])
+    )
+    os.utime(workdir / "dvc.lock", (1000, 1000))
+    committed.clear()
+    for name in ["ran_now", "done_before"]:
+        os.utime(workdir / stages[name].log, (900, 900))
+    os.utime(workdir / stages["recorded"].log, (2000, 2000))
+    assert runners.record_in_dvc(stages.values(), time.time() + 10, in_run=in_run) == ["recorded"]
+    assert runners.record_in_dvc(stages.values(), time.time() + 10) == []  # without the DAG: only what ran

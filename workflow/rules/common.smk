@@ -95,8 +95,9 @@ onerror:
 
 onsuccess:
     hc_runners.release_dvc_lock()
-    # Record exactly the stages that ran in dvc.lock (outputs cached, nothing re-run).
-    ran = hc_runners.record_in_dvc(STAGES, STARTED)
+    # Record the stages that ran in dvc.lock (outputs cached, nothing re-run),
+    # and those of this run's DAG that a killed earlier run finished unrecorded.
+    ran = hc_runners.record_in_dvc(STAGES, STARTED, in_run={job.rule.name for job in workflow.dag.jobs})
     if ran:
         print(f"dvc.lock: recorded {len(ran)} stage(s) that ran", file=sys.stderr)
 

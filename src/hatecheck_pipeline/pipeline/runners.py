@@ -12,7 +12,8 @@ both runners keep it true:
   workspace's outputs with those values (``dvc repro``), so Snakemake has
   nothing to redo.
 - **Snakemake records in DVC.** After a successful Snakemake run,
-  :func:`record_in_dvc` commits exactly the stages that ran into ``dvc.lock``
+  :func:`record_in_dvc` commits the stages that ran into ``dvc.lock`` (and
+  those of its DAG that a killed earlier run finished and never recorded)
   (through DVC's internals, all behind ``pipeline.dvc_internals``, in this
   one process, after every job finished, one
   write of the lock; outputs cached without re-linking them) and keeps the
@@ -125,10 +126,37 @@ def stages_that_ran(stages: Iterable[Stage], started: float) -> list[Stage]:
     return [s for s in stages if Path(s.log).exists() and Path(s.log).stat().st_mtime >= started]
 
 
-def record_in_dvc(stages: Iterable[Stage], started: float) -> list[str]:
+def unrecorded(stages: Iterable[Stage], lock_path: str | Path = "dvc.lock") -> list[Stage]:
+    """Stages that ran since ``dvc.lock`` last recorded them: absent from the
+    lock, or with a log newer than it, and with every output in place. A
+    Snakemake run killed (or failed) part-way records nothing, so the stages
+    it finished are in neither the lock nor the next run's jobs; the next
+    successful run records them with its own (``lineage`` reads the lock)."""
+    path = Path(lock_path)
+    recorded = set((read_dvc_yaml(path) or {}).get("stages") or {}) if path.exists() else set()
+    lock_time = path.stat().st_mtime if path.exists() else float("-inf")
+    found = []
+    for s in stages:
+        log = Path(s.log)
+        if not log.exists() or not all(os.path.lexists(o) for o in s.all_outs):
+            continue
+        if s.name not in recorded or log.stat().st_mtime > lock_time:
+            found.append(s)
+    return found
+
+
+def record_in_dvc(stages: Iterable[Stage], started: float, in_run: Iterable[str] | None = None) -> list[str]:
     """Commit the stages that ran since ``started`` into ``dvc.lock`` (outputs
-    cached, nothing re-run), keeping their outputs' modification times."""
+    cached, nothing re-run), keeping their outputs' modification times.
+
+    ``in_run``: the names of every job of this (successful) run's DAG, up to
+    date or not; those of them that an earlier, killed run finished and never
+    recorded (:func:`unrecorded`) are committed too."""
+    stages = list(stages)
     ran = stages_that_ran(stages, started)
+    if in_run is not None:
+        names = set(in_run) - {s.name for s in ran}
+        ran += unrecorded([s for s in stages if s.name in names])
     if not ran:
         return []
     stamps = _stamps(o for s in ran for o in s.all_outs)

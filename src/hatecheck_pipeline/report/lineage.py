@@ -120,7 +120,8 @@ def trace(target: str, lock: Mapping[str, Any], registry: Mapping[str, Any], rep
         start = cell["metrics_file"]
     first = find_producers(start, outs)
     if not first:
-        raise LineageError(f"{start}: no stage in dvc.lock produces it (is it a pipeline output, and has the pipeline run?)")
+        raise LineageError(f"{start}: no stage in dvc.lock produces it (is it a pipeline output, and has the pipeline run? "
+                           "A Snakemake run killed part-way records its finished stages at the next successful run)")
     nodes: dict[str, Node] = {}
     queue = list(first)
     while queue:
