@@ -7,7 +7,9 @@ For one model on N MHC cases (default 2,000) it prints cases/s of
 - a per-example ``transformers.pipeline("text-classification")`` loop,
 - one batched pipeline call,
 
-and the ratios; training samples/s of the training loop's step; the fp32
+and the ratios; the lower-precision paths (int8 dynamic quantisation,
+bf16 autocast where the CPU has native bf16) with their label agreement
+with fp32; training samples/s of the training loop's step; the fp32
 matmul peak measured in the same run and the share of it the predict code
 reaches (FLOPs estimated from the model's parameters and attention per
 token over the tokens processed). It checks that the predict code's labels
@@ -72,6 +74,47 @@ def flops(model, seqs) -> float:
     tokens = sum(len(s) for s in seqs)
     pairs = sum(len(s) ** 2 for s in seqs)
     return 2 * dense * tokens + 4 * cfg.num_hidden_layers * cfg.hidden_size * pairs
+
+
+def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[float, float, float]]:
+    """The lower-precision paths issue 32 asks to measure, each on a fresh
+    copy of the model: name -> (best seconds, label agreement with fp32,
+    max |dp|). int8 dynamic quantisation of every Linear (per-tensor and
+    per-channel weights); bf16 autocast only where the CPU has native bf16
+    (emulated bf16 ran ~10x slower than fp32 on an AVX2-only EPYC)."""
+    import warnings
+
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+    from transformers import AutoModelForSequenceClassification
+
+    from hatecheck_pipeline.core.cpu import native_bf16
+
+    def fresh():
+        torch.manual_seed(0)
+        return AutoModelForSequenceClassification.from_pretrained(
+            model_dir, num_labels=2, id2label=training.ID2LABEL, label2id=training.LABEL2ID).eval()
+
+    def timed(model, amp: bool) -> tuple[float, float, float]:
+        predict.predict_proba(model, tok, texts[:256], args.max_length, args.batch_size, amp=amp)  # warm-up
+        best = float("inf")
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            p = predict.predict_proba(model, tok, texts, args.max_length, args.batch_size, amp=amp)
+            best = min(best, time.perf_counter() - t0)
+        return best, float(np.mean((p >= 0.5) == (p_fp32 >= 0.5))), float(np.abs(p - p_fp32).max())
+
+    out: dict[str, tuple[float, float, float]] = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation notice of quantized tensors
+        out["int8 dynamic, per-tensor"] = timed(quantize_dynamic(fresh(), {torch.nn.Linear}, dtype=torch.qint8), False)
+        out["int8 dynamic, per-channel"] = timed(
+            quantize_dynamic(fresh(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8), False)
+    if native_bf16():
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out["bf16 autocast"] = timed(fresh(), False)
+    else:
+        print("bf16 autocast: not measured (this CPU has no native bf16; emulated bf16 is slower than fp32)")
+    return out
 
 
 def main() -> None:
@@ -151,6 +194,7 @@ def main() -> None:
 
     n = len(texts)
     fast, loop, batched = n / t_fast, n / t_loop, n / t_batched
+    lower = lower_precision(model_dir, tok, texts, args, p_fast)
     print(f"predict stage code:          {fast:8.1f} cases/s")
     print(f"pipeline, per-example loop:  {loop:8.1f} cases/s")
     print(f"pipeline, one batched call:  {batched:8.1f} cases/s")
@@ -158,6 +202,9 @@ def main() -> None:
     print(f"ratio predict / batched:     {fast / batched:8.2f}x  (target >= 2x, or >= 70% of matmul peak)")
     print(f"share of fp32 matmul peak:   {share:8.1%}")
     print(f"training samples/s:          {n_train / t_train:8.1f} (batch {bs}, {args.train_steps} steps)")
+    for name, (t, agree, dmax) in lower.items():
+        print(f"{name + ':':<28} {n / t:8.1f} cases/s = {n / t / batched:5.2f}x batched; labels agree with fp32 "
+              f"on {agree:.2%} (quality gate >= 99.5%), max |dp| = {dmax:.3f}")
     same = bool(np.array_equal(p_fast >= 0.5, p_ref >= 0.5))
     diff = float(np.abs(p_fast - p_ref).max())
     print(f"labels identical to unbatched fp32 reference: {same}; max |dp| = {diff:.2e} (limit 1e-4)")
