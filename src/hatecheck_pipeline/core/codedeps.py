@@ -33,6 +33,21 @@ def _package_of(module: str, file: Path) -> str:
     return module if file.name == "__init__.py" else module.rpartition(".")[0]
 
 
+def _statements(body: list[ast.stmt]):
+    """Every statement, nested ones included (function and class bodies,
+    branches, handlers, match cases), without visiting expressions: an
+    import is a statement, and ``ast.walk`` over every expression node cost
+    most of a registry build."""
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            children = getattr(node, field, None)
+            if isinstance(children, list):
+                todo.extend(c for c in children if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
+
+
 @lru_cache(maxsize=None)
 def direct_imports(module: str, src: Path = SRC) -> frozenset[str]:
     """Project modules one module imports (anywhere in its body)."""
@@ -42,7 +57,7 @@ def direct_imports(module: str, src: Path = SRC) -> frozenset[str]:
     tree = ast.parse(file.read_text("utf-8"), str(file))
     package = _package_of(module, file)
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == PACKAGE)
         elif isinstance(node, ast.ImportFrom):
