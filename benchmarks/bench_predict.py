@@ -76,6 +76,18 @@ def flops(model, seqs) -> float:
     return 2 * dense * tokens + 4 * cfg.num_hidden_layers * cfg.hidden_size * pairs
 
 
+def best_predict(model, tok, texts, args, amp: bool) -> tuple[float, np.ndarray]:
+    """The predict stage's code on ``texts``: best seconds of ``args.repeats``
+    after a warm-up, and its p(hateful)."""
+    predict.predict_proba(model, tok, texts[:256], args.max_length, args.batch_size, amp=amp)  # warm-up
+    best = float("inf")
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        p = predict.predict_proba(model, tok, texts, args.max_length, args.batch_size, amp=amp)
+        best = min(best, time.perf_counter() - t0)
+    return best, p
+
+
 def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[float, float, float]]:
     """The lower-precision paths issue 32 asks to measure, each on a fresh
     copy of the model: name -> (best seconds, label agreement with fp32,
@@ -95,12 +107,7 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
             model_dir, num_labels=2, id2label=training.ID2LABEL, label2id=training.LABEL2ID).eval()
 
     def timed(model, amp: bool) -> tuple[float, float, float]:
-        predict.predict_proba(model, tok, texts[:256], args.max_length, args.batch_size, amp=amp)  # warm-up
-        best = float("inf")
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            p = predict.predict_proba(model, tok, texts, args.max_length, args.batch_size, amp=amp)
-            best = min(best, time.perf_counter() - t0)
+        best, p = best_predict(model, tok, texts, args, amp)
         return best, float(np.mean((p >= 0.5) == (p_fp32 >= 0.5))), float(np.abs(p - p_fp32).max())
 
     out: dict[str, tuple[float, float, float]] = {}
@@ -147,12 +154,7 @@ def main() -> None:
 
     # the predict stage's code
     # shared machines are noisy: best of `--repeats` for the two batched paths
-    predict.predict_proba(model, tok, texts[:256], args.max_length, args.batch_size, amp=False)  # warm-up
-    t_fast = float("inf")
-    for _ in range(args.repeats):
-        t0 = time.perf_counter()
-        p_fast = predict.predict_proba(model, tok, texts, args.max_length, args.batch_size, amp=False)
-        t_fast = min(t_fast, time.perf_counter() - t0)
+    t_fast, p_fast = best_predict(model, tok, texts, args, amp=False)
     seqs = predict.encode(tok, texts, args.max_length)
     share = flops(model, seqs) / t_fast / peak
 
