@@ -394,3 +394,39 @@ def test_a_backend_on_fetched_weights_is_loaded_from_their_folder_and_named_by_t
     endpoint = {"kind": "openai", "model": "gpt-3.5-turbo-0613"}
     assert g.with_weights(endpoint, None) is endpoint
     assert g.describe_backend("e", endpoint, g.PAPER_GENERATOR) == "e: gpt-3.5-turbo-0613"
+
+
+class TemplatedLM:
+    """A chat LM stand-in: records the text it reads (after its own wrap)."""
+
+    prompt_format = "chat"
+    tok = None
+
+    def __init__(self, continuation):
+        self.continuation, self.read = continuation, []
+
+    def wrap(self, prompt):
+        return prompt if self.prompt_format == "plain" else f"<user>{prompt}</user><assistant>"
+
+    def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True):
+        self.read.extend(self.wrap(p) for p in prompts_)
+        return [self.continuation]
+
+
+def test_a_local_generator_answers_after_the_formats_opening_in_one_chat_template(tmp_path):
+    """The local generator's answer starts with `{"messages": ["` (the format
+    the authors' code reads); the prompt, already in the chat template, is
+    not wrapped a second time; answers are keyed apart from unprefixed ones."""
+    from hatecheck_pipeline.evaluation.gpt_hatecheck import ANSWER_PREFIX, PrefixedLM
+
+    lm = TemplatedLM('They are vermin.", "I hate them all."]}')
+    client = llm.LocalChat(PrefixedLM(lm, ANSWER_PREFIX), "m, prefixed", tmp_path)
+    cand, reqs = generate.generate(client, "m", cells(funcs=("derog_neg_emote_h",)), 2, 2, 1, 0.5, 64, 7)
+    assert cand["text"].to_list() == ["They are vermin.", "I hate them all."] and reqs["problem"].to_list() == [None]
+    assert reqs["answer"][0].startswith(ANSWER_PREFIX)
+    (read,) = lm.read
+    assert read.endswith("Result:\nAnswer:" + ANSWER_PREFIX) and "<user>" not in read  # one template, the opening last
+    assert lm.prompt_format == "chat"  # restored for the LM's other uses
+    plain = llm.LocalChat(TemplatedLM(GOOD), "m", tmp_path)  # same request unprefixed: its own cache entry
+    generate.generate(plain, "m", cells(funcs=("derog_neg_emote_h",)), 2, 2, 1, 0.5, 64, 7)
+    assert plain.queried == 1

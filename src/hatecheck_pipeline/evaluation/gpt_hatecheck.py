@@ -72,11 +72,41 @@ def load_local(backend: Mapping[str, Any], threads: int, batch_size: int = 8):
     return LocalLM.load(backend["model"], batch_size)
 
 
+# A local generator's answer is started with the opening of the format the
+# authors' code reads (`json.loads(response)["messages"]`): the prompt asks for
+# a "JSON list format with the following key: messages", which the 1.5B
+# stand-in read as a bare list, or a list of objects, in 4 of 4 answers of the
+# embedded run (all bad outputs). An endpoint model answers unprefixed.
+ANSWER_PREFIX = '{"messages": ["'
+
+
+class PrefixedLM:
+    """A local LM for :class:`chat.LocalChat`: the prompt arrives already in
+    the model's chat template (``chat.chat_prompt``), so it is read as is,
+    not wrapped in the template a second time; the model writes its answer
+    after ``prefix``, which is put back in front of the answer."""
+
+    def __init__(self, lm, prefix: str):
+        self.lm, self.prefix, self.tok = lm, prefix, lm.tok
+
+    def generate(self, prompts, max_new_tokens: int, temperature: float, seed: int, first_line: bool = True):
+        fmt = self.lm.prompt_format
+        self.lm.prompt_format = "plain"  # the template is applied once, by chat_prompt
+        try:
+            out = self.lm.generate([p + self.prefix for p in prompts], max_new_tokens, temperature, seed,
+                                   first_line=first_line)
+        finally:
+            self.lm.prompt_format = fmt
+        return [self.prefix + text for text in out]
+
+
 def client_of(name: str, backend: Mapping[str, Any], cache_dir: Path, threads: int):
     if backend["kind"] == "openai":
         return chat.ChatClient(backend["base_url"], backend.get("api_key_env"), cache_dir, backend.get("timeout_s", 120))
     if backend["kind"] == "local":
-        return chat.LocalChat(load_local(backend, threads), model_name(backend), cache_dir)
+        # keyed apart from answers asked without the prefix (their cache entries stay valid as they are)
+        return chat.LocalChat(PrefixedLM(load_local(backend, threads), ANSWER_PREFIX),
+                              f"{model_name(backend)}, answer opened with {ANSWER_PREFIX}", cache_dir)
     raise GPTHateCheckError(f"llm.backends.{name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")
 
 
@@ -133,7 +163,8 @@ def gpt_generate(language: str, placeholders: Path, prompts_file: Path, candidat
     used = {"temperature": settings["temperature"], "n_per_cell": n, "per_request": per_request,
             "max_requests_per_cell": max_requests, "max_tokens": max_tokens,
             "seed": settings["seed"], "cells_possible": len(every), "max_cells": cfg.get("max_cells"),
-            "complete": len(cells) == len(every) and n == settings["n_per_cell"]}
+            "complete": len(cells) == len(every) and n == settings["n_per_cell"],
+            "answer_prefix": ANSWER_PREFIX if backend["kind"] == "local" else None}
     doc = gen.generation_report(reqs, cells, describe_backend(name, backend, PAPER_GENERATOR), used, client.queried, client.cached)
     doc["seconds"] = round(time.perf_counter() - started, 1)
     write_json(doc, report)
