@@ -23,8 +23,6 @@ file.
 
 from __future__ import annotations
 
-import copy
-
 import hashlib
 import shutil
 import time
@@ -54,16 +52,9 @@ def _registry_text() -> str:
     return resources.files("hatecheck_pipeline").joinpath("resources/llm_weights.yaml").read_text("utf-8")
 
 
-@lru_cache(maxsize=1)
-def _parsed_registry() -> dict[str, dict[str, Any]]:
-    # libyaml's C loader where it is built: the registry pins ~50 parts, and
-    # the pure-Python parse, once per LLM stage, cost ~1 s of every registry build
-    return yaml.load(_registry_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["weights"]
-
-
 def load_registry() -> dict[str, dict[str, Any]]:
-    """name -> entry of ``resources/llm_weights.yaml`` (a fresh copy: callers may change it)."""
-    return copy.deepcopy(_parsed_registry())
+    """name -> entry of ``resources/llm_weights.yaml``."""
+    return yaml.safe_load(_registry_text())["weights"]
 
 
 def entry_of(name: str, registry: Mapping[str, Any]) -> dict[str, Any]:

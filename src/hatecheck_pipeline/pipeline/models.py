@@ -15,6 +15,7 @@ the Snakemake resources (memory, GPUs, time limits) follow the active profile.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
@@ -37,7 +38,14 @@ def llm_mem_mb(params: Mapping[str, Any], backend: Mapping[str, Any]) -> int:
     """Memory of a stage on ``backend``: the profile's local weights' own
     ``mem_mb`` (resources/llm_weights.yaml: Qwen dequantised to fp32 holds
     ~7.6 GB) when the backend loads the fetched weights."""
-    return memory_mb(profile(params)["llm_weights"], LLM_MEM_MB) if weights_input(backend) else LLM_MEM_MB
+    return weights_mem_mb(profile(params)["llm_weights"]) if weights_input(backend) else LLM_MEM_MB
+
+
+@lru_cache(maxsize=None)
+def weights_mem_mb(name: str) -> int:
+    # parsed once per process: the weights registry (~50 pinned parts) took
+    # ~1 s of every registry build when read once per LLM stage
+    return memory_mb(name, LLM_MEM_MB)
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
