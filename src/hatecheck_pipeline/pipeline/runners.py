@@ -183,6 +183,36 @@ def _mtime(path: str) -> float | None:
         return None
 
 
+def dag_order(stages: Iterable[Stage]) -> list[Stage]:
+    """``stages`` with every stage after the stages whose outputs it reads
+    (an input equal to, or inside, another stage's output); ties keep their
+    order. The registry lists stages by phase, not in this order (a
+    prediction on an expanded suite comes before the expansion)."""
+    from graphlib import TopologicalSorter
+
+    stages = list(stages)
+    producer = {Path(o).as_posix(): s.name for s in stages for o in s.all_outs}
+
+    def made_by(path: str) -> str | None:
+        p = Path(path)
+        for cand in (p, *p.parents):
+            if (name := producer.get(cand.as_posix())) is not None:
+                return name
+        return None
+
+    graph = {s.name: {n for d in s.deps if (n := made_by(d)) not in (None, s.name)} for s in stages}
+    sorter = TopologicalSorter(graph)
+    sorter.prepare()
+    rank = {name: i for i, name in enumerate(s.name for s in stages)}
+    ordered: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready(), key=rank.__getitem__)
+        ordered.extend(ready)
+        sorter.done(*ready)
+    by_name = {s.name: s for s in stages}
+    return [by_name[n] for n in ordered]
+
+
 def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print, skip: Iterable[str] = ()) -> list[str]:
     """After `dvc pull` (or `dvc checkout`, `git checkout` + DVC), outputs get
     the time they were written, in no particular order, so Snakemake's
@@ -210,7 +240,7 @@ def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print, ski
     changed = dvc_internals.changed_stages(root)
     now = time.time()
     done = []
-    for s in stages:  # DAG order
+    for s in dag_order(stages):  # upstream first: every output gets a time after its inputs
         if s.name in changed or s.name in skip or any(_mtime(o.path) is None for o in s.snakemake_outs):
             continue
         stamp = now + len(done) * 0.01
