@@ -40,11 +40,17 @@ def test_continuation_logprobs_match_an_unpadded_forward_whatever_the_batching(t
     # one-token answers, and several of two to four tokens per prompt (run on the prompt's cache)
     conts = [[" yes", " no"], [" sexist", " not-sexist"], [" racist", " neither", " sexist"],
              [" a joke", " no", " yes or no answer", " not-racist"]]
-    for batch_size in (1, 3, 8):
-        got = prompting.LocalLM(net, tok, batch_size).continuation_logprobs(prompts, conts)
-        for i, cs in enumerate(conts):
-            for j, c in enumerate(cs):
-                assert got[i][j] == pytest.approx(manual(net, tok, prompts[i], c), abs=1e-4)
+    # and prompts of different lengths after a shared prefix (encoded once; the continuation heads then run on
+    # caches whose pads must be masked out)
+    shared = ["classify into sexist racist neither : 'women are a joke' .", "classify into sexist racist neither : 'men' .",
+              "classify into sexist racist neither : 'the following comment is not a joke or text' ."]
+    mixed = [[" sexist", " racist", " neither", " not-sexist ."]] * 3
+    for ps, cs_ in ((prompts, conts), (shared, mixed)):
+        for batch_size in (1, 2, 3, 8):
+            got = prompting.LocalLM(net, tok, batch_size).continuation_logprobs(ps, cs_)
+            for i, cs in enumerate(cs_):
+                for j, c in enumerate(cs):
+                    assert got[i][j] == pytest.approx(manual(net, tok, ps[i], c), abs=1e-4)
 
 
 def test_choose_takes_the_most_probable_answer_word_summing_spellings(tiny_lm):
@@ -64,6 +70,17 @@ def test_greedy_generation_is_deterministic_and_batch_independent(tiny_lm):
     a = prompting.LocalLM(net, tok, 1).generate(prompts, 3, 0.0, seed=0)
     b = prompting.LocalLM(net, tok, 3).generate(prompts, 3, 0.0, seed=1)
     assert a == b and all(isinstance(x, str) for x in a)
+
+
+def test_a_templated_prompt_is_read_as_is(tiny_lm):
+    """generate(templated=True) does not wrap the prompt again: a chat-format
+    LM whose tokenizer has no template could not wrap it at all."""
+    net, tok = tiny_lm
+    prompts = ["is the following text sexist ?", "women a joke : 'text' :"]
+    chat = prompting.LocalLM(net, tok, 2, prompt_format="chat")
+    with pytest.raises(ValueError):
+        chat.generate(prompts, 3, 0.0, seed=0)
+    assert chat.generate(prompts, 3, 0.0, seed=0, templated=True) == prompting.LocalLM(net, tok, 2).generate(prompts, 3, 0.0, seed=0)
 
 
 def test_templates_are_the_papers_formats():

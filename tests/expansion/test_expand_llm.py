@@ -128,7 +128,7 @@ class CountingLM:
     def __init__(self):
         self.calls = []
 
-    def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True):
+    def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True, templated=False):
         self.calls.append((prompts_, max_new_tokens, temperature, seed, first_line))
         return [GOOD + "\nmore lines"]
 
@@ -408,8 +408,8 @@ class TemplatedLM:
     def wrap(self, prompt):
         return prompt if self.prompt_format == "plain" else f"<user>{prompt}</user><assistant>"
 
-    def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True):
-        self.read.extend(self.wrap(p) for p in prompts_)
+    def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True, templated=False):
+        self.read.extend(p if templated else self.wrap(p) for p in prompts_)
         return [self.continuation]
 
 
@@ -417,16 +417,16 @@ def test_a_local_generator_answers_after_the_formats_opening_in_one_chat_templat
     """The local generator's answer starts with `{"messages": ["` (the format
     the authors' code reads); the prompt, already in the chat template, is
     not wrapped a second time; answers are keyed apart from unprefixed ones."""
-    from hatecheck_pipeline.evaluation.gpt_hatecheck import ANSWER_PREFIX, PrefixedLM
+    from hatecheck_pipeline.evaluation.gpt_hatecheck import ANSWER_PREFIX
 
     lm = TemplatedLM('They are vermin.", "I hate them all."]}')
-    client = llm.LocalChat(PrefixedLM(lm, ANSWER_PREFIX), "m, prefixed", tmp_path)
+    client = llm.LocalChat(lm, "m", tmp_path, answer_prefix=ANSWER_PREFIX)
     cand, reqs = generate.generate(client, "m", cells(funcs=("derog_neg_emote_h",)), 2, 2, 1, 0.5, 64, 7)
     assert cand["text"].to_list() == ["They are vermin.", "I hate them all."] and reqs["problem"].to_list() == [None]
     assert reqs["answer"][0].startswith(ANSWER_PREFIX)
     (read,) = lm.read
     assert read.endswith("Result:\nAnswer:" + ANSWER_PREFIX) and "<user>" not in read  # one template, the opening last
-    assert lm.prompt_format == "chat"  # restored for the LM's other uses
+    assert client.base_url == "local:m, answer opened with " + ANSWER_PREFIX  # the key the embedded run's answers have
     plain = llm.LocalChat(TemplatedLM(GOOD), "m", tmp_path)  # same request unprefixed: its own cache entry
     generate.generate(plain, "m", cells(funcs=("derog_neg_emote_h",)), 2, 2, 1, 0.5, 64, 7)
     assert plain.queried == 1

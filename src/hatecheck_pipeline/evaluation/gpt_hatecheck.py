@@ -72,32 +72,13 @@ def load_local(backend: Mapping[str, Any], threads: int, batch_size: int = 8):
     return LocalLM.load(backend["model"], batch_size)
 
 
-# A local generator's answer is started with the opening of the format the
+# A local generator's answer is opened with the start of the format the
 # authors' code reads (`json.loads(response)["messages"]`): the prompt asks for
 # a "JSON list format with the following key: messages", which the 1.5B
-# stand-in read as a bare list, or a list of objects, in 4 of 4 answers of the
-# embedded run (all bad outputs). An endpoint model answers unprefixed.
+# stand-in, unprefixed, read as a bare list or a list of objects in 3 of its 4
+# answers in the embedded run (the fourth was counter-speech cut at the token
+# limit; docs/gpt-hatecheck.md). An endpoint model answers unprefixed.
 ANSWER_PREFIX = '{"messages": ["'
-
-
-class PrefixedLM:
-    """A local LM for :class:`chat.LocalChat`: the prompt arrives already in
-    the model's chat template (``chat.chat_prompt``), so it is read as is,
-    not wrapped in the template a second time; the model writes its answer
-    after ``prefix``, which is put back in front of the answer."""
-
-    def __init__(self, lm, prefix: str):
-        self.lm, self.prefix, self.tok = lm, prefix, lm.tok
-
-    def generate(self, prompts, max_new_tokens: int, temperature: float, seed: int, first_line: bool = True):
-        fmt = self.lm.prompt_format
-        self.lm.prompt_format = "plain"  # the template is applied once, by chat_prompt
-        try:
-            out = self.lm.generate([p + self.prefix for p in prompts], max_new_tokens, temperature, seed,
-                                   first_line=first_line)
-        finally:
-            self.lm.prompt_format = fmt
-        return [self.prefix + text for text in out]
 
 
 def client_of(name: str, backend: Mapping[str, Any], cache_dir: Path, threads: int):
@@ -105,8 +86,7 @@ def client_of(name: str, backend: Mapping[str, Any], cache_dir: Path, threads: i
         return chat.ChatClient(backend["base_url"], backend.get("api_key_env"), cache_dir, backend.get("timeout_s", 120))
     if backend["kind"] == "local":
         # keyed apart from answers asked without the prefix (their cache entries stay valid as they are)
-        return chat.LocalChat(PrefixedLM(load_local(backend, threads), ANSWER_PREFIX),
-                              f"{model_name(backend)}, answer opened with {ANSWER_PREFIX}", cache_dir)
+        return chat.LocalChat(load_local(backend, threads), model_name(backend), cache_dir, answer_prefix=ANSWER_PREFIX)
     raise GPTHateCheckError(f"llm.backends.{name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")
 
 

@@ -253,11 +253,18 @@ class LocalChat:
     """A local causal LM answering OpenAI-shaped chat request bodies, each
     answer cached under ``cache_key("local:<model>", body)`` like the
     endpoint's (one request per generate call, seeded by the body's seed,
-    so an answer does not depend on what else was asked)."""
+    so an answer does not depend on what else was asked).
 
-    def __init__(self, lm, model: str, cache_dir: Path):
+    The chat is put in the model's template once (:func:`chat_prompt`) and
+    read as is (``generate(templated=True)``). ``answer_prefix``: the
+    assistant's answer is opened with it (the model writes the rest, and the
+    answer returned starts with it); such answers are keyed apart
+    (``<model>, answer opened with <prefix>``)."""
+
+    def __init__(self, lm, model: str, cache_dir: Path, answer_prefix: str = ""):
         self.lm = lm
-        self.base_url = f"local:{model}"
+        self.answer_prefix = answer_prefix
+        self.base_url = f"local:{model}" + (f", answer opened with {answer_prefix}" if answer_prefix else "")
         self.cache_dir = Path(cache_dir)
         self.queried = 0
         self.cached = 0
@@ -269,9 +276,10 @@ class LocalChat:
             self.cached += 1
             return hit
         msgs = {m["role"]: m["content"] for m in body["messages"]}
-        prompt = chat_prompt(self.lm.tok, msgs.get("system"), msgs["user"])
+        prompt = chat_prompt(self.lm.tok, msgs.get("system"), msgs["user"]) + self.answer_prefix
         text = self.lm.generate([prompt], body["max_tokens"], body["temperature"], int(body.get("seed") or 0),
-                                first_line=False)[0]
+                                first_line=False, templated=True)[0]
+        text = self.answer_prefix + text
         data = {"model": body["model"], "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
         self.queried += 1
         cache_write(self.cache_dir, key, body, data)

@@ -184,66 +184,90 @@ class LocalLM:
         :meth:`wrap` gives them). Prompt and continuation are tokenised apart
         and concatenated.
 
-        The token prefix all the prompts share (the instruction and the
-        examples of one few-shot example set, a chat template's system turn)
-        is encoded once and its key/value cache reused by every prompt:
-        each prompt's remaining tokens (plus all but the last token of a
-        continuation of several tokens) are run on top of it, right-padded
-        in batches of ``batch_size`` rows, and only the positions that score
-        a continuation token go through the output layer. Exact: the same
-        tokens at the same positions as one unpadded forward per prompt."""
+        Each token is run through the model once, on a key/value cache of
+        what precedes it, in three levels:
+
+        1. the token prefix all the prompts share (the instruction and the
+           examples of one few-shot example set, a chat template's system
+           turn), encoded once;
+        2. each prompt's remaining tokens on top of it, right-padded in
+           batches of ``batch_size`` prompts: their last position scores
+           every continuation's first token;
+        3. the distinct heads of the continuations of two or more tokens
+           (all but the last token: ``" sex"`` of ``" sex|ist"``) on top of
+           their prompt's cache, the prompt's pads masked out, in one pass
+           per batch: they score the continuations' later tokens.
+
+        Only the positions that score a continuation token go through the
+        output layer. Exact up to float rounding: the same tokens at the
+        same positions as one unpadded forward per prompt and continuation
+        (a prompt's tokens are no longer run once per distinct continuation
+        head, which made the mixed settings' three-word answers cost four
+        passes of each prompt)."""
         import torch
 
         pids = [self._ids(self.wrap(p)) for p in prompts]
         cids = [[self._ids(c) for c in cs] for cs in continuations]
         if not pids:
             return []
+        for k, cs in enumerate(cids):
+            if any(not c for c in cs):
+                raise ValueError(f"an empty answer continuation for prompt {k}")
         shared = _common_prefix(pids)
         shared = min(shared, min(map(len, pids)) - 1)  # every prompt keeps one token of its own
-        # rows: a prompt's own tokens + a continuation's tokens but the last; single-token continuations share one row
-        rows: dict[tuple[int, ...], int] = {}
-        wants: list[tuple[int, int, int, list[int]]] = []  # (prompt, continuation, row, continuation ids)
-        for k, (p, cs) in enumerate(zip(pids, cids)):
-            own = tuple(p[shared:])
-            for j, c in enumerate(cs):
-                if not c:
-                    raise ValueError(f"an empty answer continuation for prompt {k}")
-                key = own + tuple(c[:-1])
-                wants.append((k, j, rows.setdefault(key, len(rows)), c))
-        seqs = list(rows)
-        scores: dict[int, torch.Tensor] = {}  # row -> log-probs of its needed tokens
-        needed: dict[int, list[tuple[int, int]]] = {}  # row -> [(position in row, token)] to score
-        for k, j, r, c in wants:
-            start = len(pids[k]) - shared - 1  # the row position whose next token is c[0]
-            for t, token in enumerate(c):
-                needed.setdefault(r, []).append((start + t, token))
         decoder, head = self.net.get_decoder(), self.net.get_output_embeddings()
         out = [[0.0] * len(cs) for cs in continuations]
+
+        def logp_at(hidden, tokens: Sequence[int]) -> list[float]:  # hidden: (n, dim) -> log p of each token
+            logp = torch.log_softmax(head(hidden).float(), dim=-1)
+            picked = logp.gather(-1, torch.tensor(list(tokens), device=self.device).unsqueeze(-1)).squeeze(-1)
+            return [float(v) for v in picked.double().cpu()]
+
         with torch.inference_mode():
             prefix = None
             if shared:
                 ids = torch.tensor([pids[0][:shared]], dtype=torch.long, device=self.device)
                 prefix = decoder(input_ids=ids, use_cache=True).past_key_values
-            order = sorted(range(len(seqs)), key=lambda r: len(seqs[r]))
+            order = sorted(range(len(pids)), key=lambda k: len(pids[k]))
             for start in range(0, len(order), self.batch_size):
                 batch = order[start : start + self.batch_size]
-                width = max(len(seqs[r]) for r in batch)
+                own = [pids[k][shared:] for k in batch]
+                width = max(map(len, own))
                 ids = torch.full((len(batch), width), self.pad_id, dtype=torch.long)
-                for b, r in enumerate(batch):  # right padding: real tokens never attend to the pads after them
-                    ids[b, : len(seqs[r])] = torch.tensor(seqs[r], dtype=torch.long)
+                for b, o in enumerate(own):  # right padding: real tokens never attend to the pads after them
+                    ids[b, : len(o)] = torch.tensor(o, dtype=torch.long)
                 ids = ids.to(self.device)
                 pos = (shared + torch.arange(width, device=self.device)).unsqueeze(0).expand(len(batch), -1)
+                heads = sorted({(b, tuple(c[:-1])) for b, k in enumerate(batch) for c in cids[k] if len(c) > 1})
                 cache = _expanded(prefix, len(batch)) if prefix is not None else None
-                hidden = decoder(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=cache is not None).last_hidden_state
-                for b, r in enumerate(batch):
-                    at = torch.tensor([q for q, _ in needed[r]], device=self.device)
-                    logp = torch.log_softmax(head(hidden[b, at]).float(), dim=-1)
-                    tokens = torch.tensor([t for _, t in needed[r]], device=self.device)
-                    scores[r] = logp.gather(-1, tokens.unsqueeze(-1)).squeeze(-1).double().cpu()
-        lookup = {r: {qt: float(v) for qt, v in zip(needed[r], scores[r])} for r in needed}
-        for k, j, r, c in wants:
-            start = len(pids[k]) - shared - 1
-            out[k][j] = sum(lookup[r][(start + t, token)] for t, token in enumerate(c))
+                result = decoder(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=bool(heads))
+                hidden = result.last_hidden_state
+                # level 2: every continuation's first token, at its prompt's last position
+                firsts = [(b, j, c[0]) for b, k in enumerate(batch) for j, c in enumerate(cids[k])]
+                last = torch.stack([hidden[b, len(own[b]) - 1] for b, _, _ in firsts])
+                for (b, j, _), v in zip(firsts, logp_at(last, [t for _, _, t in firsts])):
+                    out[batch[b]][j] = v
+                if not heads:
+                    continue
+                # level 3: the continuation heads on their prompt's cache (pads masked), all in one pass (a few
+                # tokens each: the pass costs the reading of the weights, whatever its rows)
+                rows = torch.tensor([b for b, _ in heads], device=self.device)
+                tail = max(len(h) for _, h in heads)
+                tids = torch.full((len(heads), tail), self.pad_id, dtype=torch.long)
+                mask = torch.zeros((len(heads), shared + width + tail), dtype=torch.long)
+                mask[:, :shared] = 1
+                for r, (b, h) in enumerate(heads):
+                    tids[r, : len(h)] = torch.tensor(h, dtype=torch.long)
+                    mask[r, shared : shared + len(own[b])] = 1
+                    mask[r, shared + width : shared + width + len(h)] = 1
+                tpos = torch.stack([shared + len(own[b]) + torch.arange(tail) for b, _ in heads]).to(self.device)
+                th = decoder(input_ids=tids.to(self.device), position_ids=tpos, attention_mask=mask.to(self.device),
+                             past_key_values=_rows(result.past_key_values, rows), use_cache=True).last_hidden_state
+                at = {h: r for r, h in enumerate(heads)}
+                wants = [(b, j, t, c[t]) for b, k in enumerate(batch) for j, c in enumerate(cids[k]) for t in range(1, len(c))]
+                vecs = torch.stack([th[at[(b, tuple(cids[batch[b]][j][:-1]))], t - 1] for b, j, t, _ in wants])
+                for (b, j, _, _), v in zip(wants, logp_at(vecs, [tok for *_, tok in wants])):
+                    out[batch[b]][j] += v
         return out
 
     def choose(self, prompts: Sequence[str], options: Sequence[Mapping[str, Sequence[str]]]) -> list[tuple[str, dict[str, float]]]:
@@ -264,10 +288,12 @@ class LocalLM:
         return result
 
     def generate(self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int,
-                 first_line: bool = True) -> list[str]:
+                 first_line: bool = True, templated: bool = False) -> list[str]:
         """Free-text answers (greedy at temperature 0, else sampled with a
         seeded generator), cut at the first newline as the paper's stop
-        sequence does (``first_line=False``: the whole answer, stripped)."""
+        sequence does (``first_line=False``: the whole answer, stripped).
+        ``templated``: the prompts are already the text the model reads (a
+        chat built with the tokenizer's template), not wrapped again."""
         import torch
 
         torch.manual_seed(seed)
@@ -276,7 +302,7 @@ class LocalLM:
         with torch.inference_mode():
             for start in range(0, len(order), self.batch_size):
                 idx = order[start : start + self.batch_size]
-                ids, att = self._left_padded([self._ids(self.wrap(prompts[k])) for k in idx])
+                ids, att = self._left_padded([self._ids(prompts[k] if templated else self.wrap(prompts[k])) for k in idx])
                 kw: dict[str, Any] = {"do_sample": temperature > 0}
                 if temperature > 0:
                     kw.update(temperature=temperature, top_p=1.0, top_k=0)
@@ -310,6 +336,14 @@ def _expanded(prefix, rows: int):
 
     return DynamicCache(ddp_cache_data=[(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1))
                                         for layer in prefix.layers])
+
+
+def _rows(cache, rows):
+    """A fresh key/value cache holding the given batch ``rows`` of ``cache``."""
+    from transformers import DynamicCache
+
+    return DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, rows), layer.values.index_select(0, rows))
+                                        for layer in cache.layers])
 
 
 def _logsumexp(xs: Sequence[float]) -> float:
