@@ -58,3 +58,32 @@ def test_suite_counts_per_mhc_language():
     report = validate.validate_table("mhc", t, counts(), None, 0.01, {"german": 2, "dutch": 3})
     by_suite = {s["suite"]: s["success"] for s in report["suites"]}
     assert by_suite == {"mhc": True, "mhc_dutch": False, "mhc_german": True}
+
+
+def test_load_gx_defers_what_the_pandas_checks_never_use(tmp_path):
+    """In a fresh process: after load_gx(), scipy.stats and altair are
+    stand-ins (loaded on first use, then the real modules), sqlalchemy is
+    not imported yet importable, and a suite still runs."""
+    import subprocess
+    import sys
+
+    code = """
+import sys, types
+from hatecheck_pipeline.data import validate
+gx = validate.load_gx()
+mods = sys.modules
+print(type(mods["scipy.stats"]).__name__, type(mods["altair"]).__name__, "sqlalchemy" in mods)
+import polars as pl
+frame = pl.DataFrame({"id": ["1", "2"]})
+print(validate.run_suite("t", frame, [gx.expectations.ExpectColumnValuesToBeUnique(column="id")])["success"])
+from scipy import stats
+half = round(float(stats.norm.cdf(0.0)), 2)
+print(type(mods["scipy.stats"]).__name__, half, stats.norm is mods["scipy.stats"].norm)
+import sqlalchemy
+print(sqlalchemy.__name__)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[0] == "_DeferredModule _DeferredModule False"
+    assert out[1] == "True"
+    assert out[2] == "module 0.5 True"  # the real scipy.stats once used
+    assert out[3] == "sqlalchemy"

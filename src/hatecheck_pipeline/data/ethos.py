@@ -153,9 +153,9 @@ def expectations_report(
     per_category: int, example_sets: int, expected: Mapping[str, int],
 ) -> dict[str, Any]:
     """great-expectations suites on the candidates, pools and prompts."""
-    import great_expectations as gx
+    from hatecheck_pipeline.data.validate import load_gx, run_suite
 
-    from hatecheck_pipeline.data.validate import run_suite
+    gx = load_gx()
 
     E = gx.expectations
     half = per_category // 2

@@ -7,6 +7,11 @@ the dataset, the expectation and example offending rows.
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
+import sys
+import types
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -26,10 +31,59 @@ class ValidationFailed(PipelineError, RuntimeError):
     """At least one expectation failed."""
 
 
-def _gx():
-    import great_expectations as gx
+# What ``import great_expectations`` loads at module level that the pandas
+# checks here never call: scipy.stats (distribution expectations: KL
+# divergence, KS tests) and altair (their charts) are deferred until first
+# used; sqlalchemy (SQL data sources, an optional extra of GX) is kept out,
+# as in an install without it. About 2 of the ~4.5 s the import takes, paid
+# by every validation stage (each its own process). See :func:`load_gx`.
+DEFERRED_BY_GX_IMPORT = ("scipy.stats", "altair")
+ABSENT_FOR_GX_IMPORT = ("sqlalchemy",)
 
+
+class _DeferredModule(types.ModuleType):
+    """Stands in ``sys.modules`` for a module until an attribute of it is
+    first used: then the real module is imported (and replaces this one in
+    ``sys.modules``) and this object takes on its namespace, so that
+    modules which bound it at import time see the real one."""
+
+    def __init__(self, name: str, spec: importlib.machinery.ModuleSpec) -> None:
+        super().__init__(name)
+        self.__spec__ = spec
+
+    def __getattr__(self, attr: str) -> Any:  # only for names not yet set
+        name = self.__name__
+        if sys.modules.get(name) is self:
+            del sys.modules[name]
+        real = importlib.import_module(name)
+        self.__dict__.update(real.__dict__)
+        return getattr(real, attr)
+
+
+def load_gx():
+    """``great_expectations``, imported without loading the modules of
+    :data:`DEFERRED_BY_GX_IMPORT` (deferred to first use) and
+    :data:`ABSENT_FOR_GX_IMPORT` (GX's optional SQL support: seen as not
+    installed). A module already imported is left as it is, and so is GX
+    when it is."""
+    if "great_expectations" in sys.modules:
+        return sys.modules["great_expectations"]
+    for name in DEFERRED_BY_GX_IMPORT:
+        if name not in sys.modules and (spec := importlib.util.find_spec(name)) is not None:
+            sys.modules[name] = _DeferredModule(name, spec)
+    absent = [name for name in ABSENT_FOR_GX_IMPORT if name not in sys.modules]
+    sys.modules.update(dict.fromkeys(absent))  # None: `import name` raises ImportError
+    try:
+        import great_expectations as gx
+    finally:
+        for name in absent:
+            if sys.modules.get(name, False) is None:
+                del sys.modules[name]
     return gx
+
+
+def _gx():
+    return load_gx()
 
 
 def classification_expectations(

@@ -37,6 +37,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -48,12 +49,15 @@ from hatecheck_pipeline.core.files import write_json, write_text
 DOC_MAX_LENGTH = 128  # HateXplain's max_length: a doc holds at most 126 ids between [CLS] and [SEP]
 NUMBER = re.compile(r"^\d+([.,:/]\d+)*$")
 DROPPED = {"s", "'"}  # in ek_extra_preprocess's remove_words
+MARKS = re.compile(r"[<\*>]")
+SPACES = re.compile(r"\s+")
 
 
 class AlignmentError(PipelineError, ValueError):
     """A training post does not match its ERASER record."""
 
 
+@lru_cache(maxsize=1 << 18)
 def normalise_word(word: str) -> str:
     """One post token as HateXplain's preprocessing rewrote it before the
     BERT tokenizer (empty: dropped).
@@ -66,8 +70,8 @@ def normalise_word(word: str) -> str:
     if NUMBER.match(word):
         return "number"
     censored = "*" in word and re.search(r"[^\W\d_]", word) is not None and not (word.startswith("<") and word.endswith(">"))
-    text = re.sub(r"[<\*>]", " ", word).strip()
-    text = re.sub(r"\s+", " ", text)
+    text = MARKS.sub(" ", word).strip()
+    text = SPACES.sub(" ", text)
     return f"{text} censored" if censored else text
 
 
