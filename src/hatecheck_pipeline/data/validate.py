@@ -45,7 +45,9 @@ class _DeferredModule(types.ModuleType):
     """Stands in ``sys.modules`` for a module until an attribute of it is
     first used: then the real module is imported (and replaces this one in
     ``sys.modules``) and this object takes on its namespace, so that
-    modules which bound it at import time see the real one."""
+    modules which bound it at import time see the real one. (The standard
+    library's ``importlib.util.LazyLoader`` was tried: GX's imports touch
+    the module's attributes, which runs it at once, saving nothing.)"""
 
     def __init__(self, name: str, spec: importlib.machinery.ModuleSpec) -> None:
         super().__init__(name)
