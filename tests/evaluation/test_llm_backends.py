@@ -192,3 +192,38 @@ def test_answers_frame_reads_every_row_for_its_schema():
     rows = [base] * 150 + [{**base, "setting": "mixed", "category": "mixed", "label": "neither", "example_set": 3}]
     frame = llm.answers_frame(rows, "b", "m")
     assert frame.height == 151 and frame["example_set"].to_list()[-1] == 3 and frame.columns == llm.ANSWER_COLUMNS
+
+
+def test_the_answer_store_adds_up_answering_time_over_the_pieces_of_a_run(tmp_path):
+    """A run made in pieces (killed, resumed): each stored chunk keeps its
+    seconds; a shard written before times were kept counts as untimed."""
+    from hatecheck_pipeline.core.files import write_json
+    from hatecheck_pipeline.evaluation.llm_local import AnswerStore
+
+    first = AnswerStore(tmp_path)
+    first.put({"a": {"yes": -0.1}}, 2.0)
+    first.put({"b": {"yes": -0.2}, "c": {"yes": -0.3}}, 3.0)
+    write_json({"d": {"yes": -0.4}}, tmp_path / "legacy.json")  # an older shard: answers only
+    resumed = AnswerStore(tmp_path)
+    assert resumed.loaded == 4 and "__seconds__" not in resumed.items  # the time is not an answer
+    assert [resumed.get(k) for k in "abd"] == [{"yes": -0.1}, {"yes": -0.2}, {"yes": -0.4}]
+    assert resumed.seconds_of() == {"prompts": 3, "seconds": 3.5, "untimed": 1}  # a + half of (b, c); d untimed
+    resumed.put({"e": {"yes": -0.5}}, 1.25)
+    assert AnswerStore(tmp_path).seconds_of(list("abcde")) == {"prompts": 5, "seconds": 6.25, "untimed": 1}
+
+
+def test_a_resumed_ethos_run_reports_the_time_of_every_piece(tiny_lm, tmp_path, monkeypatch):
+    net, tok = tiny_lm
+    items_path, _ = synthetic_items(tmp_path)
+    monkeypatch.setattr(prompting.LocalLM, "load", classmethod(lambda cls, model, batch_size=8: cls(net, tok, batch_size)))
+    cfg = {"kind": "local", "enabled": True, "model": "tiny-random", "temperature": 0.0, "iterations": 1,
+           "max_new_tokens": 2, "variants": ["constrained"]}
+    docs = []
+    for run in ("first", "again"):
+        llm.run_ethos("tiny", items_path, tmp_path / f"{run}.csv", tmp_path / f"{run}.json", cfg, ["zero_shot", "mixed"], 0,
+                      1, 4, "p", {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+        docs.append(json.loads((tmp_path / f"{run}.json").read_text())["answer_store"])
+    first, again = docs
+    assert first["added"] == first["all_pieces"]["prompts"] > 0 and first["all_pieces"]["untimed"] == 0
+    assert again["added"] == 0 and again["all_pieces"] == first["all_pieces"]  # nothing asked twice, the time kept
+    assert first["all_pieces"]["seconds"] > 0

@@ -243,7 +243,8 @@ def run_ethos(
         stand_in = prompting.stand_in_of(ref, stand_in)
         store = AnswerStore(Path(cache_dir) / name / "local")
         rows = local_answers(base, prompts, backend, lm, templates, seed, store, model)
-        info["answer_store"] = {"loaded": store.loaded, "added": store.added}
+        # answering time over every piece of a run made in pieces (a killed run resumed), from the store
+        info["answer_store"] = {"loaded": store.loaded, "added": store.added, "all_pieces": store.seconds_of()}
         del lm
     else:
         raise BackendError(f"llm.backends.{name}.kind: {backend['kind']!r} is not one of ['openai', 'local']")

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -38,33 +39,60 @@ MIXED = ("mixed", "mixed_instruction")  # as evaluation.llm.MIXED
 CHUNK = 32  # prompts answered (and stored) at a time
 
 
+SECONDS = "__seconds__"  # a shard's entry: the seconds its chunk of prompts took to answer
+
+
 class AnswerStore:
-    """Per-prompt answers in JSON shards under ``folder`` (None: in memory only)."""
+    """Per-prompt answers in JSON shards under ``folder`` (None: in memory
+    only). A shard also holds the seconds its chunk took (``__seconds__``;
+    shards written before it have none), so the answering time of a run
+    made in pieces adds up over the pieces: :meth:`seconds_of`."""
 
     def __init__(self, folder: Path | None):
         self.folder = Path(folder) if folder is not None else None
         self.items: dict[str, Any] = {}
+        self.cost: dict[str, float] = {}  # key -> its share of its chunk's seconds
+        self.asked: dict[str, None] = {}  # the keys this run looked up, in order
         self.loaded = 0
         if self.folder is not None and self.folder.exists():
             for shard in sorted(self.folder.glob("*.json")):
                 try:
-                    self.items.update(json.loads(shard.read_text("utf-8")))
+                    data = json.loads(shard.read_text("utf-8"))
                 except (json.JSONDecodeError, UnicodeDecodeError):  # a torn shard cannot exist (rename), but never trust it
                     continue
+                self._add(data)
             self.loaded = len(self.items)
         self.added = 0
 
+    def _add(self, data: Mapping[str, Any]) -> None:
+        answers = {k: v for k, v in data.items() if k != SECONDS}
+        self.items.update(answers)
+        if data.get(SECONDS) is not None and answers:
+            self.cost.update(dict.fromkeys(answers, data[SECONDS] / len(answers)))
+
     def get(self, key: str) -> Any:
+        self.asked[key] = None
         return self.items.get(key)
 
-    def put(self, answers: Mapping[str, Any]) -> None:
+    def put(self, answers: Mapping[str, Any], seconds: float | None = None) -> None:
+        """Store a chunk of answers, and the seconds it took when given."""
         if not answers:
             return
-        self.items.update(answers)
+        data = {**answers, **({SECONDS: round(seconds, 3)} if seconds is not None else {})}
+        self._add(data)
         self.added += len(answers)
         if self.folder is not None:
             name = hashlib.sha256("".join(sorted(answers)).encode()).hexdigest()[:16]
-            write_json(dict(answers), self.folder / f"{name}.json")
+            write_json(data, self.folder / f"{name}.json")
+
+    def seconds_of(self, keys: Sequence[str] | None = None) -> dict[str, Any]:
+        """The answering seconds of these prompts (default: every one this
+        run looked up) summed over every run that stored them
+        (``seconds``), and how many have no recorded time (``untimed``:
+        stored before times were kept)."""
+        keys = list(dict.fromkeys(self.asked if keys is None else keys))
+        timed = [self.cost[k] for k in keys if k in self.cost]
+        return {"prompts": len(keys), "seconds": round(sum(timed), 3), "untimed": len(keys) - len(timed)}
 
 
 def key_of(*parts: Any) -> str:
@@ -136,8 +164,9 @@ def constrained_logps(lm: "prompting.LocalLM", records: Sequence[Mapping[str, An
         todo = [i for i in group if out[i] is None]
         for start in range(0, len(todo), CHUNK):
             chunk = todo[start : start + CHUNK]
+            started = time.perf_counter()
             chosen = lm.choose([prompts[i] for i in chunk], [options[i] for i in chunk])
-            store.put({keys[i]: words for i, (_, words) in zip(chunk, chosen)})
+            store.put({keys[i]: words for i, (_, words) in zip(chunk, chosen)}, time.perf_counter() - started)
             for i, (_, words) in zip(chunk, chosen):
                 out[i] = words
             if progress:
@@ -153,8 +182,9 @@ def free_texts(lm: "prompting.LocalLM", prompts: Sequence[str], cfg: Mapping[str
     todo = [i for i, v in enumerate(out) if v is None]
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start : start + CHUNK]
+        started = time.perf_counter()
         texts = lm.generate([prompts[i] for i in chunk], cfg["max_new_tokens"], cfg["temperature"], seed + repeat)
-        store.put({keys[i]: t for i, t in zip(chunk, texts)})
+        store.put({keys[i]: t for i, t in zip(chunk, texts)}, time.perf_counter() - started)
         for i, t in zip(chunk, texts):
             out[i] = t
         if progress:
