@@ -1,10 +1,12 @@
 """Code dependencies come from the static import graph, and the package has
 no import cycles and keeps its layer contracts."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import REPO
 
@@ -59,3 +61,36 @@ def test_dvc_code_deps_equal_the_import_closure_of_each_stage(params):
         code = {d for d in dvc[s.name]["deps"] if d.startswith("src/") and d.endswith(".py")}
         assert code == set(codedeps.code_files(s.module)), s.name
         assert f"src/{s.module.replace('.', '/')}.py" in code, s.name
+
+
+def test_what_a_parse_found_is_cached_across_processes_and_follows_the_file(tmp_path, monkeypatch):
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(tmp_path / "cache.json"))
+    monkeypatch.setattr(codedeps, "_CACHE", codedeps._ParseCache())
+    pkg = tmp_path / "src" / "hatecheck_pipeline"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""Only a docstring."""\n')
+    (pkg / "a.py").write_text("def f():\n    from . import b\n")
+    (pkg / "b.py").write_text("import json\n")
+    (pkg / "c.py").write_text("X = 1\n")
+    src = tmp_path / "src"
+    imports = codedeps.direct_imports.__wrapped__
+    assert imports("hatecheck_pipeline.a", src) == {"hatecheck_pipeline", "hatecheck_pipeline.b"}
+    assert codedeps.runs_code.__wrapped__("hatecheck_pipeline", src) is False
+    codedeps.flush()
+    assert len(json.loads((tmp_path / "cache.json").read_text())) == 2  # a.py and the __init__
+
+    def no_parse(*args, **kwargs):
+        raise RuntimeError("parsed")
+
+    monkeypatch.setattr(codedeps, "_CACHE", codedeps._ParseCache())  # as a new process
+    monkeypatch.setattr(codedeps.ast, "parse", no_parse)
+    assert imports("hatecheck_pipeline.a", src) == {"hatecheck_pipeline", "hatecheck_pipeline.b"}  # from the cache: not parsed
+    assert codedeps.runs_code.__wrapped__("hatecheck_pipeline", src) is False
+    (pkg / "a.py").write_text("from . import c\n")  # other bytes: parsed again
+    with pytest.raises(RuntimeError, match="parsed"):
+        imports("hatecheck_pipeline.a", src)
+    monkeypatch.undo()
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(tmp_path / "cache.json"))
+    (tmp_path / "cache.json").write_text('{"torn')  # a broken cache is no cache
+    monkeypatch.setattr(codedeps, "_CACHE", codedeps._ParseCache())
+    assert imports("hatecheck_pipeline.a", src) == {"hatecheck_pipeline", "hatecheck_pipeline.c"}

@@ -51,7 +51,7 @@ def test_bench_pipeline_tables_add_up(tmp_path):
     out = subprocess.run(bench, capture_output=True, text=True, check=True).stdout
     assert "| validate | 2 | 9.0 | 4.5 | 100 | 11.2% | 6.0 |" in out  # overlapping stages: 6 s of wall clock, 9 s summed
     assert "| **all** | 4 | 80.0 | 40.0 | | 100% | 77.0 |" in out
-    assert "data stages (3): 7.0 s from the first start to the last end -- target <= 60 s: met" in out
+    assert "data stages (3): 7.0 s from the first start to the last end -- target <= 30 s: met" in out
     assert out.index("train_m") < out.index("validate_a") < out.index("validate_b") < out.index("ingest_a")  # slowest first
     only = subprocess.run([*bench, "--phases", "ingest"], capture_output=True, text=True, check=True).stdout
     assert "validate_a" not in only and "| **all** | 1 | 1.0 |" in only

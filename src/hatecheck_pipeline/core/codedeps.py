@@ -5,18 +5,114 @@ module imports, transitively (imports inside functions count too: they run
 when the stage runs), plus the ``__init__.py`` of every package on the way
 that runs code (Python executes them on import; one holding only a
 docstring runs nothing and is left out). The graph is read with :mod:`ast`, never
-by importing, so it is cheap and has no side effects.
+by importing, so it has no side effects but one: what the parse found in a
+file is kept in a cache (:func:`flush`, ``~/.cache/hatecheck_pipeline/``,
+keyed by the file's module and bytes), since parsing the ~90 modules was a
+third of a registry build, paid by every ``snakemake`` call.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
+import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 PACKAGE = "hatecheck_pipeline"
 SRC = Path(__file__).resolve().parents[2]  # .../src
 SOURCE_PREFIX = "src"  # how code deps are written (relative to the project root)
+CACHE_ENV = "HATECHECK_PIPELINE_CODEDEPS_CACHE"  # the cache file (default: under XDG_CACHE_HOME or ~/.cache)
+CACHE_VERSION = 1  # of what a cache entry holds; entries of another version are not read
+CACHE_MAX = 4000  # entries kept (every version of every file parsed); past it, only this process's
+
+
+def cache_file() -> Path:
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / PACKAGE / f"codedeps-v{CACHE_VERSION}.json"
+
+
+class _ParseCache:
+    """What :func:`_parsed` found per (module, file bytes), across processes."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Any] | None = None
+        self.used: dict[str, Any] = {}
+        self.new = 0
+
+    def get(self, key: str) -> Any:
+        if self.entries is None:
+            try:
+                self.entries = json.loads(cache_file().read_text("utf-8"))
+            except (OSError, ValueError):  # absent, unreadable or torn: a cache, rebuilt as it goes
+                self.entries = {}
+        hit = self.entries.get(key)
+        if hit is not None:
+            self.used[key] = hit
+        return hit
+
+    def put(self, key: str, value: Any) -> None:
+        self.used[key] = value
+        self.new += 1
+
+    def flush(self) -> None:
+        if not self.new:
+            return
+        merged = {**(self.entries or {}), **self.used}
+        keep = merged if len(merged) <= CACHE_MAX else self.used
+        target = cache_file()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(keep), "utf-8")
+            os.replace(tmp, target)  # a reader sees the old file or the new one, never half of one
+        except OSError:
+            return  # a read-only home: no cache, same results
+        self.entries, self.new = keep, 0
+
+
+_CACHE = _ParseCache()
+
+
+def flush() -> None:
+    """Write what this process parsed to the cache (the registry calls it
+    after a build)."""
+    _CACHE.flush()
+
+
+def _parsed(module: str, file: Path) -> dict[str, Any]:
+    """The file's import statements as (target module, imported names), the
+    relative ones resolved, and whether it runs code (more than a docstring),
+    from the cache or from :mod:`ast`."""
+    data = file.read_bytes()
+    key = hashlib.sha1(module.encode() + b"\0" + data).hexdigest()
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    tree = ast.parse(data.decode("utf-8"), str(file))
+    package = _package_of(module, file)
+    imports: list[list[Any]] = []
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import):
+            imports.extend([a.name, []] for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            imports.append([target, [a.name for a in node.names]])
+    body = tree.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        body = body[1:]
+    value = {"imports": imports, "runs_code": bool(body)}
+    _CACHE.put(key, value)
+    return value
 
 
 def module_file(module: str, src: Path = SRC) -> Path | None:
@@ -54,25 +150,14 @@ def direct_imports(module: str, src: Path = SRC) -> frozenset[str]:
     file = module_file(module, src)
     if file is None:
         return frozenset()
-    tree = ast.parse(file.read_text("utf-8"), str(file))
-    package = _package_of(module, file)
     found: set[str] = set()
-    for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == PACKAGE)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[: len(parts) - node.level + 1])
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            if target.split(".")[0] != PACKAGE:
-                continue
-            found.add(target)
-            for alias in node.names:  # `from pkg import submodule`
-                if module_file(f"{target}.{alias.name}", src) is not None:
-                    found.add(f"{target}.{alias.name}")
+    for target, names in _parsed(module, file)["imports"]:
+        if target.split(".")[0] != PACKAGE:
+            continue
+        found.add(target)
+        for name in names:  # `from pkg import submodule`
+            if module_file(f"{target}.{name}", src) is not None:
+                found.add(f"{target}.{name}")
     return frozenset(m for m in found if module_file(m, src) is not None)
 
 
@@ -89,12 +174,7 @@ def runs_code(module: str, src: Path = SRC) -> bool:
     file = module_file(module, src)
     if file is None:
         return False
-    if file.name != "__init__.py":
-        return True
-    body = ast.parse(file.read_text("utf-8"), str(file)).body
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
-        body = body[1:]
-    return bool(body)
+    return file.name != "__init__.py" or _parsed(module, file)["runs_code"]
 
 
 @lru_cache(maxsize=None)

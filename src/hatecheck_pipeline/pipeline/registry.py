@@ -37,6 +37,7 @@ def _build(frozen: str, with_code: bool = True) -> tuple[Stage, ...]:
 
     params = json.loads(frozen)
     stages = [s for phase in PHASES for s in phase_stages(params, phase, with_code)]
+    codedeps.flush()
     names = [s.name for s in stages]
     dupes = {n for n in names if names.count(n) > 1}
     if dupes:
