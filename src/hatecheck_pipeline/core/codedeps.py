@@ -115,6 +115,7 @@ def _parsed(module: str, file: Path) -> dict[str, Any]:
     return value
 
 
+@lru_cache(maxsize=None)
 def module_file(module: str, src: Path = SRC) -> Path | None:
     """The file of a project module (``a.b`` -> ``a/b.py`` or ``a/b/__init__.py``)."""
     base = src.joinpath(*module.split("."))
