@@ -56,3 +56,22 @@ def test_hatexplain_variant_models_name_a_model_and_a_recipe():
     msg = str(err.value)
     assert "bias.hatexplain.supervised.from_model: 'nope' is not a fine-tuned model" in msg
     assert "bias.hatexplain.two_class[0].recipe: 'fast' is not a recipe" in msg and "two_class[0].model: 'B-D' is already a model" in msg
+
+
+def test_a_params_key_from_another_file_is_parsed_once_and_reread_when_the_file_changes(tmp_path, monkeypatch):
+    from hatecheck_pipeline.core import stage
+
+    parses = []
+    monkeypatch.setattr(stage, "read_yaml", lambda path: parses.append(path) or config.read_yaml(path))
+    stage._read_yaml_at.cache_clear()
+    resource = tmp_path / "sources.yaml"
+    resource.write_text("a: {sha256: [1, 2]}\nb: {sha256: [3]}\n")
+    key = f"{resource}:a.sha256"
+    first = stage.resolve_param({}, key)
+    first.append(99)  # a caller's change stays its own
+    assert stage.resolve_param({}, key) == [1, 2]
+    assert stage.resolve_param({}, f"{resource}:b.sha256") == [3]
+    assert len(parses) == 1
+    resource.write_text("a: {sha256: [1, 2, 4]}\n")  # another size: another key
+    assert stage.resolve_param({}, key) == [1, 2, 4]
+    assert len(parses) == 2

@@ -69,3 +69,14 @@ def test_the_profiles_exist_for_one_machine_and_for_slurm():
     assert slurm["executor"] == "slurm"
     assert slurm["slurm-status-command"] == "squeue"  # works without slurmdbd
     assert set(slurm["default-resources"]) >= {"mem_mb", "runtime"}
+
+
+def test_the_default_profile_leaves_out_only_the_params_trigger_which_would_see_nothing_but_the_command():
+    default = yaml.safe_load((REPO / "profiles/default/config.yaml").read_text())
+    assert default["rerun-triggers"] == ["mtime", "input", "code", "software-env"]
+    # Parameter values reach a rule as its params file (an input, the mtime
+    # trigger); the rule's only Snakemake param is the command, set by its name.
+    rules = (REPO / "workflow/rules/stages.smk").read_text()
+    block = re.search(r"\n        params:\n((?:            .*\n)+)", rules).group(1)
+    assert block.split() == ["cmd=stage.cmd,"], block
+    assert "params=hc_runners.params_file(stage)" in rules
