@@ -51,7 +51,8 @@ def main() -> None:
                                          "from hatecheck_pipeline.pipeline.registry import build_stages;"
                                          "print(len(build_stages(load_params())))"]),
         ("snakemake (no-op)", [str(BIN / "snakemake"), "--cores", "2", args.target]),
-        ("dvc status report", [str(BIN / "dvc"), "status", args.stage]),
+        # --with-deps: without it `dvc status <stage>` checks that one stage only
+        ("dvc status --with-deps report", [str(BIN / "dvc"), "status", "--with-deps", args.stage]),
         ("dvc repro --dry report", [str(BIN / "dvc"), "repro", "--dry", args.stage]),
     ]
     print(f"project: {args.project.resolve()}  cores: {len(os.sched_getaffinity(0))}  "
