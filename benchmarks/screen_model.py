@@ -16,7 +16,11 @@ run convert_multilingual-e5-small``): the stages run through
 ``hatecheck-pipeline --set ... run STAGE``, so with overrides the outputs no
 longer match ``params.yaml`` and ``dvc.lock`` (``dvc repro`` re-makes them).
 
-    python benchmarks/screen_model.py [--model XTC] [--cases 1000] [--set KEY=VALUE ...] [--project DIR]
+    python benchmarks/screen_model.py [--model XTC] [--cases 1000] [--set KEY=VALUE ...] [--project DIR] [--record FILE]
+
+``--record FILE`` also writes the figures as JSON (the docs quote screens
+from such records); ``--no-run`` only collects the outputs a screen already
+wrote (the training time from the model card).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.evaluation import published
+from hatecheck_pipeline.evaluation.tables import ShotReplicates, Source, with_interval
 from hatecheck_pipeline.pipeline.registry import build_stages
 
 BIN = Path(sys.executable).parent
@@ -81,6 +86,45 @@ def summary(model: str, metrics: Mapping[str, Mapping[str, Any]], tables: Mappin
     return "\n".join(lines)
 
 
+def mean_interval(model: str, replicates: Mapping[str, str], level: float = 0.95) -> dict[str, Any] | None:
+    """The bootstrap interval of the MHC macro F1 mean over languages
+    (``replicates``: suite -> its score stage's bootstrap values), each
+    language resampled independently as in the report's shots tables."""
+    reps = ShotReplicates([Source(model, suite, suite, None, "", "", replicates=path) for suite, path in replicates.items()])
+    values = reps.mean(model, list(replicates), "overall", None, "macro_f1")
+    if values is None:
+        return None
+    fig = with_interval(None, values, level)
+    return {"ci_low": fig["ci_low"], "ci_high": fig["ci_high"], "level": level}
+
+
+def record(model: str, overrides: list[str], cases: int, metrics: Mapping[str, Mapping[str, Any]], card: Mapping[str, Any],
+           replicates: Mapping[str, str]) -> dict:
+    """The screen's figures: held-out and MHC macro F1 with their bootstrap
+    intervals, the MHC mean and its interval, the training time and what
+    was trained."""
+    def f1(doc):
+        return {k: doc["overall"]["macro_f1"][k] for k in ("value", "ci_low", "ci_high")} | {"n": doc["overall"]["n"]}
+
+    mhc = {name.removeprefix("mhc_"): f1(doc) for name, doc in metrics.items() if name.startswith("mhc_")}
+    return {
+        "model": model,
+        "overrides": overrides,
+        "base_model": card["base_model"]["description"],
+        "base_model_sha256": card["base_model"].get("content_sha256"),
+        "profile": card["profile"],
+        "seed": card["seed"],
+        "train_seconds": card["train_seconds"],
+        "device": card.get("device"),
+        "git_commit": card.get("git_commit"),
+        "mhc_cases_per_language": cases or None,
+        "heldout": {name.removeprefix("heldout_"): f1(doc) for name, doc in metrics.items() if name.startswith("heldout_")},
+        "mhc": mhc,
+        "mhc_mean": round(sum(v["value"] for v in mhc.values()) / len(mhc), 2) if mhc else None,
+        "mhc_mean_interval": mean_interval(model, replicates) if replicates else None,
+    }
+
+
 def run_stage(name: str, overrides: list[str], project: Path, log) -> float:
     cmd = [str(BIN / "hatecheck-pipeline"), *[a for o in overrides for a in ("--set", o)], "run", name]
     start = time.perf_counter()
@@ -97,6 +141,8 @@ def main() -> None:
     ap.add_argument("--cases", type=int, default=1000, help="seeded draw of cases per MHC language (0 = all)")
     ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--log", type=Path, default=Path("logs/screen_model.log"))
+    ap.add_argument("--record", type=Path, help="also write the figures as JSON here")
+    ap.add_argument("--no-run", action="store_true", help="collect the outputs a screen already wrote")
     args = ap.parse_args()
     project = args.project.resolve()
     os.chdir(project)
@@ -104,18 +150,27 @@ def main() -> None:
     stages = screen_stages(params, args.model)
     cap = [f"profiles.{params['profile']}.max_cases_per_suite={args.cases}"] if args.cases else []
     args.log.parent.mkdir(parents=True, exist_ok=True)
-    with args.log.open("w") as log:
-        print(f"training {args.model} ({', '.join(args.overrides) or 'params.yaml as is'}); log: {args.log}", flush=True)
-        train_s = run_stage(stages["train"][0].name, args.overrides, project, log)
-        metrics: dict[str, Any] = {}
+    metrics: dict[str, Any] = {}
+    replicates: dict[str, str] = {}
+    with args.log.open("a" if args.no_run else "w") as log:
+        if not args.no_run:
+            print(f"training {args.model} ({', '.join(args.overrides) or 'params.yaml as is'}); log: {args.log}", flush=True)
+            run_stage(stages["train"][0].name, args.overrides, project, log)
         for group, extra in (("heldout", []), ("mhc", cap)):
             for s in stages[group]:
-                print(f"  {s.name}", flush=True)
-                run_stage(s.name, [*args.overrides, *extra], project, log)
+                if not args.no_run:
+                    print(f"  {s.name}", flush=True)
+                    run_stage(s.name, [*args.overrides, *extra], project, log)
                 if s.name.startswith("score_"):
                     metrics[s.args["suite"].name] = json.loads(Path(s.outputs["metrics"].path).read_text("utf-8"))
-    print(summary(args.model, metrics, published.load(), train_s))
-
+                    if group == "mhc":
+                        replicates[s.args["suite"].name] = s.outputs["replicates"].path
+    card = json.loads(Path(stages["train"][0].outputs["card"].path).read_text("utf-8"))
+    print(summary(args.model, metrics, published.load(), card["train_seconds"]))
+    if args.record:
+        args.record.parent.mkdir(parents=True, exist_ok=True)
+        args.record.write_text(json.dumps(record(args.model, args.overrides, args.cases, metrics, card, replicates), indent=1) + "\n", "utf-8")
+        print(f"wrote {args.record}")
 
 if __name__ == "__main__":
     main()

