@@ -143,6 +143,7 @@ def main() -> None:
     ap.add_argument("--log", type=Path, default=Path("logs/screen_model.log"))
     ap.add_argument("--record", type=Path, help="also write the figures as JSON here")
     ap.add_argument("--no-run", action="store_true", help="collect the outputs a screen already wrote")
+    ap.add_argument("--note", default=None, help="how the screen ran (e.g. beside another job), kept in the record")
     args = ap.parse_args()
     project = args.project.resolve()
     os.chdir(project)
@@ -169,7 +170,8 @@ def main() -> None:
     print(summary(args.model, metrics, published.load(), card["train_seconds"]))
     if args.record:
         args.record.parent.mkdir(parents=True, exist_ok=True)
-        args.record.write_text(json.dumps(record(args.model, args.overrides, args.cases, metrics, card, replicates), indent=1) + "\n", "utf-8")
+        doc = record(args.model, args.overrides, args.cases, metrics, card, replicates) | ({"note": args.note} if args.note else {})
+        args.record.write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
         print(f"wrote {args.record}")
 
 if __name__ == "__main__":

