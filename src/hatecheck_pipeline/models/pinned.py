@@ -30,7 +30,6 @@ from hatecheck_pipeline.core.files import write_json
 from hatecheck_pipeline.models.weights import WeightsError, assemble_parts, download
 
 PINS_FILE = "src/hatecheck_pipeline/resources/base_models.yaml"
-PREFIX = "pinned:"
 MARKER = "pinned.json"
 CACHE_ENV = "HATECHECK_PIPELINE_CACHE"
 
