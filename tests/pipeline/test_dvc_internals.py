@@ -74,3 +74,31 @@ def test_commit_through_the_internals_records_a_clean_stage(workdir):
     with pytest.raises(error):
         other.lock()
     lock.unlock()
+
+
+def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(workdir, monkeypatch):
+    from dvc.dependency import param
+    from scmrepo.git import Git
+
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
+    stages = "".join(f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x, y]\n"
+                     f"    outs: [o{i}.txt]\n" for i in range(3))
+    (workdir / "dvc.yaml").write_text("stages:\n" + stages)
+    for name in ("in.txt", "o0.txt", "o1.txt", "o2.txt", "sub/kept.txt"):
+        (workdir / name).parent.mkdir(exist_ok=True)
+        (workdir / name).write_text("input\n")
+    subprocess.run(["git", "add", "in.txt", "sub/kept.txt"], check=True)
+    parses = []
+    real = param.load_path
+    monkeypatch.setattr(param, "load_path", lambda path, fs, **kw: parses.append(path) or real(path, fs, **kw))
+    dvc_internals.commit_stages(["s0", "s1", "s2"])
+    assert [p for p in parses if p.endswith("params.yaml")] == [str(workdir / "params.yaml")]  # 3 stages, 1 parse
+    assert param.load_path.__name__ == "<lambda>"  # put back after the commit
+    assert dvc_internals.changed_stages() == set()
+    git = Git(str(workdir))
+    answer = dvc_internals._tracked_in(str(workdir))
+    for path in ("in.txt", "sub", "sub/kept.txt", "o0.txt", "su", "sub/other.txt"):
+        assert answer(str(workdir / path)) == git.is_tracked(str(workdir / path)), path
