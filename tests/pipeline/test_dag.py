@@ -1,5 +1,6 @@
 """One DAG, two runners: dvc.yaml and the Snakemake rules agree."""
 
+import dataclasses
 import subprocess
 
 import yaml
@@ -123,3 +124,16 @@ def test_one_rule_loop_declares_threads_and_resources():
     assert [r.name for r in rules] == ["common.smk", "stages.smk"]
     text = (REPO / "workflow/rules/stages.smk").read_text()
     assert "for stage in STAGES" in text and "threads: rule_threads(stage)" in text and "mem_mb=stage.mem_mb" in text and "cpu_cores=" in text
+
+
+def test_one_stage_is_found_as_the_registry_builds_it_and_a_data_stage_imports_no_later_phase(params):
+    stages = dag.build_stages(params)
+    for s in stages[:: max(1, len(stages) // 25)] + stages[-1:]:
+        assert dag.stage_by_name(params, s.name) == dataclasses.replace(s, code=()), s.name
+    probe = ("import sys; from hatecheck_pipeline.core.config import load_params;"
+             "from hatecheck_pipeline.pipeline.registry import stage_by_name;"
+             "s = stage_by_name(load_params(), 'validate_ethos');"
+             "print(s.name, sorted(m for m in sys.modules if m.startswith(('hatecheck_pipeline.pipeline.',"
+             " 'hatecheck_pipeline.evaluation', 'hatecheck_pipeline.models'))))")
+    out = subprocess.run([str(BIN / "python"), "-c", probe], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.split(" ", 1) == ["validate_ethos", "['hatecheck_pipeline.pipeline.data', 'hatecheck_pipeline.pipeline.registry']\n"]

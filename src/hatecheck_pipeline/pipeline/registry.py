@@ -58,10 +58,14 @@ def build_stages(params: Mapping[str, Any]) -> list[Stage]:
 
 def stage_by_name(params: Mapping[str, Any], name: str) -> Stage:
     """One stage, to run it: its code deps (what the runners track) are not
-    computed here, which saves every stage command the import-graph walk."""
-    for s in _build(dumps(params), with_code=False):
-        if s.name == name:
-            return s
+    computed here, which saves every stage command the import-graph walk,
+    and the phases are built in DAG order only up to the stage's own, so a
+    data stage's command imports no model, evaluation or report code (the
+    whole registry, names unique, is checked wherever it is built)."""
+    for phase in PHASES:
+        for s in phase_stages(params, phase, with_code=False):
+            if s.name == name:
+                return s
     raise ConfigError(f"no stage named {name!r} in the pipeline (see `hatecheck-pipeline dag list`)")
 
 
