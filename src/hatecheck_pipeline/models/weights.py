@@ -48,22 +48,25 @@ class WeightsError(PipelineError, RuntimeError):
     """Weights that cannot be fetched, or whose bytes differ from their pins."""
 
 
-@lru_cache(maxsize=1)
-def _registry_text() -> str:
-    return resources.files("hatecheck_pipeline").joinpath("resources/llm_weights.yaml").read_text("utf-8")
+@lru_cache(maxsize=4)
+def _registry_text(resource: str) -> str:
+    return resources.files("hatecheck_pipeline").joinpath(f"resources/{resource}").read_text("utf-8")
 
 
-def load_registry() -> dict[str, dict[str, Any]]:
-    """name -> entry of ``resources/llm_weights.yaml``."""
-    return yaml.safe_load(_registry_text())["weights"]
+def load_registry(file: str = WEIGHTS_FILE) -> dict[str, dict[str, Any]]:
+    """name -> entry of a pinned-weights file (``resources/llm_weights.yaml``,
+    or ``resources/base_models.yaml`` for the pinned base models)."""
+    return yaml.safe_load(_registry_text(Path(file).name))["weights"]
 
 
-def entry_of(name: str, registry: Mapping[str, Any]) -> dict[str, Any]:
+def entry_of(name: str, registry: Mapping[str, Any], file: str = WEIGHTS_FILE,
+             sources: tuple[str, ...] = SOURCES, what: str = "weights") -> dict[str, Any]:
+    """A copy of ``registry[name]``, checked to name one of ``sources``."""
     if name not in registry:
-        raise WeightsError(f"{WEIGHTS_FILE}: no weights named {name!r}; known: {sorted(registry)}")
+        raise WeightsError(f"{file}: no {what} named {name!r}; known: {sorted(registry)}")
     entry = dict(registry[name])
-    if entry.get("source") not in SOURCES:
-        raise WeightsError(f"{WEIGHTS_FILE}: weights {name!r}: source {entry.get('source')!r} is not one of {list(SOURCES)}")
+    if entry.get("source") not in sources:
+        raise WeightsError(f"{file}: {what} {name!r}: source {entry.get('source')!r} is not one of {list(sources)}")
     return entry
 
 
