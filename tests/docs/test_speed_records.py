@@ -1,0 +1,40 @@
+"""docs/performance.md quotes the dvc.lock-recording and data-stage figures
+from the benchmark records that printed them (issue 32): a record re-run
+with other figures fails this until the page says the same."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPO
+
+RECORDS = REPO / "benchmarks/records"
+PAGE = " ".join((REPO / "docs/performance.md").read_text("utf-8").split())  # line breaks as spaces
+
+
+def medians(text: str) -> list[tuple[float, float]]:
+    """(plain, memoised) median seconds of each block of a bench_dvc_record.py record."""
+    found = re.findall(r"^(plain|memoised)\s+median\s+([\d.]+) s", text, re.M)
+    pairs = [float(v) for _, v in found]
+    assert [k for k, _ in found] == ["plain", "memoised"] * (len(found) // 2) and found
+    return list(zip(pairs[::2], pairs[1::2]))
+
+
+def test_the_dvc_record_figures_are_the_records():
+    text = (RECORDS / "dvc_record_2026-11-26.txt").read_text("utf-8")
+    assert text.count("dvc.lock identical across runs: True") == 2
+    (data_plain, data_memo), (all_plain, all_memo) = medians(text)
+    assert data_memo < data_plain and all_memo < all_plain
+    assert f"39 data stages {data_plain:.1f} s to {data_memo:.1f} s" in PAGE
+    assert f"239 stages {all_plain:.1f} s to {all_memo:.1f} s" in PAGE
+
+
+def test_the_data_stage_a_b_figures_are_the_records():
+    text = (RECORDS / "bench_pipeline_data_ab_2026-11-26.txt").read_text("utf-8")
+    walls = {(code, rep): float(s) for code, rep, s in
+             re.findall(r"^code=(old|new)\(\w+\) rep=(\d) .*?\(data\): ([\d.]+) s wall", text, re.M)}
+    assert len(walls) == 4
+    quoted = (f"{walls['old', '1']:.1f} and {walls['old', '2']:.1f} s of `snakemake` wall before, "
+              f"{walls['new', '1']:.1f} and {walls['new', '2']:.1f} s after")
+    assert quoted in PAGE
+    assert "30 s target is not met" in PAGE
