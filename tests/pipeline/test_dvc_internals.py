@@ -102,3 +102,20 @@ def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(wo
     answer = dvc_internals._tracked_in(str(workdir))
     for path in ("in.txt", "sub", "sub/kept.txt", "o0.txt", "su", "sub/other.txt"):
         assert answer(str(workdir / path)) == git.is_tracked(str(workdir / path)), path
+
+
+def test_the_recording_benchmark_runs_both_ways_on_a_small_project(workdir):
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\n")
+    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
+        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x]\n    outs: [o{i}.txt]\n" for i in range(2)))
+    for name in ("in.txt", "o0.txt", "o1.txt"):
+        (workdir / name).write_text("input\n")
+    dvc_internals.commit_stages(["s0", "s1"])
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_record.py"), "--repeat", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "stages: 2" in proc.stdout and "dvc.lock identical across runs: True" in proc.stdout
+    assert re.search(r"^plain\s+median\s+[\d.]+ s", proc.stdout, re.M) and re.search(r"^memoised\s+median", proc.stdout, re.M)
