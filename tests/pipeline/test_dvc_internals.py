@@ -119,3 +119,13 @@ def test_the_recording_benchmark_runs_both_ways_on_a_small_project(workdir):
     assert proc.returncode == 0, proc.stderr
     assert "stages: 2" in proc.stdout and "dvc.lock identical across runs: True" in proc.stdout
     assert re.search(r"^plain\s+median\s+[\d.]+ s", proc.stdout, re.M) and re.search(r"^memoised\s+median", proc.stdout, re.M)
+
+
+def test_a_project_outside_git_commits_too(workdir):
+    subprocess.run([sys.executable, "-m", "dvc", "init", "--no-scm", "-q"], check=True)
+    (workdir / "params.yaml").write_text("x: 1\n")
+    (workdir / "dvc.yaml").write_text("stages:\n  s:\n    cmd: cp a b\n    deps: [a]\n    params: [x]\n    outs: [b]\n")
+    (workdir / "a").write_text("a\n")
+    (workdir / "b").write_text("a\n")
+    dvc_internals.commit_stages(["s"])
+    assert dvc_internals.changed_stages() == set()

@@ -20,7 +20,6 @@ Nothing outside this module imports ``dvc``.
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
