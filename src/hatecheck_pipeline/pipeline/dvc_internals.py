@@ -100,8 +100,10 @@ def _memoised_reads(repo: Any):
         return memoised(lambda: lookup(fs, path, key_paths, flatten, **kwargs), path,
                         ("keys", keys, flatten, tuple(sorted(kwargs.items()))))
 
-    scm = repo.scm  # NoSCM (a project outside git) asks git nothing
-    memo = hasattr(type(scm), "is_tracked")
+    from scmrepo.git import Git
+
+    scm = repo.scm  # NoSCM (a project outside git, `dvc init --no-scm`) answers without git
+    memo = isinstance(scm, Git)
     param.load_path, param.read_param_file = load_path, read_param_file
     if memo:
         scm.is_tracked = _tracked_in(scm.root_dir)
