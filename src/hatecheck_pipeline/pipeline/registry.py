@@ -32,11 +32,11 @@ def phase_stages(params: Mapping[str, Any], phase: str, with_code: bool = True) 
 
 
 @lru_cache(maxsize=8)
-def _build(frozen: str, with_code: bool = True) -> tuple[Stage, ...]:
+def _build(frozen: str) -> tuple[Stage, ...]:
     import json
 
     params = json.loads(frozen)
-    stages = [s for phase in PHASES for s in phase_stages(params, phase, with_code)]
+    stages = [s for phase in PHASES for s in phase_stages(params, phase)]
     codedeps.flush()
     names = [s.name for s in stages]
     dupes = {n for n in names if names.count(n) > 1}
