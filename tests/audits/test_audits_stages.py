@@ -27,7 +27,7 @@ def test_stage_declarations(params):
         assert s.phase == "audits" and signature_mismatch(s) is None, s.name
     for name in audits.crows_scorers(params):
         s = stages[f"crows_pairs_{name}"]
-        assert {"profile", f"profiles.{params['profile']}"} <= set(s.param_keys)
+        assert set(s.param_keys) >= {"profile", f"profiles.{params['profile']}.crows_max_pairs"}
         assert s.threads == params["bias"]["threads"] and s.mem_mb == 4000
     assert stages["hatexplain_standin"].mem_mb == 3000
     # the fine-tuned 3-class models (BERT and BERT-HateXplain): explained by their own stages, scored by the same metrics stage as the baseline

@@ -103,7 +103,7 @@ def test_crows_pairs_cap_from_profile():
     assert params["profiles"]["paper"]["crows_max_pairs"] is None
     for s in ph_bias.stages(params):
         if s.name.startswith("crows_pairs_"):
-            assert {"profile", f"profiles.{params['profile']}"} <= set(s.param_keys), s.name
+            assert {"profile", f"profiles.{params['profile']}.crows_max_pairs"} <= set(s.param_keys), s.name
 
 
 def test_report_sections_from_expansion_and_bias(workdir):

@@ -85,7 +85,7 @@ def test_registry_stages_declare_metrics_and_plots():
     assert [o.path for o in s.outs_of("metrics")] == [paths.metrics("XTC", "mhc_german")]
     assert paths.predictions("XTC", "mhc_german") in s.deps
     assert s.run == "hatecheck_pipeline.evaluation.scoring:score" and s.args["suite"].name == "mhc_german"
-    assert {"profile", f"profiles.{params['profile']}", "models.XTC.seed", "evaluation.threshold"} <= set(s.param_keys)
+    assert {"profile", f"profiles.{params['profile']}.max_cases_per_suite", "models.XTC.seed", "evaluation.threshold"} <= set(s.param_keys)
     shots = stages["tables_shots"]
     assert paths.plot_data("zero_many_shot") in [o.path for o in shots.outs_of("plots")]
     assert paths.interim_table("hateval2019_es") in shots.deps

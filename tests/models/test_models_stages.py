@@ -41,7 +41,7 @@ def test_embedded_profile_wires_convert_into_the_xlmt_models():
     assert (train.mem_mb, train.gpu) == (6000, 0)
     # Snakemake runs torch jobs side by side only while their threads fit the cores
     assert train.threads == p["training"]["threads"] and stages["predict_XTC_mhc"].threads == p["prediction"]["threads"]
-    assert "training.recipes.mhc" in train.param_keys and {"profile", f"profiles.{p['profile']}"} <= set(train.param_keys)
+    assert "training.recipes.mhc" in train.param_keys and {"profile", f"profiles.{p['profile']}.max_epochs", f"profiles.{p['profile']}.base_models.xlmt"} <= set(train.param_keys)
     for key in train.param_keys:  # every declared key exists
         config.get_key(p, key)
 

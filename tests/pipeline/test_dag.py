@@ -3,6 +3,7 @@
 import dataclasses
 import subprocess
 
+import pytest
 import yaml
 from conftest import REPO
 from pipeline_utils import BIN, dry_run_jobs
@@ -58,31 +59,79 @@ def test_stages_depend_on_the_active_profile_only(params):
     changes every train and predict stage's (issue 31)."""
     import copy
 
+    from hatecheck_pipeline.core.config import get_key
+
     assert params["profile"] != "paper"
     edited = copy.deepcopy(params)
     edited["profiles"]["paper"]["max_epochs"] = 99  # an inactive profile
     before = {s.name: s.param_values(params) for s in dag.build_stages(params)}
     assert before == {s.name: s.param_values(edited) for s in dag.build_stages(edited)}
-    assert not any(k == "profiles" for values in before.values() for k in values)
+    assert not any(k == "profiles" or k == f"profiles.{params['profile']}" for values in before.values() for k in values)
     switched = {**params, "profile": "paper"}
     after = {s.name: s.param_values(switched) for s in dag.build_stages(switched)}
     for name in before:
         if name.startswith(("train_", "predict_")):
             assert after[name] != before[name], name
-            assert after[name]["profiles.paper"] == params["profiles"]["paper"], name
+            read = {k: v for k, v in after[name].items() if k.startswith("profiles.")}
+            assert read and all(k.startswith("profiles.paper.") for k in read), name
+            assert read == {k: get_key(params["profiles"]["paper"], k[len("profiles.paper."):]) for k in read}, name
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    assert "profiles.${profile}" in dvc["train_XTC"]["params"] and "profiles" not in dvc["train_XTC"]["params"]
+    train = dvc["train_XTC"]["params"]
+    assert "profiles.${profile}.max_epochs" in train and "profiles.${profile}.base_models.xlmt" in train
+    assert not {"profiles", "profiles.${profile}", "profiles.${profile}.base_models.bert"} & set(train)
 
 
-def test_the_profile_argument_holds_the_active_profile_only(params):
+def test_a_profile_key_re_runs_only_the_stages_that_read_it(params):
+    """Each stage declares the keys of the active profile its function
+    reads, not the whole profile: a change of the evaluation's case cap
+    leaves every training stage up to date, and a change of the epoch cap
+    re-runs training only (downstream stages re-run on their inputs)."""
+    import copy
+
+    active = params["profile"]
+    before = {s.name: s.param_values(params) for s in dag.build_stages(params)}
+
+    def changed_by(key: str, value: object) -> set[str]:
+        edited = copy.deepcopy(params)
+        edited["profiles"][active][key] = value
+        return {s.name for s in dag.build_stages(edited) if s.param_values(edited) != before[s.name]}
+
+    cases = changed_by("max_cases_per_suite", 7)
+    assert cases and not any(n.startswith("train_") for n in cases)
+    assert {n.split("_")[0] for n in cases} <= {"predict", "score", "target", "heldout"}, sorted(cases)
+    epochs = changed_by("max_epochs", 1 + (params["profiles"][active]["max_epochs"] or 0))
+    assert epochs and all(n.startswith("train_") for n in epochs), sorted(epochs)
+    assert changed_by("crows_max_pairs", 3) == {n for n in before if n.startswith("crows_pairs_")}
+
+
+def test_every_profile_defines_every_key_a_stage_reads(params):
+    """dvc.yaml's ``profiles.${profile}.<key>`` is resolved under whichever
+    profile is active: each profile must set every declared key (DVC stops
+    on a missing one)."""
+    for name in params["profiles"]:
+        under = {**params, "profile": name}
+        for s in dag.build_stages(under):
+            s.param_values(under)  # raises ConfigError naming a missing key
+
+
+def test_the_profile_argument_holds_the_declared_keys_only(params):
     """The function of a stage reading the profile gets `{<active>: values}`,
-    what core.config.active_profile(profile, profiles) picks from."""
-    from hatecheck_pipeline.core.config import active_profile
+    what core.config.active_profile(profile, profiles) picks from, with only
+    the keys the stage declares: reading another one is an error naming the
+    stage and the key."""
+    from hatecheck_pipeline.core.config import ConfigError, active_profile
 
+    active = params["profile"]
     train = next(s for s in dag.build_stages(params) if s.name == "train_XTC")
     kwargs = train.arguments(params)
-    assert kwargs["profiles"] == {params["profile"]: params["profiles"][params["profile"]]}
-    assert active_profile(kwargs["profile"], kwargs["profiles"])["name"] == params["profile"]
+    prof = active_profile(kwargs["profile"], kwargs["profiles"])
+    assert prof["name"] == active and prof["max_epochs"] == params["profiles"][active]["max_epochs"]
+    assert prof["base_models"] == {"xlmt": params["profiles"][active]["base_models"]["xlmt"]}
+    for read in (lambda: prof["max_cases_per_suite"], lambda: prof.get("max_cases_per_suite"), lambda: "max_cases_per_suite" in prof):
+        with pytest.raises(ConfigError, match=r"train_XTC.*'max_cases_per_suite'"):
+            read()
+    score = next(s for s in dag.build_stages(params) if s.name.startswith("score_XTC_"))
+    assert set(active_profile(active, score.arguments(params)["profiles"])) == {"name", score.args["cap_key"]}
 
 
 def test_only_the_changed_dataset_is_downstream_of_its_params(params):

@@ -115,3 +115,14 @@ def test_a_parameter_change_reruns_exactly_what_depends_on_it(smoke):
     assert dvc_ran_stages(repro.stdout) == {"report"}
     assert "Smoke report, retitled" in (smoke / REPORT).read_text()
     assert snakemake_is_a_noop(smoke)
+
+    # one key of the active profile: only the stages that read it, and what
+    # they feed, re-run (each stage declares the profile keys it reads)
+    stages = build_stages(load_params(smoke / "params.yaml"))
+    readers = {s.name for s in stages if "profiles.smoke.crows_max_pairs" in s.param_keys}
+    assert readers and all(name.startswith("crows_pairs_") for name in readers)
+    set_param(smoke, "profiles.smoke.crows_max_pairs", 10)
+    ran = dvc_ran_stages(run([str(BIN / "dvc"), "repro", "report"], smoke, timeout=3600).stdout)
+    assert readers <= ran <= downstream(stages, readers), sorted(ran)
+    assert "report" in ran and not any(name.startswith(("train_", "predict_", "score_")) for name in ran)
+    assert snakemake_is_a_noop(smoke)

@@ -165,9 +165,11 @@ def test_a_failed_stage_log_reaches_the_terminal_through_the_default_profile(wor
 
 
 def test_dvc_follows_the_active_profile_only(workdir):
-    """dvc.yaml declares `profiles.${profile}` (as `dag write` renders it):
-    DVC resolves it from params.yaml, so editing an inactive profile leaves
-    the stage up to date and a switch of profile makes it stale (issue 31)."""
+    """dvc.yaml declares `profiles.${profile}.<key>` for each key the stage
+    reads (as `dag write` renders it): DVC resolves it from params.yaml, so
+    editing an inactive profile, or a key of the active one the stage does
+    not read, leaves the stage up to date, while a change of a key it reads
+    or a switch of profile makes it stale (issue 31)."""
     from hatecheck_pipeline.core.stage import profile_params
     from hatecheck_pipeline.pipeline.registry import to_dvc
 
@@ -176,18 +178,23 @@ def test_dvc_follows_the_active_profile_only(workdir):
     subprocess.run([*dvc, "init", "-q"], check=True)
     params = "profile: a\nprofiles:\n  a: {max_epochs: 1, lr: 5.0e-5}\n  b: {max_epochs: 2, lr: 5.0e-5}\n"
     (workdir / "params.yaml").write_text(params)
-    s = Stage("train_x", "train", "m:f", outputs={"o": out("out.txt")}, params=profile_params({"profile": "a"}))
+    s = Stage("train_x", "train", "m:f", outputs={"o": out("out.txt")}, params=profile_params({"profile": "a"}, ["max_epochs"]))
     doc = to_dvc([s])
+    assert doc["stages"]["train_x"]["params"] == ["profile", "profiles.${profile}.max_epochs"]
     doc["stages"]["train_x"]["cmd"] = "echo done > out.txt"
     import yaml
 
     (workdir / "dvc.yaml").write_text(yaml.safe_dump(doc))
     subprocess.run([*dvc, "repro", "-q"], check=True)
-    assert runners.locked_params()["train_x"] == {"profile": "a", "profiles.a": {"max_epochs": 1, "lr": 5.0e-5}}
+    assert runners.locked_params()["train_x"] == {"profile": "a", "profiles.a.max_epochs": 1}
     status = lambda: subprocess.run([*dvc, "status", "--json"], capture_output=True, text=True, check=True).stdout  # noqa: E731
     (workdir / "params.yaml").write_text(params.replace("max_epochs: 2", "max_epochs: 3"))  # inactive profile
     assert json.loads(status()) == {}
-    assert runners.sync_params_files([s], {"profile": "a", "profiles": {"a": {"max_epochs": 1, "lr": 5.0e-5}, "b": {}}}) == []
+    (workdir / "params.yaml").write_text(params.replace("a: {max_epochs: 1, lr: 5.0e-5}", "a: {max_epochs: 1, lr: 1.0e-4}"))
+    assert json.loads(status()) == {}  # a key of the active profile the stage does not read
+    assert runners.sync_params_files([s], {"profile": "a", "profiles": {"a": {"max_epochs": 1, "lr": 1.0e-4}, "b": {}}}) == []
+    (workdir / "params.yaml").write_text(params.replace("a: {max_epochs: 1,", "a: {max_epochs: 4,"))
+    assert "train_x" in json.loads(status())  # a key it reads
     (workdir / "params.yaml").write_text(params.replace("profile: a", "profile: b"))  # a switch
     assert "train_x" in json.loads(status())
 

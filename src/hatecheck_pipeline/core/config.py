@@ -263,12 +263,49 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
         raise ConfigError(one_line(source, errors))
 
 
+class DeclaredProfile(dict):
+    """The keys of the active profile a stage declares it reads
+    (``core.stage.profile_params``), as its function receives them: reading
+    any other key (``[]``, ``get`` or ``in``) raises, so that no stage can
+    depend on a profile setting that DVC and Snakemake would not re-run it
+    for. ``name`` (the profile's name) is always there."""
+
+    def __init__(self, values: Mapping[str, Any], stage: str) -> None:
+        super().__init__(values)
+        self.stage = stage
+
+    def _undeclared(self, key: Any) -> ConfigError:
+        return ConfigError(
+            f"stage {self.stage}: reads the profile key {key!r}, which it does not declare "
+            f"(declared: {', '.join(sorted(k for k in self if k != 'name')) or 'none'}); add it to the "
+            "keys its stage passes to profile_params, so that a change of it re-runs the stage"
+        )
+
+    def __missing__(self, key: Any) -> Any:
+        raise self._undeclared(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if not dict.__contains__(self, key):
+            raise self._undeclared(key)
+        return dict.__getitem__(self, key)
+
+    def __contains__(self, key: object) -> bool:
+        if not dict.__contains__(self, key):
+            raise self._undeclared(key)
+        return True
+
+
 def active_profile(profile: str, profiles: Mapping[str, Any]) -> dict[str, Any]:
     """The settings of the active profile (base models, budgets), with its
-    name: the one place that picks ``profiles[profile]``."""
+    name: the one place that picks ``profiles[profile]``. A stage's
+    function gets only the keys its stage declares (a
+    :class:`DeclaredProfile`), and so does what this returns."""
     if profile not in profiles:
         raise ConfigError(f"params: profile {profile!r} is not defined (profiles: {', '.join(sorted(profiles))})")
-    return {"name": profile, **profiles[profile]}
+    values = profiles[profile]
+    if isinstance(values, DeclaredProfile):
+        return DeclaredProfile({"name": profile, **values}, values.stage)
+    return {"name": profile, **values}
 
 
 def profile(params: Mapping[str, Any]) -> dict[str, Any]:

@@ -18,9 +18,9 @@ import inspect
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from hatecheck_pipeline.core.config import get_key, read_yaml
+from hatecheck_pipeline.core.config import DeclaredProfile, get_key, read_yaml
 
 OUT_KINDS = ("outs", "metrics", "plots")
 
@@ -95,7 +95,9 @@ class Stage:
     run: str  # "hatecheck_pipeline.<layer>.<module>:<function>"
     inputs: Mapping[str, Any] = field(default_factory=dict)  # argument -> path(s)
     outputs: Mapping[str, "Out | tuple[Out, ...]"] = field(default_factory=dict)  # argument -> output(s)
-    params: Mapping[str, str] = field(default_factory=dict)  # argument -> dotted key ("file:key" for another YAML)
+    # argument -> dotted key ("file:key" for another YAML); the ``profiles``
+    # argument -> the tuple of the active profile's keys (profile_params)
+    params: Mapping[str, "str | tuple[str, ...]"] = field(default_factory=dict)
     args: Mapping[str, Any] = field(default_factory=dict)  # argument -> constant (names, never paths)
     threads: int = 1  # CPU threads the function uses
     mem_mb: int = 1000
@@ -158,7 +160,7 @@ class Stage:
 
     @property
     def param_keys(self) -> list[str]:
-        return list(dict.fromkeys(self.params.values()))
+        return list(dict.fromkeys(k for v in self.params.values() for k in ((v,) if isinstance(v, str) else v)))
 
     def param_values(self, params: Mapping[str, Any]) -> dict[str, Any]:
         """dotted key -> value for every declared key (Snakemake re-runs a rule
@@ -170,36 +172,52 @@ class Stage:
         kwargs: dict[str, Any] = dict(self.args)
         kwargs.update({k: as_paths(v) for k, v in self.inputs.items()})
         kwargs.update({k: [Path(o.path) for o in v] if isinstance(v, tuple) else Path(v.path) for k, v in self.outputs.items()})
-        kwargs.update({arg: argument_value(params, arg, key) for arg, key in self.params.items()})
+        kwargs.update({arg: argument_value(params, arg, key, self.name) for arg, key in self.params.items()})
         return kwargs
 
 
 PROFILES = "profiles"
 
 
-def profile_params(params: Mapping[str, Any]) -> dict[str, str]:
+def profile_params(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     """The params of a stage that reads the active profile: ``profile`` (its
-    name) and ``profiles.<active>`` (its values), never the whole
-    ``profiles`` section, so that editing an inactive profile leaves the
-    stage up to date while a switch of profile re-runs it. dvc.yaml declares
-    ``profiles.${profile}`` (DVC resolves it from params.yaml, see
-    ``pipeline.registry.to_dvc``); Snakemake's params files hold the same keys.
+    name) and ``profiles.<active>.<key>`` for each key of the profile its
+    function reads (a dotted key reaches into a setting: ``base_models.xlmt``),
+    never the whole ``profiles`` section nor the whole profile: editing an
+    inactive profile, or a key of the active one that the stage does not
+    read, leaves the stage up to date, while a switch of profile re-runs it.
+    dvc.yaml declares ``profiles.${profile}.<key>`` (DVC resolves it from
+    params.yaml, see ``pipeline.registry.to_dvc``); Snakemake's params files
+    hold the same keys. The function's ``profiles`` argument holds those
+    keys only (:func:`argument_value`): reading another one is an error.
 
-    >>> profile_params({"profile": "smoke"})
-    {'profile': 'profile', 'profiles': 'profiles.smoke'}
+    >>> profile_params({"profile": "smoke"}, ["max_length", "base_models.bert"])
+    {'profile': 'profile', 'profiles': ('profiles.smoke.max_length', 'profiles.smoke.base_models.bert')}
     """
-    return {"profile": "profile", PROFILES: f"{PROFILES}.{params['profile']}"}
+    return {"profile": "profile", PROFILES: tuple(f"{PROFILES}.{params['profile']}.{k}" for k in dict.fromkeys(keys))}
 
 
-def argument_value(params: Mapping[str, Any], arg: str, key: str) -> Any:
+def argument_value(params: Mapping[str, Any], arg: str, key: "str | tuple[str, ...]", stage: str = "") -> Any:
     """The value of one declared parameter for the stage's function. The
-    ``profiles`` argument bound to ``profiles.<active>`` receives
-    ``{<active>: values}``: the shape ``core.config.active_profile(profile,
-    profiles)`` reads, with only the active profile in it."""
-    value = resolve_param(params, key)
-    if arg == PROFILES and key.startswith(PROFILES + ".") and key.count(".") == 1:
-        return {key.split(".", 1)[1]: value}
-    return value
+    ``profiles`` argument bound to keys of ``profiles.<active>`` receives
+    ``{<active>: values}``, the shape ``core.config.active_profile(profile,
+    profiles)`` reads, with only the active profile's declared keys in it
+    (a :class:`~hatecheck_pipeline.core.config.DeclaredProfile`; a dotted
+    key gives the nested setting with only that part)."""
+    if isinstance(key, str):
+        return resolve_param(params, key)
+    active = params["profile"]
+    head = f"{PROFILES}.{active}."
+    values: dict[str, Any] = {}
+    for k in key:
+        if not k.startswith(head):
+            raise ValueError(f"stage {stage}: {arg} binds {k!r}, not a key of the active profile {active!r}")
+        *parents, last = k[len(head):].split(".")
+        node = values
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = copy.deepcopy(resolve_param(params, k))
+    return {active: DeclaredProfile(values, stage)}
 
 
 def resolve_param(params: Mapping[str, Any], key: str) -> Any:

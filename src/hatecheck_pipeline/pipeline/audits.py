@@ -65,13 +65,13 @@ def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
         CROWS,
         inputs={"table": paths.interim_table("crows_pairs")},
         outputs={"pairs": out(paths.crows_pairs(name)), "metrics": metric(paths.crows_metrics(name))},
-        # profile/profiles: profiles.<p>.crows_max_pairs caps the pairs (smoke)
+        # the profile's crows_max_pairs caps the pairs (smoke)
         params={
             "scorer": f"bias.crows_pairs.scorers.{name}",
             "batch_size": "bias.crows_pairs.batch_size",
             "threads": "bias.threads",
             "seed": "bias.seed",
-            **profile_params(params),
+            **profile_params(params, ["crows_max_pairs"]),
         },
         args={"name": name},
         threads=params["bias"]["threads"],
@@ -123,9 +123,8 @@ def explain_stage(model: str, params: Mapping[str, Any]) -> Stage:
             "attributions": out(paths.hatexplain_attributions(model)),
             "card": out(paths.hatexplain_card(model)),
         },
-        # profile: max_length and hatexplain_max_explain
         params={
-            **profile_params(params),
+            **profile_params(params, ["max_length", "hatexplain_max_explain"]),
             "explain": "bias.hatexplain.explain",
             "top_k": "bias.hatexplain.top_k",
             "seed": "bias.seed",
@@ -145,8 +144,8 @@ def toxicity_stage(model: str, params: Mapping[str, Any]) -> Stage:
         TOXICITY,
         inputs={"model_dir": paths.model_dir(model), "model_card": paths.model_card(model), "table": paths.interim_table("hatexplain")},
         outputs={"predictions": out(paths.hatexplain_predictions(model))},
-        # profile: max_length; explain: batch_size
-        params={**profile_params(params), "explain": "bias.hatexplain.explain", "threads": "bias.threads"},
+        # explain: batch_size
+        params={**profile_params(params, ["max_length"]), "explain": "bias.hatexplain.explain", "threads": "bias.threads"},
         args={"model": model},
         threads=params["bias"]["threads"],
         mem_mb=EXPLAIN_MEM_MB,
@@ -189,7 +188,8 @@ def target_bias_stage(model: str, params: Mapping[str, Any]) -> Stage:
             "communities_csv": plot(paths.target_bias_csv(model), **COMMUNITIES_PLOT),
         },
         # profile: a capped profile audits the cases its predict stage drew
-        params={"power": "bias.targets.power", **profile_params(params), "seed": f"models.{model}.seed"},
+        params={"power": "bias.targets.power", **profile_params(params, [case_cap_key(params["models"][model])]),
+                "seed": f"models.{model}.seed"},
         args={"model": model, "suites": tuple(suites), "cap_key": case_cap_key(params["models"][model])},
     )
 

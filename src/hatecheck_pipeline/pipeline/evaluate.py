@@ -75,7 +75,8 @@ def group_training_tables(params: Mapping[str, Any], group: str) -> dict[str, li
 
 
 def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
-    keys = {**SCORE_PARAMS, **profile_params(params)}
+    cap_key = case_cap_key(params["models"][model], suite.expanded)  # the profile key that capped the predicted cases
+    keys = {**SCORE_PARAMS, **profile_params(params, [cap_key])}
     keys["model_seed"] = f"models.{model}.seed"
     return Stage(
         score_stage_name(model, suite.name),
@@ -84,8 +85,7 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
         outputs={"metrics": metric(paths.metrics(model, suite.name)), "replicates": out(paths.bootstrap_replicates(model, suite.name))},
         params=keys,
-        # the profile key that capped the model's predicted cases
-        args={"suite": suite, "model": model, "cap_key": case_cap_key(params["models"][model], suite.expanded)},
+        args={"suite": suite, "model": model, "cap_key": cap_key},
     )
 
 
@@ -155,7 +155,7 @@ def heldout_multiclass_stages(params: Mapping[str, Any]) -> list[Stage]:
                 outputs={"out": metric(multiclass_metrics(model, dataset))},
                 params={
                     "labels": f"training.recipes.{spec['recipe']}.labels",
-                    **profile_params(params),
+                    **profile_params(params, ["max_cases_per_suite", "max_length"]),
                     "seed": f"models.{model}.seed",
                     "prediction": "prediction",
                     "amp": "training.amp",

@@ -49,7 +49,7 @@ def fetch_stage(params: Mapping[str, Any]) -> Stage:
         PHASE,
         FETCH,
         outputs={"weights": out(paths.llm_weights(), persist=True), "info": out(paths.llm_weights_info())},
-        params={**profile_params(params), "registry": f"{WEIGHTS_FILE}:weights"},
+        params={**profile_params(params, ["llm_weights"]), "registry": f"{WEIGHTS_FILE}:weights"},
     )
 
 
@@ -73,11 +73,11 @@ def sets_stage() -> Stage:
     )
 
 
-def backend_params(name: str, params: Mapping[str, Any], **own: str) -> dict[str, str]:
+def backend_params(name: str, params: Mapping[str, Any], caps: list[str], **own: str) -> dict[str, Any]:
     """The params keys of a stage that asks backend ``name``: the stage's
-    ``own`` keys, the LLM runtime's and the profile's caps."""
+    ``own`` keys, the LLM runtime's and the profile's ``caps`` it reads."""
     keys = {k: f"llm.{k}" for k in ("seed", "threads", "batch_size", "cache_dir")}
-    return {"backend": f"llm.backends.{name}", **own, **keys, **profile_params(params)}
+    return {"backend": f"llm.backends.{name}", **own, **keys, **profile_params(params, caps)}
 
 
 def backend_resources(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,8 +92,8 @@ def ethos_stage(name: str, params: Mapping[str, Any]) -> Stage:
         ETHOS_RUN,
         inputs={"items": paths.ethos_sets(), **weights_input(params["llm"]["backends"][name])},
         outputs={"answers": out(paths.llm_answers(name)), "metrics": metric(paths.llm_metrics(name))},
-        # profile/profiles: profiles.<p>.llm_example_sets caps the mixed example sets (smoke)
-        params=backend_params(name, params, settings="llm.settings"),
+        # the profile's caps: prompts per setting, mixed example sets (smoke)
+        params=backend_params(name, params, ["llm_max_prompts_per_setting", "llm_example_sets"], settings="llm.settings"),
         **backend_resources(name, params),
     )
 
@@ -106,8 +106,8 @@ def misspelling_stage(name: str, params: Mapping[str, Any]) -> Stage:
         inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos"), "published": PUBLISHED,
                 **weights_input(params["llm"]["backends"][name])},
         outputs={"answers": out(paths.llm_misspelling_answers(name)), "metrics": metric(paths.llm_misspelling_metrics(name))},
-        # profile/profiles: profiles.<p>.llm_misspelling_max_texts caps the versions asked per category (smoke)
-        params=backend_params(name, params, threshold="llm.ethos.threshold"),
+        # the profile's cap of the versions asked per category (smoke)
+        params=backend_params(name, params, ["llm_misspelling_max_texts"], threshold="llm.ethos.threshold"),
         **backend_resources(name, params),
     )
 

@@ -7,9 +7,11 @@ reads that base model's directory (the convert stage's output).
 
 The DAG is the same whatever the active profile (dvc.yaml is rendered once,
 and `dvc exp run -S profile=...` must not need a new one): stages that read
-the profile declare ``profile`` and ``profiles.<active>`` (dvc.yaml:
-``profiles.${profile}``, resolved by DVC from params.yaml), so an edit of an
-inactive profile leaves them up to date and a switch of profile re-runs them;
+the profile declare ``profile`` and the active profile's keys they read
+(``profiles.<active>.<key>``; dvc.yaml: ``profiles.${profile}.<key>``,
+resolved by DVC from params.yaml), so an edit of an inactive profile, or of
+a key they do not read, leaves them up to date and a switch of profile
+re-runs them;
 the Snakemake resources (memory, GPUs, time limits) follow the active profile.
 """
 
@@ -19,7 +21,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_llm, profile
+from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import memory_mb, weights_input
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
@@ -46,6 +48,12 @@ def weights_mem_mb(name: str) -> int:
     # parsed once per process: the weights registry (~50 pinned parts) took
     # ~1 s of every registry build when read once per LLM stage
     return memory_mb(name, LLM_MEM_MB)
+# The active profile's keys a training stage reads (models/train.py: the
+# budget its card records), besides ``base_models.<role>``.
+TRAIN_PROFILE_KEYS = (
+    "max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings",
+    "freeze_lower_layers", "length_bucketing", "cpu_bf16", "recipe_by_role", "grid_search",
+)
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
@@ -93,7 +101,7 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
             "training_log": metric(paths.training_log(model)),
         },
         params={
-            **profile_params(params),
+            **profile_params(params, [*TRAIN_PROFILE_KEYS, f"base_models.{spec['role']}"]),
             "spec": f"models.{model}",
             "recipe": f"training.recipes.{spec['recipe']}",
             "amp": "training.amp",
@@ -181,7 +189,8 @@ def predict_stage(params: Mapping[str, Any], model: str, group: str, suites: lis
     one predictions file per suite."""
     spec = params["models"][model]
     prof = profile(params)
-    keys = profile_params(params)
+    # the profile's case caps of these suites (core.config.case_cap_key)
+    keys = profile_params(params, ["max_length", *sorted({case_cap_key({}, s.expanded) for s in suites})])
     keys["seed"] = f"models.{model}.seed"
     keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction", "amp": "training.amp"}
     return Stage(
@@ -226,7 +235,7 @@ def llm_predict_stage(params: Mapping[str, Any], model: str) -> Stage:
             "threads": "llm.threads",
             "batch_size": "llm.batch_size",
             "cache_dir": "llm.cache_dir",
-            **profile_params(params),
+            **profile_params(params, ["llm_max_cases_per_suite"]),
         },
         args={"model": model, "backend_name": spec["backend"], "suites": suites},
         threads=params["llm"]["threads"],
