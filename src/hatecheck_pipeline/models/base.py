@@ -42,6 +42,20 @@ DESCRIPTIONS = {
 # Converted base models the pipeline builds: name -> convert stage name.
 PIPELINE_BASES = {"multilingual-e5-small": "convert_multilingual-e5-small"}
 
+# The kinds of symbolic reference, spelled ``<kind>:<rest>`` (module docstring).
+PACKAGE, PIPELINE, PINNED = "package", "pipeline", "pinned"
+
+
+def split_ref(ref: str) -> tuple[str | None, str]:
+    """``(kind, rest)`` of a symbolic reference, ``(None, ref)`` for a hub
+    id or a local path.
+
+    >>> split_ref("pipeline:multilingual-e5-small"), split_ref("bert-base-uncased")
+    (('pipeline', 'multilingual-e5-small'), (None, 'bert-base-uncased'))
+    """
+    kind, sep, rest = ref.partition(":")
+    return (kind, rest) if sep and kind in (PACKAGE, PIPELINE, PINNED) else (None, ref)
+
 
 def resolve(ref: str, bases: Mapping[str, str | Path] | None = None) -> str:
     """A base model reference -> a local directory or a hub id.
@@ -49,27 +63,27 @@ def resolve(ref: str, bases: Mapping[str, str | Path] | None = None) -> str:
     ``bases`` (a stage's declared pipeline base model directories, name ->
     directory) locates ``pipeline:<name>``; without it the conventional
     ``paths.base_model_dir(name)``."""
-    if ref.startswith("package:"):
-        package, _, sub = ref[len("package:") :].partition("/")
+    kind, name = split_ref(ref)
+    if kind == PACKAGE:
+        package, _, sub = name.partition("/")
         return str(package_dir(package) / sub)
-    if ref.startswith("pipeline:"):
-        name = ref[len("pipeline:") :]
+    if kind == PIPELINE:
         if bases is None:
             return paths.base_model_dir(name)
         if name not in bases:
             raise ConfigError(f"base model {ref!r} is not among the stage's base model inputs ({sorted(bases)})")
         return str(bases[name])
-    if ref.startswith("pinned:"):
+    if kind == PINNED:
         from hatecheck_pipeline.models import pinned
 
-        return str(pinned.fetch(ref[len("pinned:") :]))
+        return str(pinned.fetch(name))
     return ref
 
 
 def pipeline_base(ref: str) -> str | None:
     """The pipeline-built base model name a reference points to, if any."""
-    if ref.startswith("pipeline:"):
-        name = ref[len("pipeline:") :]
+    kind, name = split_ref(ref)
+    if kind == PIPELINE:
         if name not in PIPELINE_BASES:
             raise KeyError(f"unknown pipeline base model {name!r} (known: {sorted(PIPELINE_BASES)})")
         return name
@@ -77,10 +91,11 @@ def pipeline_base(ref: str) -> str | None:
 
 
 def describe(ref: str) -> str:
-    if ref.startswith("pinned:"):
+    kind, name = split_ref(ref)
+    if kind == PINNED:
         from hatecheck_pipeline.models import pinned
 
-        return pinned.describe(ref[len("pinned:") :])
+        return pinned.describe(name)
     return DESCRIPTIONS.get(ref, ref)
 
 
