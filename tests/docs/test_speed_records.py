@@ -38,3 +38,20 @@ def test_the_data_stage_a_b_figures_are_the_records():
               f"{walls['new', '1']:.1f} and {walls['new', '2']:.1f} s after")
     assert quoted in PAGE
     assert "30 s target is not met" in PAGE
+
+
+def test_the_profile_key_figures_are_the_records():
+    """Declared profile keys: the lock sizes, the stages a profile key's
+    change re-runs, and the dry runs' medians the page quotes."""
+    import statistics
+
+    text = (RECORDS / "profile_keys_ab_2026-11-27.txt").read_text("utf-8")
+    lines = dict(re.findall(r"^== ab_(old|new) .*\ndvc.lock: (\d+) lines", text, re.M))
+    changed = dict(re.findall(r"^ab_(old|new) profiles\.smoke\.crows_max_pairs 20 -> 10: (\d+) stages would run", text, re.M))
+    dry = {v: statistics.median(float(x) for x in re.findall(rf"^rep=\d ab_{v} dvc repro --dry report: ([\d.]+) s, stages that would run: 0", text, re.M))
+           for v in ("old", "new")}
+    assert int(lines["new"]) < int(lines["old"]) and int(changed["new"]) < int(changed["old"])
+    assert f"went from {lines['old']} to {lines['new']} lines" in PAGE
+    assert f"found {changed['old']} stages changed before" in PAGE and f"and {changed['new']} after" in PAGE
+    assert f"median of {dry['old']:.1f} s before and {dry['new']:.1f} s after" in PAGE
+    assert "the 3 s target is not met" in PAGE
