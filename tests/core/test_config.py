@@ -20,6 +20,18 @@ def test_schema_error_names_file_and_key(tmp_path):
     assert str(bad) in str(err.value)
 
 
+def test_a_profile_lacking_a_key_is_named_with_the_key(tmp_path):
+    """Every profile sets every key (stages declare profiles.${profile}.<key>
+    and DVC stops on a key the active profile lacks): a profile without one
+    fails at load, naming the profile and the key."""
+    doc = yaml.safe_load((REPO / "params.yaml").read_text())
+    doc["profiles"]["mine"] = {k: v for k, v in doc["profiles"]["smoke"].items() if k != "max_train_per_dataset"}
+    bad = tmp_path / "params.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    with pytest.raises(config.ConfigError, match=r"profiles\.mine: 'max_train_per_dataset' is a required property"):
+        config.load_params(bad, schema=REPO / config.SCHEMA_FILE)
+
+
 def test_overrides_are_applied_then_validated():
     p = config.load_params(REPO / "params.yaml", ["datasets.davidson2017.seed=7"])
     assert p["datasets"]["davidson2017"]["seed"] == 7
