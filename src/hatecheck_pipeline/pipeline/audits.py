@@ -178,6 +178,7 @@ def target_bias_stage(model: str, params: Mapping[str, Any]) -> Stage:
     suites = functional_suites(params, model)
     # gold tables in path order (one table may hold several suites: MHC languages)
     gold = dict(sorted(((s.name, s.raw_table()) for s in suites), key=lambda kv: (kv[1], kv[0])))
+    cap_key = case_cap_key(params["models"][model])  # the profile key that capped the predicted cases
     return Stage(
         f"target_bias_{model}",
         PHASE,
@@ -188,9 +189,8 @@ def target_bias_stage(model: str, params: Mapping[str, Any]) -> Stage:
             "communities_csv": plot(paths.target_bias_csv(model), **COMMUNITIES_PLOT),
         },
         # profile: a capped profile audits the cases its predict stage drew
-        params={"power": "bias.targets.power", **profile_params(params, [case_cap_key(params["models"][model])]),
-                "seed": f"models.{model}.seed"},
-        args={"model": model, "suites": tuple(suites), "cap_key": case_cap_key(params["models"][model])},
+        params={"power": "bias.targets.power", **profile_params(params, [cap_key]), "seed": f"models.{model}.seed"},
+        args={"model": model, "suites": tuple(suites), "cap_key": cap_key},
     )
 
 
