@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from hatecheck_pipeline.core import paths  # noqa: E402
 from hatecheck_pipeline.models import base as basemodels  # noqa: E402
 from hatecheck_pipeline.models import predict  # noqa: E402
-from hatecheck_pipeline.models import train as training  # noqa: E402
+from hatecheck_pipeline.models.recipe import ID2LABEL, LABEL2ID
 
 
 def pick_model(arg: str | None) -> tuple[str, str]:
@@ -104,7 +104,7 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     def fresh():
         torch.manual_seed(0)
         return AutoModelForSequenceClassification.from_pretrained(
-            model_dir, num_labels=2, id2label=training.ID2LABEL, label2id=training.LABEL2ID).eval()
+            model_dir, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID).eval()
 
     def timed(model, amp: bool) -> tuple[float, float, float]:
         best, p = best_predict(model, tok, texts, args, amp)
@@ -144,7 +144,7 @@ def main() -> None:
     from transformers import AutoModelForSequenceClassification, pipeline
 
     torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2, id2label=training.ID2LABEL, label2id=training.LABEL2ID).eval()
+    model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID).eval()
     tok = basemodels.load_tokenizer(model_dir)
     print(f"model: {label}\ncases: {len(texts)} MHC ({table}), max_length {args.max_length}, batch {args.batch_size}, threads {args.threads} (same for every path)\n"
           f"machine: {os.cpu_count()} CPUs, 1-min load average {load0:.2f} before the run (other users count)")

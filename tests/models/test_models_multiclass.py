@@ -15,6 +15,9 @@ from models_helpers import hatexplain_table, tiny_bert
 
 from hatecheck_pipeline.models import attention, predict
 from hatecheck_pipeline.models import train as training
+from hatecheck_pipeline.models.recipe import BINARY, ID2LABEL, LABEL2ID, LabelSet, class_weights
+from hatecheck_pipeline.models.runtime import encode
+from hatecheck_pipeline.models.selection import multiclass_metrics
 
 torch.set_num_threads(1)
 
@@ -53,19 +56,19 @@ def train(base, table, root: Path, recipe=RECIPE, **kw):
 
 
 def test_label_set_from_the_recipe():
-    assert training.LabelSet.from_recipe({}) is training.BINARY
-    three = training.LabelSet.from_recipe({"labels": LABELS})
+    assert LabelSet.from_recipe({}) is BINARY
+    three = LabelSet.from_recipe({"labels": LABELS})
     assert three.id2label == {0: "hatespeech", 1: "offensive", 2: "normal"} and three.label2id["normal"] == 2
     with pytest.raises(ValueError, match="hateful='hateful'"):
-        training.LabelSet.from_recipe({"labels": {**LABELS, "hateful": "hateful"}})
-    assert training.class_weights([0, 1, 2, 2], "none", 3) == [1.0, 1.0, 1.0]
+        LabelSet.from_recipe({"labels": {**LABELS, "hateful": "hateful"}})
+    assert class_weights([0, 1, 2, 2], "none", 3) == [1.0, 1.0, 1.0]
     with pytest.raises(ValueError, match="2 classes, not 3"):
-        training.class_weights([0, 1, 2], "other_class_proportion", 3)
+        class_weights([0, 1, 2], "other_class_proportion", 3)
 
 
 def test_multiclass_dev_metrics():
     probs = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8], [0.1, 0.8, 0.1]])
-    m = training.multiclass_metrics(np.array([0, 1, 2, 0]), probs, [1.0, 1.0, 1.0], hateful=0)
+    m = multiclass_metrics(np.array([0, 1, 2, 0]), probs, [1.0, 1.0, 1.0], hateful=0)
     assert m["dev_f1_hateful"] == pytest.approx(2 / 3)  # hate: 1 of 2 found, 1 of 1 right
     assert m["dev_macro_f1"] == pytest.approx((2 / 3 + 2 / 3 + 1.0) / 3)
     assert m["dev_loss"] == pytest.approx(-np.mean(np.log([0.8, 0.8, 0.8, 0.1])))
@@ -89,7 +92,7 @@ def test_three_class_training_learns_and_predicts_p_hatespeech(base, table, tmp_
 def test_binary_models_keep_their_label_index():
     from transformers import BertConfig
 
-    assert predict.hateful_index(BertConfig(id2label=training.ID2LABEL, label2id=training.LABEL2ID)) == 1
+    assert predict.hateful_index(BertConfig(id2label=ID2LABEL, label2id=LABEL2ID)) == 1
     assert predict.hateful_index(BertConfig()) == 1  # no label names: index 1 as before
 
 
@@ -109,7 +112,7 @@ def test_ground_truth_attention_and_subword_alignment(base):
     tok = load_tokenizer(str(base))
     text = "vermin immigrants lunchmusic today"  # an unseen word splits into several subwords
     t = attention.token_targets(tok, [text], [[[1, 0, 0, 0]]], 24, 5.0)[0]
-    ids = training.encode(tok, [text], 24)[0]
+    ids = encode(tok, [text], 24)[0]
     words = tok(text.split(), is_split_into_words=True)
     assert len(t) == len(ids) and t[0] == 0.0 and t[-1] == 0.0 and sum(t) == pytest.approx(1.0)
     first = [j for j, w in enumerate(words.word_ids()) if w == 0]
@@ -207,10 +210,10 @@ TWO = {"column": "label3", "classes": ["non-toxic", "toxic"], "hateful": "toxic"
 
 
 def test_two_class_labels_merge_the_three_classes():
-    two = training.LabelSet.from_recipe({"labels": TWO})
+    two = LabelSet.from_recipe({"labels": TWO})
     assert [two.encode(v) for v in ("hatespeech", "offensive", "normal")] == [1, 1, 0] and two.id2label == {0: "non-toxic", 1: "toxic"}
     with pytest.raises(ValueError, match="merge: every class"):
-        training.LabelSet.from_recipe({"labels": {**TWO, "merge": {"toxic": ["hatespeech", "offensive"]}}})
+        LabelSet.from_recipe({"labels": {**TWO, "merge": {"toxic": ["hatespeech", "offensive"]}}})
     with pytest.raises(KeyError):
         two.encode("undecided")
 

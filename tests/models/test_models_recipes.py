@@ -6,12 +6,9 @@ import polars as pl
 import pytest
 
 from hatecheck_pipeline.core import config
-from hatecheck_pipeline.models.train import (
-    EarlyStopping,
-    Recipe,
-    class_weights,
-    stratified_cap,
-)
+from hatecheck_pipeline.models.recipe import Recipe, class_weights
+from hatecheck_pipeline.models.selection import EarlyStopping
+from hatecheck_pipeline.models.splits import stratified_cap
 
 
 def test_class_weights_follow_the_hatecheck_rule():

@@ -18,6 +18,11 @@ from safetensors.torch import load_file
 from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.models import predict, runtime
 from hatecheck_pipeline.models import train as training
+from hatecheck_pipeline.models.loop import train_loop
+from hatecheck_pipeline.models.recipe import LABEL2ID, Recipe
+from hatecheck_pipeline.models.selection import binary_metrics
+from hatecheck_pipeline.models.splits import load_splits
+from hatecheck_pipeline.models.trainable import layer_depths, load_for_training, lower_layers, param_groups
 
 torch.set_num_threads(1)
 
@@ -95,13 +100,13 @@ def test_train_save_reload_predict(base, data, tmp_path):
     model, tok = predict.load_model(final)
     dev = pl.read_parquet(data).filter(pl.col("split") == "dev")
     p = predict.predict_proba(model, tok, dev["text"].to_list(), 24, 64)
-    y = np.array([training.LABEL2ID[x] for x in dev["label"]])
-    m = training.binary_metrics(y, np.stack([1 - p, p], 1), log["class_weights"])
+    y = np.array([LABEL2ID[x] for x in dev["label"]])
+    m = binary_metrics(y, np.stack([1 - p, p], 1), log["class_weights"])
     assert m["dev_loss"] == pytest.approx(log["epochs"][-1]["dev_loss"], abs=1e-5)
 
 
 def test_batched_prediction_matches_unbatched(base, data):
-    model = training.load_for_training(str(base), 0.1, 0)
+    model = load_for_training(str(base), 0.1, 0)
     tok = basemodels.load_tokenizer(str(base))
     texts = pl.read_parquet(data)["text"].to_list()
     batched = predict.predict_proba(model, tok, texts, 24, 16)
@@ -147,19 +152,19 @@ def test_changed_parameters_discard_old_checkpoints(base, data, tmp_path):
 
 
 def test_early_stopping_and_keep_best_on_a_scripted_dev_curve(base, data, tmp_path):
-    recipe = training.Recipe.from_params(
+    recipe = Recipe.from_params(
         {**RECIPE, "epochs": 10, "early_stopping": {"metric": "dev_f1_hateful", "patience": 2}, "keep_best": True, "select_on": "dev_f1_hateful"}
     )
     curve = {1: 0.3, 2: 0.5, 3: 0.4, 4: 0.45, 5: 0.9}
     snapshots = {}
-    model = training.load_for_training(str(base), 0.1, 0)
+    model = load_for_training(str(base), 0.1, 0)
     tok = basemodels.load_tokenizer(str(base))
-    train, dev, _ = training.load_splits([data], None, 0)
+    train, dev, _ = load_splits([data], None, 0)
 
     def snapshot(epoch):
         snapshots[epoch] = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
-    log = training.train_loop(
+    log = train_loop(
         model, tok, train, dev, recipe, seed=0, max_length=24, ckpt_dir=tmp_path / "ck", fingerprint={"t": 1},
         progress=False, on_checkpoint=snapshot,
         scripted_dev=lambda e: {"dev_f1_hateful": curve[e], "dev_macro_f1": curve[e], "dev_loss": 1 - curve[e]},
@@ -189,8 +194,8 @@ def test_grid_search_selects_on_dev_loss_and_resumes(base, data, tmp_path):
     model, tok = predict.load_model(tmp_path / "straight" / "final")
     dev = pl.read_parquet(data).filter(pl.col("split") == "dev")
     p = predict.predict_proba(model, tok, dev["text"].to_list(), 24, 64)
-    y = np.array([training.LABEL2ID[x] for x in dev["label"]])
-    assert training.binary_metrics(y, np.stack([1 - p, p], 1), log["class_weights"])["dev_loss"] == pytest.approx(best["dev_loss"], abs=1e-5)
+    y = np.array([LABEL2ID[x] for x in dev["label"]])
+    assert binary_metrics(y, np.stack([1 - p, p], 1), log["class_weights"])["dev_loss"] == pytest.approx(best["dev_loss"], abs=1e-5)
 
     calls = []
 
@@ -229,10 +234,10 @@ def test_training_budget_is_per_model_and_spread_evenly_over_datasets(tmp_path):
     single-dataset one."""
     a = processed_table(tmp_path / "a" / "bert.parquet", dataset="a", seed=1)
     b = processed_table(tmp_path / "b" / "bert.parquet", dataset="b", seed=2)
-    train, dev, counts = training.load_splits([a, b], 40, 0)
+    train, dev, counts = load_splits([a, b], 40, 0)
     assert len(train.texts) == 40 and sorted(set(train.sources)) == ["a", "b"]
     assert [(c["dataset"], c["train_used"], c["dev_used"]) for c in counts] == [("a", 20, 5), ("b", 20, 5)]
-    single, _, _ = training.load_splits([a], 40, 0)
+    single, _, _ = load_splits([a], 40, 0)
     assert len(single.texts) == 40
 
 
@@ -243,12 +248,12 @@ def test_training_budget_per_dataset_gives_a_union_of_the_single_dataset_samples
     cap as well the smaller share wins."""
     a = processed_table(tmp_path / "a" / "bert.parquet", dataset="a", seed=1)
     b = processed_table(tmp_path / "b" / "bert.parquet", dataset="b", seed=2)
-    both, _, counts = training.load_splits([a, b], None, 0, max_per_dataset=20)
+    both, _, counts = load_splits([a, b], None, 0, max_per_dataset=20)
     assert [(c["dataset"], c["train_used"], c["dev_used"]) for c in counts] == [("a", 20, 5), ("b", 20, 5)]
-    only_a, _, _ = training.load_splits([a], None, 0, max_per_dataset=20)
-    only_b, _, _ = training.load_splits([b], None, 0, max_per_dataset=20)
+    only_a, _, _ = load_splits([a], None, 0, max_per_dataset=20)
+    only_b, _, _ = load_splits([b], None, 0, max_per_dataset=20)
     assert both.ids == only_a.ids + only_b.ids and both.texts == only_a.texts + only_b.texts
-    _, _, capped = training.load_splits([a, b], 30, 0, max_per_dataset=20)
+    _, _, capped = load_splits([a, b], 30, 0, max_per_dataset=20)
     assert [c["train_used"] for c in capped] == [15, 15]
 
 
@@ -354,7 +359,7 @@ def test_frozen_lower_layers_keep_their_pretrained_values(base, data, tmp_path):
     card = json.loads((tmp_path / "card.json").read_text())
     assert card["budget"]["freeze_lower_layers"] == 0.5 and "lowest 0.5 of the encoder layers frozen" in card["budget_note"]
     with pytest.raises(ValueError, match="SimpleNamespace has no encoder.layer list"):
-        training.lower_layers(types.SimpleNamespace(base_model=object()), 0.5)
+        lower_layers(types.SimpleNamespace(base_model=object()), 0.5)
 
 
 def test_length_bucketed_training_is_seeded_and_recorded(base, data, tmp_path):
@@ -428,15 +433,15 @@ def test_layer_lr_decay_groups_and_training(base, data, tmp_path):
     norms without weight decay; 1.0 keeps one lr (two groups, as before);
     a decayed run trains, is recorded in the card's recipe, and its lower
     layers move less than with one lr."""
-    model = training.load_for_training(str(base), 0.1, 0)
+    model = load_for_training(str(base), 0.1, 0)
     n = len(model.base_model.encoder.layer)
-    depths = training.layer_depths(model)
+    depths = layer_depths(model)
     assert depths["bert.embeddings.word_embeddings.weight"] == 0
     assert depths["bert.encoder.layer.0.attention.self.query.weight"] == 1
     assert depths[f"bert.encoder.layer.{n - 1}.output.dense.weight"] == n
     assert depths["classifier.weight"] == n + 1
-    recipe = training.Recipe.from_params({**RECIPE, "layer_lr_decay": 0.5})
-    groups = training.param_groups(model, recipe)
+    recipe = Recipe.from_params({**RECIPE, "layer_lr_decay": 0.5})
+    groups = param_groups(model, recipe)
     lr_of = {id(p): g["lr"] for g in groups for p in g["params"]}
     wd_of = {id(p): g["weight_decay"] for g in groups for p in g["params"]}
     params = dict(model.named_parameters())
@@ -447,10 +452,10 @@ def test_layer_lr_decay_groups_and_training(base, data, tmp_path):
     assert wd_of[id(params["bert.encoder.layer.0.output.dense.bias"])] == 0.0
     assert wd_of[id(params["bert.encoder.layer.0.output.dense.weight"])] == 0.01
     assert sum(len(g["params"]) for g in groups) == len(params)
-    flat = training.param_groups(model, training.Recipe.from_params(RECIPE))
+    flat = param_groups(model, Recipe.from_params(RECIPE))
     assert len(flat) == 2 and {g["lr"] for g in flat} == {1e-3}
 
-    before = {k: v.clone() for k, v in training.load_for_training(str(base), 0.1, 7).state_dict().items()}
+    before = {k: v.clone() for k, v in load_for_training(str(base), 0.1, 7).state_dict().items()}
     moved = {}
     for decay in (1.0, 0.1):
         root = tmp_path / f"decay-{decay}"

@@ -25,6 +25,7 @@ import pytest
 
 from hatecheck_pipeline.core import config
 from hatecheck_pipeline.models import train as T
+from hatecheck_pipeline.models.recipe import Recipe
 
 HATECHECK = {
     "class_weights": "other_class_proportion", "lr": 5e-5, "weight_decay": 0.01, "dropout": 0.1, "batch_size": 16,
@@ -81,7 +82,7 @@ def test_paper_profile_trains_every_model_with_its_papers_recipe(params, monkeyp
         got = {k: recipe.get(k) for k in expected}
         assert got == expected, f"{model}: paper-profile recipe {got} != the paper's {expected}"
         # the grid the training loop will run is the paper's 18 configurations
-        r = T.Recipe.from_params(recipe, max_epochs=None)
+        r = Recipe.from_params(recipe, max_epochs=None)
         assert len(r.trials()) == (18 if expected is HATECHECK else 1), model
         checked += 1
     assert checked >= 6  # every model of the papers' tables is configured

@@ -89,7 +89,7 @@ def test_fetch_assembles_extracts_and_reuses(pins, tmp_path):
 
 
 def test_fetched_gemma_loads_for_fine_tuning(pins, tmp_path):
-    from hatecheck_pipeline.models.train import load_for_training
+    from hatecheck_pipeline.models.trainable import load_for_training
 
     registry, www = pins
     where = pinned.fetch("tiny", root=tmp_path / "cache", pins=registry, get=fake_get(www, []))
@@ -110,7 +110,7 @@ def test_wrong_part_names_pins_file_and_part(pins, tmp_path):
 def test_unknown_name_and_dropout_keys():
     from transformers import BertConfig, Gemma3TextConfig
 
-    from hatecheck_pipeline.models.train import set_dropout
+    from hatecheck_pipeline.models.trainable import set_dropout
 
     with pytest.raises(WeightsError, match="no pinned base model named 'nope'"):
         pinned.pin_of("nope")

@@ -9,7 +9,7 @@ vector is renormalised over the post's non-special tokens.
 
 The extra loss is lambda x the mean over the supervised heads of the
 cross-entropy between that vector and the head's [CLS] attention row in the
-chosen encoder layer. :func:`hatecheck_pipeline.models.train.train_loop`
+chosen encoder layer. :func:`hatecheck_pipeline.models.loop.train_loop`
 adds it when the recipe has ``attention_supervision`` and the training
 split carries rationales.
 """

@@ -25,6 +25,7 @@ from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import memory_mb, weights_input
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
+from hatecheck_pipeline.models.recipe import BUDGET_KEYS
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
 
 CONVERT = "hatecheck_pipeline.models.convert:convert"
@@ -48,12 +49,6 @@ def weights_mem_mb(name: str) -> int:
     # parsed once per process: the weights registry (~50 pinned parts) took
     # ~1 s of every registry build when read once per LLM stage
     return memory_mb(name, LLM_MEM_MB)
-# The active profile's keys a training stage reads (models/train.py: the
-# budget its card records), besides ``base_models.<role>``.
-TRAIN_PROFILE_KEYS = (
-    "max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings",
-    "freeze_lower_layers", "length_bucketing", "cpu_bf16", "recipe_by_role", "grid_search",
-)
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
@@ -101,7 +96,8 @@ def train_stage(params: Mapping[str, Any], model: str) -> Stage:
             "training_log": metric(paths.training_log(model)),
         },
         params={
-            **profile_params(params, [*TRAIN_PROFILE_KEYS, f"base_models.{spec['role']}"]),
+            # the budget its card records, and its role's base model
+            **profile_params(params, [*BUDGET_KEYS, f"base_models.{spec['role']}"]),
             "spec": f"models.{model}",
             "recipe": f"training.recipes.{spec['recipe']}",
             "amp": "training.amp",
