@@ -70,3 +70,18 @@ def test_the_profile_key_figures_are_the_records():
     assert f"found {changed['old']} stages changed before" in PAGE and f"and {changed['new']} after" in PAGE
     assert f"median of {dry['old']:.1f} s before and {dry['new']:.1f} s after" in PAGE
     assert "the 3 s target is not met" in PAGE
+
+
+def test_the_no_op_figures_are_the_records():
+    """The idle no-op re-measure: seven rounds, each a real no-op of both
+    runners; the page quotes both medians and which target each meets."""
+    import statistics
+
+    text = (RECORDS / "noop_runners_2026-11-27.txt").read_text("utf-8")
+    rows = re.findall(r"^rep=\d snakemake_noop_s=([\d.]+) (\d) dvc_repro_dry_s=([\d.]+) running=(\d+)", text, re.M)
+    assert len(rows) == 7 and all(nothing == "1" and running == "0" for _, nothing, _, running in rows)
+    snake = statistics.median(float(r[0]) for r in rows)
+    dry = statistics.median(float(r[2]) for r in rows)
+    assert snake <= 3.0 < dry
+    assert f"took a median of {snake:.2f} s over seven rounds" in PAGE and "**The 3 s target is met** on this machine" in PAGE
+    assert f"`dvc repro --dry report` took a median of {dry:.2f} s: the 3 s target is not met" in PAGE
