@@ -76,6 +76,42 @@ def test_commit_through_the_internals_records_a_clean_stage(workdir):
     lock.unlock()
 
 
+def test_a_commit_records_the_values_a_run_was_given(workdir):
+    """`snakemake --config profile=b`: the stages ran with profile b, so the
+    lock records b's keys and values (dvc.yaml's `profiles.${profile}.n`
+    resolved with the override), not params.yaml's; params.yaml is left as
+    it is, and plain DVC then finds the stage changed (params.yaml says a)."""
+    from dvc.dependency import param
+    from dvc.utils import serialize
+
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    text = "profile: a\nprofiles:\n  a: {n: 1}\n  b: {n: 2}\n"
+    (workdir / "params.yaml").write_text(text)
+    (workdir / "dvc.yaml").write_text("stages:\n  s:\n    cmd: cp in.txt out.txt\n    deps: [in.txt]\n"
+                                      "    params: [profile, 'profiles.${profile}.n']\n    outs: [out.txt]\n")
+    (workdir / "in.txt").write_text("input\n")
+    (workdir / "out.txt").write_text("input\n")
+    loaders = serialize.load_path, param.load_path
+    dvc_internals.commit_stages(["s"], overrides={"profile": "b"})
+    assert (serialize.load_path, param.load_path) == loaders  # put back
+    assert (workdir / "params.yaml").read_text() == text
+    import yaml
+
+    recorded = yaml.safe_load((workdir / "dvc.lock").read_text())["stages"]["s"]["params"]["params.yaml"]
+    assert recorded == {"profile": "b", "profiles.b.n": 2}
+    assert dvc_internals.changed_stages(overrides={"profile": "b"}) == set()
+    assert dvc_internals.changed_stages() == {"s"}
+    assert "modified:           profile" in subprocess.run([*dvc, "status"], capture_output=True, text=True, check=True).stdout
+    # a nested override, and without overrides the lock follows params.yaml again
+    dvc_internals.commit_stages(["s"], overrides={"profile": "b", "profiles.b.n": 7})
+    assert yaml.safe_load((workdir / "dvc.lock").read_text())["stages"]["s"]["params"]["params.yaml"] == {"profile": "b", "profiles.b.n": 7}
+    dvc_internals.commit_stages(["s"])
+    assert yaml.safe_load((workdir / "dvc.lock").read_text())["stages"]["s"]["params"]["params.yaml"] == {"profile": "a", "profiles.a.n": 1}
+    assert dvc_internals.changed_stages() == set()
+
+
 def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(workdir, monkeypatch):
     from dvc.dependency import param
     from scmrepo.git import Git

@@ -93,6 +93,21 @@ def test_snakemake_then_dvc_build_every_table(project, params):
     after = run([str(BIN / "snakemake"), "--cores", "2", *targets], project)
     assert "Nothing to be done" in after.stdout + after.stderr
 
+    # a run given a value on Snakemake's command line records that value in
+    # dvc.lock (what lineage reads), not params.yaml's, which stays as it is
+    davidson = {"prepare_davidson2017", "validate_davidson2017", "preprocess_davidson2017_bert"}
+    override = ["--config", 'set=["datasets.davidson2017.seed=11"]']
+    given = run([str(BIN / "snakemake"), "--cores", "2", *targets, *override], project)
+    assert set(re.findall(r"rule (\S+):", given.stdout + given.stderr)) == davidson
+    locked = yaml.safe_load((project / "dvc.lock").read_text())["stages"]["prepare_davidson2017"]["params"]
+    assert locked["params.yaml"]["datasets.davidson2017"]["seed"] == 11
+    assert yaml.safe_load((project / "params.yaml").read_text())["datasets"]["davidson2017"]["seed"] == 7
+    assert "changed" in run([str(BIN / "dvc"), "status", "prepare_davidson2017"], project).stdout  # params.yaml says 7
+    same = run([str(BIN / "snakemake"), "--cores", "2", *targets, *override], project)
+    assert "Nothing to be done" in same.stdout + same.stderr
+    # without the override the outputs made with seed 11 are stale to Snakemake too
+    assert set(dry_run_jobs(project, *targets)) == davidson
+
 
 def test_touching_a_module_flips_exactly_the_stages_whose_code_imports_it(tmp_path, params):
     """Code deps are computed from the import graph: after a recorded run,

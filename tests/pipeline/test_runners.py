@@ -246,7 +246,7 @@ def test_a_successful_run_records_what_a_killed_run_finished(workdir, monkeypatc
     successful run records, besides what it ran, the stages of its DAG that
     the killed run finished (else `lineage` finds no record of them)."""
     committed = []
-    monkeypatch.setattr(runners.dvc_internals, "commit_stages", lambda names: committed.extend(names))
+    monkeypatch.setattr(runners.dvc_internals, "commit_stages", lambda names, overrides=None: committed.extend(names))
     stages = {n: stage(n) for n in ["done_before", "recorded", "ran_now", "half_done", "not_in_run"]}
     (workdir / "logs").mkdir()
     (workdir / "data").mkdir()

@@ -52,7 +52,10 @@ PARAMS_CHANGED = hc_runners.sync_params_files(STAGES, PARAMS)
 # (The main process only: a cluster job re-reads this file mid-run.)
 if workflow.is_main_process:
     hc_runners.align_to_record(
-        STAGES, echo=lambda line: print(line, file=sys.stderr), skip=PARAMS_CHANGED
+        STAGES,
+        echo=lambda line: print(line, file=sys.stderr),
+        skip=PARAMS_CHANGED,
+        overrides=OVERRIDES,
     )
 
 
@@ -96,8 +99,14 @@ onerror:
 onsuccess:
     hc_runners.release_dvc_lock()
     # Record the stages that ran in dvc.lock (outputs cached, nothing re-run),
-    # and those of this run's DAG that a killed earlier run finished unrecorded.
-    ran = hc_runners.record_in_dvc(STAGES, STARTED, in_run={job.rule.name for job in workflow.dag.jobs})
+    # and those of this run's DAG that a killed earlier run finished unrecorded,
+    # with the parameter values they ran with (--config overrides included).
+    ran = hc_runners.record_in_dvc(
+        STAGES,
+        STARTED,
+        in_run={job.rule.name for job in workflow.dag.jobs},
+        overrides=OVERRIDES,
+    )
     if ran:
         print(f"dvc.lock: recorded {len(ran)} stage(s) that ran", file=sys.stderr)
 

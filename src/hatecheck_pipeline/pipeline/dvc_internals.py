@@ -8,7 +8,8 @@ memoisation; ``dvc commit --force`` per stage re-reads the project and
 rewrites the lock each time: minutes). That needs DVC objects that are not
 its public API: ``Repo.index``, ``Stage.save`` / ``Stage.commit(relink=False)``,
 ``ProjectFile.dump_stages(update_pipeline=False)``, the repository lock
-(``dvc.lock.make_lock``), and the reads ``_memoised_reads`` replaces.
+(``dvc.lock.make_lock``), and the reads ``_memoised_reads`` and
+``_params_as_run`` replace.
 They change between DVC versions without notice, hence the exact pin of
 ``dvc`` in pyproject.toml; ``tests/pipeline/test_dvc_internals.py`` checks
 each of them against the installed DVC and fails, naming the call, where
@@ -23,7 +24,9 @@ import copy
 import os
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
+
+from hatecheck_pipeline.core.config import PARAMS_FILE, set_key
 
 # What this module relies on: (object path, attribute or parameter) -> why.
 # The test walks it against the installed DVC (and commits through a real
@@ -38,6 +41,7 @@ RELIED_ON = {
     ("dvc.lock", "make_lock"): "DVC's repository lock file (.dvc/tmp/lock)",
     ("dvc.lock", "LockError"): "the lock is held by another process",
     ("dvc.dependency.param", "load_path"): "what reads a params file (memoised during a commit)",
+    ("dvc.utils.serialize", "load_path"): "what reads params.yaml for dvc.yaml's ${...} (with a run's overrides applied)",
     ("dvc.dependency.param", "read_param_file"): "a stage's params looked up (memoised during a commit)",
     ("dvc.dependency.param.read_param_file", "flatten"): "read_param_file(fs, path, key_paths, flatten, **kwargs)",
     ("scmrepo.git.Git", "is_tracked"): "asked once per output (answered from one read of git's index during a commit)",
@@ -45,14 +49,16 @@ RELIED_ON = {
 }
 
 
-def commit_stages(names: Iterable[str], root: str | Path = ".") -> None:
+def commit_stages(names: Iterable[str], root: str | Path = ".", overrides: Mapping[str, Any] | None = None) -> None:
     """Record ``names`` in ``dvc.lock``: hash deps and outputs, put outputs
     in the cache without re-linking them (the workspace files stay as they
-    are), one write of the lock file per dvc.yaml."""
+    are), one write of the lock file per dvc.yaml. ``overrides``: the
+    parameter values the run used where they differ from params.yaml
+    (``snakemake --config``, as dotted keys); the lock records those."""
     from dvc.repo import Repo
 
     wanted = set(names)
-    with Repo(str(root)) as repo, repo.lock, _memoised_reads(repo):
+    with Repo(str(root)) as repo, repo.lock, _params_as_run(root, overrides), _memoised_reads(repo):
         stages = [s for s in repo.index.stages if getattr(s, "name", None) in wanted]
         missing = wanted - {s.name for s in stages}
         if missing:
@@ -64,6 +70,46 @@ def commit_stages(names: Iterable[str], root: str | Path = ".") -> None:
             by_file.setdefault(stage.dvcfile, []).append(stage)
         for dvcfile, group in by_file.items():
             dvcfile.dump_stages(group, update_pipeline=False)
+
+
+@contextmanager
+def _params_as_run(root: str | Path, overrides: Mapping[str, Any] | None):
+    """While DVC reads the project's params file, hand it the values a run
+    used: params.yaml with ``overrides`` (dotted keys) applied. A Snakemake
+    run given ``--config profile=smoke`` ran every stage with the smoke
+    profile; DVC, reading params.yaml, would resolve dvc.yaml's
+    ``profiles.${profile}.<key>`` to the default profile's keys and record
+    its values, so that ``dvc.lock`` (and ``lineage``, which reads it) would
+    name parameters the run never used. This covers both of DVC's reads:
+    dvc.yaml's interpolation (``dvc.utils.serialize.load_path``) and each
+    stage's params (``dvc.dependency.param.load_path``). Nothing is written
+    to params.yaml."""
+    if not overrides:
+        yield
+        return
+    from dvc.dependency import param
+    from dvc.utils import serialize
+
+    target = os.path.realpath(Path(root, PARAMS_FILE))
+    originals = serialize.load_path, param.load_path
+
+    def as_run(load: Any) -> Any:
+        def load_path(path: str, fs: Any, **kwargs: Any) -> Any:
+            data = load(path, fs, **kwargs)
+            if os.path.realpath(path) != target:
+                return data
+            data = copy.deepcopy(data)
+            for key, value in overrides.items():
+                set_key(data, key, copy.deepcopy(value))
+            return data
+
+        return load_path
+
+    serialize.load_path, param.load_path = (as_run(f) for f in originals)
+    try:
+        yield
+    finally:
+        serialize.load_path, param.load_path = originals
 
 
 @contextmanager
@@ -131,12 +177,13 @@ def _tracked_in(root: str):
     return is_tracked
 
 
-def changed_stages(root: str | Path = ".") -> set[str]:
+def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None = None) -> set[str]:
     """Stages whose deps, params or outputs differ from ``dvc.lock`` (what
-    ``dvc status`` lists), stages never recorded included."""
+    ``dvc status`` lists), stages never recorded included; ``overrides``:
+    compared with params.yaml as a run sees it (:func:`commit_stages`)."""
     from dvc.repo import Repo
 
-    with Repo(str(root)) as repo:
+    with Repo(str(root)) as repo, _params_as_run(root, overrides):
         status = repo.status()
     return {name.split(":")[-1] for name in status}
 

@@ -145,13 +145,17 @@ def unrecorded(stages: Iterable[Stage], lock_path: str | Path = "dvc.lock") -> l
     return found
 
 
-def record_in_dvc(stages: Iterable[Stage], started: float, in_run: Iterable[str] | None = None) -> list[str]:
+def record_in_dvc(
+    stages: Iterable[Stage], started: float, in_run: Iterable[str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> list[str]:
     """Commit the stages that ran since ``started`` into ``dvc.lock`` (outputs
     cached, nothing re-run), keeping their outputs' modification times.
 
     ``in_run``: the names of every job of this (successful) run's DAG, up to
     date or not; those of them that an earlier, killed run finished and never
-    recorded (:func:`unrecorded`) are committed too."""
+    recorded (:func:`unrecorded`) are committed too. ``overrides``: the
+    run's ``--config`` values that params.yaml does not hold (dotted keys);
+    the lock records the values the stages ran with, not params.yaml's."""
     stages = list(stages)
     ran = stages_that_ran(stages, started)
     if in_run is not None:
@@ -161,7 +165,7 @@ def record_in_dvc(stages: Iterable[Stage], started: float, in_run: Iterable[str]
         return []
     stamps = _stamps(o for s in ran for o in s.all_outs)
     try:
-        dvc_internals.commit_stages([s.name for s in ran])
+        dvc_internals.commit_stages([s.name for s in ran], overrides=overrides)
     finally:
         for path, (atime, mtime) in stamps.items():
             if os.path.lexists(path):
@@ -213,7 +217,9 @@ def dag_order(stages: Iterable[Stage]) -> list[Stage]:
     return [by_name[n] for n in ordered]
 
 
-def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print, skip: Iterable[str] = ()) -> list[str]:
+def align_to_record(
+    stages: list[Stage], root: str | Path = ".", echo=print, skip: Iterable[str] = (), overrides: Mapping[str, Any] | None = None
+) -> list[str]:
     """After `dvc pull` (or `dvc checkout`, `git checkout` + DVC), outputs get
     the time they were written, in no particular order, so Snakemake's
     modification-time rule would re-run stages whose inputs look newer than
@@ -226,8 +232,10 @@ def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print, ski
 
     ``skip``: stages whose parameter values differ from ``dvc.lock``'s in
     this run (:func:`sync_params_files`' answer: a Snakemake ``--config``
-    override, which DVC, reading params.yaml, does not see): they keep their
-    times, so that Snakemake re-runs them."""
+    override whose values the record does not hold): they keep their
+    times, so that Snakemake re-runs them. ``overrides``: the run's
+    ``--config`` values, with which DVC compares the record
+    (:func:`record_in_dvc` records them)."""
     def stale(s: Stage) -> bool:
         outs = [_mtime(o.path) for o in s.snakemake_outs]
         if not outs or None in outs:
@@ -237,7 +245,7 @@ def align_to_record(stages: list[Stage], root: str | Path = ".", echo=print, ski
 
     if not Path(root, "dvc.lock").exists() or not any(stale(s) for s in stages):
         return []
-    changed = dvc_internals.changed_stages(root)
+    changed = dvc_internals.changed_stages(root, overrides)
     now = time.time()
     done = []
     for s in dag_order(stages):  # upstream first: every output gets a time after its inputs
