@@ -18,6 +18,7 @@ Snakemake's re-run and record are tested on the whole smoke report.)"""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -104,7 +105,9 @@ def test_a_colleague_pulls_a_partial_run_and_both_runners_agree(tmp_path, remote
     sh(a, "git", "push", "-q", "origin", "HEAD")
     pushed = sh(a, dvc, "push")
     assert "pushed" in pushed.stdout, pushed.stdout
-    assert (a / "models/B-D/checkpoints").is_dir() and "checkpoints" not in lock_a  # kept, never cached nor pushed
+    # kept, never cached nor pushed (models/checkpoints.py, a code dep, is in the lock: not a checkpoint folder)
+    assert (a / "models/B-D/checkpoints").is_dir() and "models/B-D/checkpoints" not in lock_a
+    assert not re.search(r"path: models/[^/\s]+/checkpoints\b", lock_a)
     built_a = time.time()
     print(f"\nsharing test: clone A build + push {built_a - started:.0f} s", flush=True)
 
