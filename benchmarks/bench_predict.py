@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from hatecheck_pipeline.core import paths  # noqa: E402
 from hatecheck_pipeline.models import base as basemodels  # noqa: E402
 from hatecheck_pipeline.models import predict  # noqa: E402
-from hatecheck_pipeline.models.recipe import ID2LABEL, LABEL2ID
+from hatecheck_pipeline.models.recipe import ID2LABEL, LABEL2ID  # noqa: E402
 
 
 def pick_model(arg: str | None) -> tuple[str, str]:

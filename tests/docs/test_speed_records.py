@@ -85,3 +85,15 @@ def test_the_no_op_figures_are_the_records():
     assert snake <= 3.0 < dry
     assert f"took a median of {snake:.2f} s over seven rounds" in PAGE and "**The 3 s target is met** on this machine" in PAGE
     assert f"`dvc repro --dry report` took a median of {dry:.2f} s: the 3 s target is not met" in PAGE
+
+
+def test_the_bf16_prediction_figures_are_the_records():
+    """Native bf16 (AVX512_BF16): the page quotes each model's speed-up and
+    label agreement as the record printed them, and both pass the bars."""
+    text = (RECORDS / "bench_predict_bf16_2026-11-27.txt").read_text("utf-8")
+    found = re.findall(r"bf16 autocast:\s+[\d.]+ cases/s =\s+([\d.]+)x batched; labels agree with fp32 on ([\d.]+)%", text)
+    assert len(found) == 2 and "avx512_bf16" in text
+    (x_ratio, x_agree), (b_ratio, b_agree) = found  # XTC first, then B-D
+    assert all(float(r) >= 3.5 and float(a) >= 99.5 for r, a in found)
+    assert f"XTC (multilingual-e5-small) reached {x_ratio}x one batched pipeline call with {x_agree}%" in PAGE
+    assert f"B-D (all-MiniLM-L6-v2) {b_ratio}x with {b_agree}%" in PAGE
