@@ -49,6 +49,8 @@ def weights_mem_mb(name: str) -> int:
     # parsed once per process: the weights registry (~50 pinned parts) took
     # ~1 s of every registry build when read once per LLM stage
     return memory_mb(name, LLM_MEM_MB)
+
+
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
