@@ -114,6 +114,30 @@ def test_batched_prediction_matches_unbatched(base, data):
     np.testing.assert_allclose(batched, single, atol=1e-5)
 
 
+def test_bf16_prediction_agrees_with_fp32_and_records_its_precision(base, data, tmp_path):
+    """predict_cpu_bf16: bf16 autocast forward passes on a CPU. On a trained
+    (tiny, test-only) model the probabilities stay within bf16's rounding of
+    the fp32 run's, every label away from the threshold agrees, and each
+    file's Parquet metadata names the precision that ran; `lineage` reads it."""
+    from hatecheck_pipeline.report.lineage import ran_in
+
+    run_training(base, data, tmp_path, recipe={**RECIPE, "lr": 3e-3, "epochs": 6})  # long enough to separate the classes
+    cases = pl.read_parquet(data).select("id", "text")
+    runs = {}
+    for cpu_bf16 in (False, True):
+        out = tmp_path / f"pred-{cpu_bf16}.parquet"
+        runs[cpu_bf16] = predict.run(tmp_path / "final", cases, "TINY", "toy", out, max_length=24, batch_size=8, threads=1,
+                                     progress=False, cpu_bf16=cpu_bf16)
+        assert predict.ran_precision(out) == ran_in(out) == ("bf16 autocast (CPU)" if cpu_bf16 else "fp32")
+    fp32, bf16 = runs[False]["p_hateful"].to_numpy(), runs[True]["p_hateful"].to_numpy()
+    assert not np.array_equal(fp32, bf16)  # the bf16 path really ran
+    np.testing.assert_allclose(bf16, fp32, atol=0.02)
+    clear = np.abs(fp32 - 0.5) > 0.02  # labels bf16's rounding cannot flip
+    assert clear.mean() > 0.9 and (runs[False]["pred"].to_numpy()[clear] == runs[True]["pred"].to_numpy()[clear]).all()
+    # the same columns either way: only the metadata differs
+    assert runs[True].columns == predict.COLUMNS and pl.read_parquet(tmp_path / "pred-True.parquet").equals(runs[True])
+
+
 class Crash(RuntimeError):
     pass
 
@@ -303,12 +327,16 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
         args={"model": "TINY", "suites": [suite, expanded], "amp": False},
     )
     summary = call(predict_stage, params)
-    assert summary.startswith("TINY on heldout_toy: 5 cases, ") and f"-> {pred}\nTINY on perturbed_toy: 3 cases, " in summary
+    assert summary.startswith("TINY on heldout_toy: 5 cases, ") and f"(fp32) -> {pred}\nTINY on perturbed_toy: 3 cases, " in summary
     frame = pl.read_parquet(pred)
     cases = pl.read_parquet(data).filter(pl.col("split") == "test").select(pl.col("id").cast(pl.Utf8), "text").sort("id")
     assert frame["id"].to_list() == sample_cases(cases, 5, 7)["id"].to_list()
     assert frame["suite"].unique().to_list() == ["heldout_toy"] and frame["model"].unique().to_list() == ["TINY"]
     assert pl.read_parquet(pred_expanded)["id"].to_list() == sample_cases(cases, 3, 7)["id"].to_list()
+    # the profile's predict_cpu_bf16 picks bf16 autocast; the file records it
+    bf16_params = {**params, "profiles": {"test": {**params["profiles"]["test"], "predict_cpu_bf16": True}}}
+    assert "(bf16 autocast (CPU)) -> " in call(predict_stage, bf16_params)
+    assert predict.ran_precision(pred) == "bf16 autocast (CPU)" and pl.read_parquet(pred)["id"].to_list() == frame["id"].to_list()
     # a base the stage does not declare is an error, not a silent path lookup
     with pytest.raises(Exception, match="not among the stage's base model inputs"):
         call(dataclasses.replace(train, inputs={"data": [str(data)], "bases": {}}), params)

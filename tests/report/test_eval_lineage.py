@@ -116,3 +116,29 @@ def test_a_file_set_bundle_traces_to_its_url_template_and_manifest():
     entry = raw_entry("data/raw/hatexplain/eraser/docs.jsonl", load_registry())
     assert entry["url"].endswith("/metrics/docs/{name}") and entry["sha256"].startswith("manifest ") and "(11415 files)" in entry["sha256"]
     assert raw_entry("data/raw/hatexplain/eraser/train.jsonl", load_registry())["url"].endswith("/metrics/train.jsonl")
+
+
+def test_render_prints_the_precision_outputs_recorded(workdir):
+    """A predictions file's Parquet metadata and a training log's
+    ``precision`` print as ``ran`` lines; files without one print none."""
+    import polars as pl
+
+    from hatecheck_pipeline.core.files import PRECISION_KEY, write_parquet
+
+    lock = {**LOCK, "stages": {**LOCK["stages"], "train_B-D": _stage(
+        "hatecheck-pipeline train B-D", ["data/interim/davidson2017/table.parquet"], ["models/B-D/final", "models/B-D/training_log.json"])}}
+    _write(workdir)
+    (workdir / "dvc.lock").write_text(yaml.safe_dump(lock))
+    frame = pl.DataFrame({"id": ["1"], "p_hateful": [0.9]})
+    write_parquet(frame, workdir / "results/B-D/hatecheck/predictions.parquet", metadata={PRECISION_KEY: "bf16 autocast (CPU)"})
+    write_parquet(frame, workdir / "data/interim/hatecheck/table.parquet")  # no precision recorded
+    (workdir / "models/B-D").mkdir(parents=True)
+    (workdir / "models/B-D/training_log.json").write_text(json.dumps({"precision": "fp32", "epochs": []}))
+    (workdir / "results/B-D/hatecheck/metrics.json").write_text(json.dumps({"precision": {"hateful": 0.5}}))  # a metric, not a precision label
+    chain = lineage.trace(CELL["cell_id"], lineage.read_lock("dvc.lock"), REGISTRY, "report.html")
+    assert chain.nodes["predict_B-D_hatecheck"].ran == {"results/B-D/hatecheck/predictions.parquet": "bf16 autocast (CPU)"}
+    assert chain.nodes["train_B-D"].ran == {"models/B-D/training_log.json": "fp32"}
+    assert chain.nodes["prepare_hatecheck"].ran == {} and chain.nodes["score_B-D_hatecheck"].ran == {}
+    text = lineage.render(chain)
+    assert "ran    results/B-D/hatecheck/predictions.parquet  precision=bf16 autocast (CPU)" in text
+    assert "ran    models/B-D/training_log.json  precision=fp32" in text and text.count("  ran  ") == 2

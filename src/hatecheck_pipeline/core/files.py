@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import polars as pl
 
@@ -154,11 +154,23 @@ def _atomic(path: str | Path, write: Callable[[Path], Any]) -> Path:
     return path
 
 
-def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path) -> Path:
-    """Write atomically (temp file, then rename)."""
+def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path, metadata: Mapping[str, str] | None = None) -> Path:
+    """Write atomically (temp file, then rename). ``metadata``: key-value
+    pairs stored in the file's footer (``pl.read_parquet_metadata``)."""
     if isinstance(frame, pl.LazyFrame):
         frame = frame.collect()
-    return _atomic(path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True))
+    return _atomic(path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True, metadata=dict(metadata) if metadata else None))
+
+
+# Parquet metadata key of the precision a model's forward passes ran in
+# (models/runtime.py: precision), e.g. "fp32" or "bf16 autocast (CPU)":
+# written by the predict stages, printed by `lineage`.
+PRECISION_KEY = "hatecheck_pipeline.precision"
+
+
+def parquet_metadata(path: str | Path) -> dict[str, str]:
+    """The key-value pairs in a Parquet file's footer (``write_parquet``'s ``metadata``)."""
+    return dict(pl.read_parquet_metadata(path))
 
 
 def write_json(obj: Any, path: str | Path) -> Path:

@@ -2,8 +2,10 @@
 
 No per-example model calls: texts are tokenised once, sorted by length,
 cut into batches padded only to their own longest sequence, and run under
-``torch.inference_mode`` (autocast on CUDA); results go back to the input
-order.
+``torch.inference_mode`` (autocast on CUDA; on a CPU bf16 autocast where
+the profile's ``predict_cpu_bf16`` turns it on); results go back to the
+input order. The precision that ran is stored in each predictions file's
+Parquet metadata (``PRECISION_KEY``), which ``lineage`` prints.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import polars as pl
 import torch
 
 from hatecheck_pipeline.core.cpu import bounded_threads
-from hatecheck_pipeline.core.files import write_parquet
+from hatecheck_pipeline.core.files import PRECISION_KEY, parquet_metadata, write_parquet
 from hatecheck_pipeline.models.runtime import (
     available_threads,
     encode,
     forward_logits,
     pick_device,
+    precision,
 )
 from hatecheck_pipeline.suites.registry import Suite
 
@@ -39,10 +42,11 @@ def hateful_index(config) -> int:
     return next((label2id[n] for n in HATEFUL_LABELS if n in label2id), HATEFUL)
 
 
-def predict_proba(model, tokenizer, texts: Sequence[str], max_length: int, batch_size: int, amp: bool = True, progress: bool = False) -> np.ndarray:
+def predict_proba(model, tokenizer, texts: Sequence[str], max_length: int, batch_size: int, amp: bool = True, progress: bool = False,
+                  cpu_bf16: bool | str = False) -> np.ndarray:
     """p(hateful) per text (for a multi-class model: of its hateful class)."""
     seqs = encode(tokenizer, texts, max_length)
-    logits = forward_logits(model, seqs, tokenizer.pad_token_id, batch_size, amp=amp, progress=progress)
+    logits = forward_logits(model, seqs, tokenizer.pad_token_id, batch_size, amp=amp, progress=progress, cpu_bf16=cpu_bf16)
     return torch.softmax(logits, dim=-1)[:, hateful_index(model.config)].numpy()
 
 
@@ -89,20 +93,29 @@ def run(
     threshold: float = 0.5,
     threads: int = 2,
     amp: bool = True,
+    cpu_bf16: bool | str = False,
     progress: bool = True,
     loaded: tuple | None = None,
 ) -> pl.DataFrame:
-    """Predict ``cases`` (columns ``id``, ``text``) and write the Parquet.
+    """Predict ``cases`` (columns ``id``, ``text``) and write the Parquet,
+    the precision that ran in its metadata (``PRECISION_KEY``).
     ``threads`` <= 0 picks :func:`available_threads`; ``loaded``: the
     (model, tokenizer) of ``model_dir`` when the caller has loaded it."""
     set_threads(threads)
     model, tokenizer = loaded or load_model(model_dir)
     # an empty suite (e.g. a generated suite whose candidates all failed validation) has no predictions
-    p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress) \
+    p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress, cpu_bf16=cpu_bf16) \
         if cases.height else np.zeros(0)
     frame = predictions_frame(cases["id"], p, threshold, model_name, suite_name)
-    write_parquet(frame, out)
+    ran = precision(next(model.parameters()).device, amp, cpu_bf16)
+    write_parquet(frame, out, metadata={PRECISION_KEY: ran})
     return frame
+
+
+def ran_precision(path: str | Path) -> str | None:
+    """The precision a predictions file's forward passes ran in (its
+    ``PRECISION_KEY`` metadata); None for a file written without it."""
+    return parquet_metadata(path).get(PRECISION_KEY)
 
 
 def predict(
@@ -124,7 +137,8 @@ def predict(
     model's ``scheme``), sorted by id, one file per suite (``predictions``
     in the order of ``suites``). The model is loaded once for the group.
     A profile capping ``max_cases_per_suite`` (``max_expanded_cases_per_suite``
-    for an expanded suite) predicts a draw seeded with the model's ``seed``."""
+    for an expanded suite) predicts a draw seeded with the model's ``seed``;
+    its ``predict_cpu_bf16`` picks bf16 autocast on a CPU."""
     from hatecheck_pipeline.core.config import active_profile, case_cap_key
     from hatecheck_pipeline.suites.sample import drawn_cases
 
@@ -147,8 +161,9 @@ def predict(
             threshold=prediction["threshold"],
             threads=threads,
             amp=amp,
+            cpu_bf16=prof.get("predict_cpu_bf16", False),  # absent: fp32
             loaded=loaded,
         )
         share = (frame["pred"] == "hateful").mean() if frame.height else 0.0
-        lines.append(f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful -> {out}")
+        lines.append(f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful ({ran_precision(out)}) -> {out}")
     return "\n".join(lines)

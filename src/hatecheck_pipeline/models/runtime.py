@@ -121,15 +121,17 @@ def bucketed_batches(lengths: Sequence[int], batch_size: int, generator: torch.G
     return [batches[int(i)] for i in torch.randperm(len(batches), generator=generator)]
 
 
-def forward_logits(model, seqs, pad_id: int, batch_size: int, device: torch.device | None = None, amp: bool = True, progress: bool = False) -> torch.Tensor:
-    """fp32 logits on CPU, in the order of ``seqs``."""
+def forward_logits(model, seqs, pad_id: int, batch_size: int, device: torch.device | None = None, amp: bool = True,
+                   progress: bool = False, cpu_bf16: bool | str = False) -> torch.Tensor:
+    """fp32 logits on CPU, in the order of ``seqs``; the forward passes run
+    under :func:`autocast_ctx` (``cpu_bf16``: bf16 autocast on a CPU)."""
     from tqdm.auto import tqdm
 
     device = device or next(model.parameters()).device
     was_training = model.training
     model.eval()
     out = torch.empty((len(seqs), model.config.num_labels), dtype=torch.float32)
-    with torch.inference_mode(), autocast_ctx(device, amp):
+    with torch.inference_mode(), autocast_ctx(device, amp, cpu_bf16):
         for idx in tqdm(length_batches(seqs, batch_size), disable=not progress, desc="predict", mininterval=5):
             batch = collate([seqs[i] for i in idx], pad_id, device)
             out[torch.as_tensor(idx)] = model(**batch).logits.float().cpu()

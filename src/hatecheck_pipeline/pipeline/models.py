@@ -188,7 +188,7 @@ def predict_stage(params: Mapping[str, Any], model: str, group: str, suites: lis
     spec = params["models"][model]
     prof = profile(params)
     # the profile's case caps of these suites (core.config.case_cap_key)
-    keys = profile_params(params, ["max_length", *sorted({case_cap_key({}, s.expanded) for s in suites})])
+    keys = profile_params(params, ["max_length", "predict_cpu_bf16", *sorted({case_cap_key({}, s.expanded) for s in suites})])
     keys["seed"] = f"models.{model}.seed"
     keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction", "amp": "training.amp"}
     return Stage(

@@ -5,7 +5,9 @@
 every output. Starting from the stage whose outputs hold the target, the
 walk goes backwards through the stages producing its dependencies down to
 the ingest stages, whose raw files resolve to their URL and sha256 in the
-raw-file registry.
+raw-file registry. Where an output records the numeric precision its model
+ran in (a training log's ``precision``, a predictions file's Parquet
+metadata), the walk prints it beside the stage (``ran``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core.config import read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.files import PRECISION_KEY, parquet_metadata
 
 CODE_PREFIX = "src/"
 
@@ -35,6 +38,7 @@ class Node:
     inputs: dict[str, str]  # data dependency -> md5
     outs: dict[str, str]
     raw: list[dict[str, str]] = field(default_factory=list)  # raw files: path, url, sha256
+    ran: dict[str, str] = field(default_factory=dict)  # output -> the precision its model ran in (ran_in)
     parents: list[str] = field(default_factory=list)
 
 
@@ -45,6 +49,25 @@ class Chain:
     cell: dict[str, str] | None
     nodes: dict[str, Node]  # stage name -> node, in walk order
     roots: list[str]
+
+
+def ran_in(out: str | Path) -> str | None:
+    """The precision recorded in a pipeline output, if any: a training
+    log's (JSON) ``precision`` or a predictions file's Parquet metadata
+    (``PRECISION_KEY``). Read from the file on disk (None when absent)."""
+    path = Path(out)
+    if not path.is_file():
+        return None
+    try:
+        if path.suffix == ".parquet":
+            return parquet_metadata(path).get(PRECISION_KEY)
+        if path.suffix == ".json" and path.stat().st_size < 1 << 22:
+            doc = json.loads(path.read_text("utf-8"))
+            value = doc.get("precision") if isinstance(doc, dict) else None
+            return value if isinstance(value, str) else None
+    except (OSError, ValueError):  # unreadable: lineage still prints the record
+        return None
+    return None
 
 
 def read_lock(path: str | Path) -> dict[str, Any]:
@@ -134,6 +157,7 @@ def trace(target: str, lock: Mapping[str, Any], registry: Mapping[str, Any], rep
         inputs = {p: h for p, h in deps.items() if p not in code}
         node = Node(name, st.get("cmd", ""), st.get("params", {}) or {}, code, inputs,
                     {o["path"]: _hash(o) for o in st.get("outs", []) or []})
+        node.ran = {o: r for o in node.outs if (r := ran_in(o))}
         for p in inputs:
             parents = [s for s in find_producers(p, outs) if s != name]
             node.parents.extend(s for s in parents if s not in node.parents)
@@ -165,6 +189,8 @@ def render(chain: Chain) -> str:
         lines.append(f"{pad}stage {name}: {node.cmd}")
         for out, h in node.outs.items():
             lines.append(f"{pad}  out    {out}  md5={h}")
+        for out, ran in node.ran.items():
+            lines.append(f"{pad}  ran    {out}  precision={ran}")
         for key, value in _flat(node.params):
             lines.append(f"{pad}  param  {key} = {json.dumps(value, ensure_ascii=False, default=str)}")
         for path, h in node.code.items():
