@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -14,6 +15,15 @@ from conftest import MIRROR, REPO
 
 BIN = Path(sys.executable).parent
 DATA_PHASES = ("ingest", "prepare", "validate", "preprocess")
+
+
+def load_benchmark(name: str):
+    """A script of ``benchmarks/`` imported as a module (its functions under test)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def env() -> dict[str, str]:

@@ -3,25 +3,20 @@ prediction run leaves every reported figure inside its fp32 interval."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
+from pipeline_utils import load_benchmark
 
 from hatecheck_pipeline.core.files import PRECISION_KEY, write_csv, write_parquet
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_precision_figures", ROOT / "benchmarks" / "bench_precision_figures.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_precision_figures"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_precision_figures")
 
 
 def workspace(root: Path, values: list[float], preds: list[str], ran: str) -> Path:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from pipeline_utils import load_benchmark
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.evaluation import published
@@ -16,11 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def screen():
-    spec = importlib.util.spec_from_file_location("screen_model", ROOT / "benchmarks" / "screen_model.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["screen_model"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("screen_model")
 
 
 def test_screen_runs_the_models_train_heldout_and_mhc_stages_only(screen):

@@ -9,7 +9,7 @@ import os
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from hatecheck_pipeline.models.checkpoints import save_best
 from hatecheck_pipeline.models.loop import train_loop
@@ -28,24 +28,21 @@ def grid_search(
     recipe: Recipe,
     *,
     seed: int,
-    max_length: int,
     ckpt_dir: Path,
     fingerprint: Mapping[str, Any],
     max_epochs: int | None = None,
     freeze_embeddings: bool = False,
     freeze_lower_layers: float = 0.0,
-    amp: bool = True,
-    cpu_bf16: bool | str = False,
-    length_bucketing: bool = False,
-    eval_batch_size: int = 64,
-    progress: bool = True,
-    on_checkpoint: Callable[[int], None] | None = None,
     labels: LabelSet = BINARY,
+    **loop: Any,
 ):
     """The HateCheck paper's grid search: one fresh fine-tuning of ``base``
     per configuration of ``recipe.trials()``, selected on the dev metric
     ``recipe.select_on`` (dev loss; ties keep the earlier trial). Returns
-    ``(model with the selected trial's weights, log)``.
+    ``(model with the selected trial's weights, log)``. ``loop``: the
+    keyword options each trial's :func:`train_loop` takes as they are
+    (``max_length``, ``amp``, ``cpu_bf16``, ``length_bucketing``,
+    ``eval_batch_size``, ``progress``, ``on_checkpoint``).
 
     Restartable: each trial checkpoints and resumes like :func:`train_loop`
     under ``ckpt_dir/trials/<trial>``; a finished trial is recorded in
@@ -81,9 +78,7 @@ def grid_search(
         model = load_for_training(base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers)
         log = train_loop(
             model, tokenizer, train_split, dev_split, r,
-            seed=seed, max_length=max_length, ckpt_dir=ckpt_dir / "trials" / name,
-            fingerprint={**fp, "trial": asdict(r)}, amp=amp, cpu_bf16=cpu_bf16, length_bucketing=length_bucketing, eval_batch_size=eval_batch_size,
-            progress=progress, on_checkpoint=on_checkpoint, labels=labels,
+            seed=seed, ckpt_dir=ckpt_dir / "trials" / name, fingerprint={**fp, "trial": asdict(r)}, labels=labels, **loop,
         )
         row = next(x for x in log["epochs"] if x["epoch"] == log["selected_epoch"])
         entry = {
