@@ -16,6 +16,15 @@ time from an empty workspace on the 2-core machine.
     python benchmarks/bench_pipeline.py [--project DIR] [--run reports/mhc_xtc.html --cores 8] [--top 25]
     python benchmarks/bench_pipeline.py --run data        # time the data stages alone
     python benchmarks/bench_pipeline.py --phases data     # tables of the data stages' records
+    python benchmarks/bench_pipeline.py --baseline ../old-clone   # against another workspace's records
+
+``--baseline DIR`` compares the records with those of another complete
+workspace (an older commit built the same way on the same machine): summed
+stage wall time per phase, and over the stages both have (the baseline's
+set of stages, by name) apart from those only this workspace has. Summed
+stage time leaves out what parallel stages overlap and each process's
+start, so the whole run's wall time (``--run``) is the figure to compare
+first; the summed split says where the difference comes from.
 """
 
 from __future__ import annotations
@@ -73,6 +82,35 @@ def phase_table(records: list[dict]) -> list[str]:
     return lines
 
 
+def baseline_table(records: list[dict], baseline: list[dict]) -> list[str]:
+    """Summed stage wall per phase against a baseline's, and over the
+    stages both workspaces have."""
+    def summed(rows: list[dict], phase: str | None = None) -> float:
+        return sum(r["wall_s"] for r in rows if phase is None or r["phase"] == phase)
+
+    def ratio(new: float, old: float) -> str:
+        return f"{new / old:.2f}x" if old else "–"
+
+    lines = ["| phase | stages (baseline / here) | summed wall s, baseline | here | here / baseline |", "|---|---|---|---|---|"]
+    for phase in sorted({r["phase"] for r in records + baseline}, key=lambda p: -summed(baseline, p)):
+        n_old, n_new = sum(r["phase"] == phase for r in baseline), sum(r["phase"] == phase for r in records)
+        lines.append(f"| {phase} | {n_old} / {n_new} | {fmt_s(summed(baseline, phase))} | {fmt_s(summed(records, phase))} | {ratio(summed(records, phase), summed(baseline, phase))} |")
+    names = {r["stage"] for r in baseline}
+    common = [r for r in records if r["stage"] in names]
+    extra = [r for r in records if r["stage"] not in names]
+    gone = names - {r["stage"] for r in records}
+    lines.append(f"| **all** | {len(baseline)} / {len(records)} | {fmt_s(summed(baseline))} | {fmt_s(summed(records))} | {ratio(summed(records), summed(baseline))} |")
+    lines.append("")
+    lines.append(f"the baseline's stages found here ({len(common)} of {len(names)}): summed wall {fmt_s(summed(common))} s against "
+                 f"{fmt_s(summed([r for r in baseline if r['stage'] in {c['stage'] for c in common}]))} s = "
+                 f"{ratio(summed(common), summed([r for r in baseline if r['stage'] in {c['stage'] for c in common}]))}")
+    lines.append(f"stages only here ({len(extra)}): summed wall {fmt_s(summed(extra))} s"
+                 + (f" ({', '.join(sorted(r['stage'] for r in extra)[:12])}{', ...' if len(extra) > 12 else ''})" if extra else ""))
+    if gone:
+        lines.append(f"baseline stages not here ({len(gone)}): {', '.join(sorted(gone)[:12])}{', ...' if len(gone) > 12 else ''}")
+    return lines
+
+
 def verdict(what: str, seconds: float) -> str:
     target = TARGETS.get(what)
     if target is None:
@@ -87,6 +125,7 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--phases", nargs="*", help="only these phases ('data' = ingest, prepare, validate, preprocess)")
     ap.add_argument("--top", type=int, default=25, help="stages listed (0 = all)")
+    ap.add_argument("--baseline", type=Path, help="another complete workspace whose records to compare with")
     args = ap.parse_args()
     project = args.project.resolve()
     run_wall = None
@@ -109,6 +148,12 @@ def main() -> None:
     data = [r for r in records if r["phase"] in DATA_PHASES]
     if data:
         print(f"\ndata stages ({len(data)}): {span_s(data):.1f} s from the first start to the last end{verdict('data', span_s(data))}")
+    if args.baseline:
+        base = load_records(args.baseline.resolve() / "logs" / "benchmarks")
+        if args.phases:
+            base = [r for r in base if r["phase"] in phases_of(args.phases)]
+        print(f"\nagainst the baseline {args.baseline}:\n")
+        print("\n".join(baseline_table(records, base)))
     print()
     print("\n".join(stage_table(records, args.top or None)))
 
