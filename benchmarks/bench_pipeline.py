@@ -30,9 +30,11 @@ first; the summed split says where the difference comes from.
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 from hatecheck_pipeline.core.usage import DATA_PHASES, load_records, phase_rows, span_s
@@ -82,6 +84,39 @@ def phase_table(records: list[dict]) -> list[str]:
     return lines
 
 
+LOG_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
+LOG_START = re.compile(r"^(?:local)?rule (\S+):$")
+LOG_END = re.compile(r"^Finished jobid: \d+ \(Rule: (\S+)\)$")
+
+
+def log_walls(text: str) -> dict[str, float]:
+    """Each job's wall seconds from a Snakemake log: the time stamp above
+    its ``rule NAME:`` block to the one above ``Finished jobid: N (Rule:
+    NAME)`` (one-second resolution; the job's process start included).
+    For records a later run has overwritten: a stage re-run after the
+    build replaces its ``logs/benchmarks`` record, not the build's log.
+
+    >>> log_walls("[Fri Nov 27 08:53:00 2026]\\nlocalrule a:\\n  x\\n[Fri Nov 27 08:53:06 2026]\\nFinished jobid: 3 (Rule: a)")
+    {'a': 6.0}
+    """
+    walls, started, stamp = {}, {}, None
+    for line in text.splitlines():
+        if m := LOG_STAMP.match(line):
+            stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
+        elif (m := LOG_START.match(line)) and stamp is not None:
+            started[m.group(1)] = stamp
+        elif (m := LOG_END.match(line)) and stamp is not None and m.group(1) in started:
+            walls[m.group(1)] = (stamp - started.pop(m.group(1))).total_seconds()
+    return walls
+
+
+def with_log_walls(records: list[dict], log: Path) -> list[dict]:
+    """The records with ``wall_s`` from a Snakemake log (``log_walls``);
+    stages the log does not show are left out."""
+    walls = log_walls(log.read_text("utf-8", errors="replace"))
+    return [{**r, "wall_s": walls[r["stage"]]} for r in records if r["stage"] in walls]
+
+
 def baseline_table(records: list[dict], baseline: list[dict]) -> list[str]:
     """Summed stage wall per phase against a baseline's, and over the
     stages both workspaces have."""
@@ -126,6 +161,8 @@ def main() -> None:
     ap.add_argument("--phases", nargs="*", help="only these phases ('data' = ingest, prepare, validate, preprocess)")
     ap.add_argument("--top", type=int, default=25, help="stages listed (0 = all)")
     ap.add_argument("--baseline", type=Path, help="another complete workspace whose records to compare with")
+    ap.add_argument("--log", type=Path, help="with --baseline: this build's Snakemake log; stage wall times are read from it (log_walls)")
+    ap.add_argument("--baseline-log", type=Path, help="with --baseline: the baseline build's Snakemake log, likewise")
     args = ap.parse_args()
     project = args.project.resolve()
     run_wall = None
@@ -152,8 +189,12 @@ def main() -> None:
         base = load_records(args.baseline.resolve() / "logs" / "benchmarks")
         if args.phases:
             base = [r for r in base if r["phase"] in phases_of(args.phases)]
+        mine = records
+        if args.log and args.baseline_log:
+            mine, base = with_log_walls(records, args.log), with_log_walls(base, args.baseline_log)
+            print(f"\nstage wall times from the Snakemake logs {args.log} ({len(mine)} stages) and {args.baseline_log} ({len(base)})")
         print(f"\nagainst the baseline {args.baseline}:\n")
-        print("\n".join(baseline_table(records, base)))
+        print("\n".join(baseline_table(mine, base)))
     print()
     print("\n".join(stage_table(records, args.top or None)))
 

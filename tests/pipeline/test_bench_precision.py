@@ -24,6 +24,7 @@ def workspace(root: Path, values: list[float], preds: list[str], ran: str) -> Pa
     write_csv(cells, root / "results/tables/t.csv")
     frame = pl.DataFrame({"id": [str(i) for i in range(len(preds))], "p_hateful": [0.9 if p == "hateful" else 0.1 for p in preds], "pred": preds})
     write_parquet(frame, root / "results/M/s/predictions.parquet", metadata={PRECISION_KEY: ran})
+    write_parquet(frame, root / "results/LLM/s/predictions.parquet")  # an LLM's: no precision recorded, left out
     return root
 
 
@@ -34,8 +35,13 @@ def test_inside_the_intervals_passes_and_a_move_out_or_a_label_flip_fails(bench,
     monkeypatch.setattr(sys, "argv", ["x", "--fp32", str(fp32), "--candidate", str(near)])
     assert bench.main() == 0
     out = capsys.readouterr().out
-    assert "inside the fp32 interval: 2/2" in out and "without an interval, equal: 1/1" in out and "verdict: PASS" in out
-    assert "candidate ['bf16 autocast (CPU)']" in out
+    assert "inside the fp32 interval: 2/2" in out and "without an interval: 1/1 equal, 0 moved" in out and "verdict: PASS" in out
+    assert "candidate ['bf16 autocast (CPU)']" in out and "# predictions files: 1, 1000 cases" in out
+
+    moved_no_ci = workspace(tmp_path / "moved", [55.0, 75.0, 121.0], labels, "bf16 autocast (CPU)")
+    monkeypatch.setattr(sys, "argv", ["x", "--fp32", str(fp32), "--candidate", str(moved_no_ci)])
+    assert bench.main() == 0  # reported, not gated: the cell has no interval
+    assert "without an interval: 0/1 equal, 1 moved (largest |move| 1.00; not gated" in capsys.readouterr().out
 
     out_of_ci = workspace(tmp_path / "out", [60.5, 75.0, 120.0], labels, "bf16 autocast (CPU)")
     monkeypatch.setattr(sys, "argv", ["x", "--fp32", str(fp32), "--candidate", str(out_of_ci)])
