@@ -83,7 +83,7 @@ def test_train_save_reload_predict(base, data, tmp_path):
     card = json.loads((tmp_path / "model_card.json").read_text())
     assert card["seed"] == 7 and card["base_model"]["content_sha256"] == basemodels.content_hash(base)
     assert card["training_data_sha256"] == {str(data): basemodels.content_hash(data)}
-    assert card["code_version"] and card["labels"] == {"0": "non-hateful", "1": "hateful"}
+    assert card["code_version"] and card["labels"] == {"0": "non-hateful", "1": "hateful"} and card["precision"] == "fp32"
     logged = json.loads((tmp_path / "training_log.json").read_text())
     assert logged["epochs"] == log["epochs"]
 
@@ -419,6 +419,7 @@ def test_cpu_bf16_trains_under_bf16_autocast_and_is_recorded(base, data, tmp_pat
     assert all(v.dtype == torch.float32 for v in weights.values() if v.is_floating_point())
     card = json.loads((tmp_path / "a" / "model_card.json").read_text())
     assert card["budget"]["cpu_bf16"] is True and "bf16 mixed precision on CPU" in card["budget_note"]
+    assert card["precision"] == "bf16 autocast (CPU)"
     fp32 = run_training(base, data, tmp_path / "fp32")
     assert fp32["precision"] == "fp32" and "bf16" not in json.loads((tmp_path / "fp32" / "model_card.json").read_text())["budget_note"]
     assert fp32["epochs"][0]["train_loss"] != a["epochs"][0]["train_loss"]  # bf16 rounding: another run

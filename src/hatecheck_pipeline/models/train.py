@@ -181,6 +181,7 @@ def run(
         "train_seconds": log["train_seconds"],
         "final_dev": next((r for r in log["epochs"] if r["epoch"] == log["selected_epoch"]), None),
         "device": log["device"],
+        "precision": log.get("precision"),  # what the training steps ran in (models/runtime.py: precision)
         "code_version": __version__,
         "git_commit": git_commit(),
         "labels": labels.id2label,
