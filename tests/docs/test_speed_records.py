@@ -97,3 +97,40 @@ def test_the_bf16_prediction_figures_are_the_records():
     assert all(float(r) >= 3.5 and float(a) >= 99.5 for r, a in found)
     assert f"XTC (multilingual-e5-small) reached {x_ratio}x one batched pipeline call with {x_agree}%" in PAGE
     assert f"B-D (all-MiniLM-L6-v2) {b_ratio}x with {b_agree}%" in PAGE
+
+
+def test_the_whole_report_and_bf16_default_figures_are_the_records():
+    """The whole report against 51f316a and the bf16 prediction default's
+    quality check: the page and the README quote the record, and the
+    default is auto only because the check passed."""
+    text = (RECORDS / "bench_report_vs_51f316a_2026-11-27.txt").read_text("utf-8")
+    walls = re.findall(r"^snakemake --cores 2 \(reports/mhc_xtc.html\): ([\d.]+) s wall \(([\d.]+) min\)", text, re.M)
+    assert len(walls) == 2
+    (old_s, old_min), (new_s, new_min) = walls
+    assert f"51f316a built its 212 stages in {old_s} s ({old_min} min)" in PAGE
+    assert f"built its 239 stages in {new_s} s ({new_min} min)" in PAGE
+    assert f"a fresh build took {new_min} min" in " ".join((REPO / "README.md").read_text("utf-8").split())
+    common = re.search(r"the baseline's stages found here \((\d+) of (\d+)\): summed wall [\d,.]+ s against [\d,.]+ s = ([\d.]+)x", text)
+    assert common and f"(the {common[1]} of 51f316a's {common[2]} that both have" in PAGE
+    assert f"took {common[3]}x their time at 51f316a: the target of 0.6x is **not met**" in PAGE and float(common[3]) > 0.6
+    whole = re.search(r"^\| \*\*all\*\* \| 212 / 239 \| [\d,.]+ \| [\d,.]+ \| ([\d.]+)x \|", text, re.M)
+    assert whole and float(new_s) > float(old_s) and "the target \"no slower than 51f316a\" is **not met**" in PAGE
+    assert f"the whole build is {float(new_s) / float(old_s):.2f}x 51f316a's" in PAGE
+    extra = re.search(r"^stages only here \((\d+)\): summed wall ([\d.]+) s", text, re.M)
+    assert extra and f"{extra[1]} more stages, {float(extra[2]):.0f} s summed" in PAGE
+    cls = re.search(r"classifier predict stages: (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = ([\d.]+)x", text)
+    assert cls and f"The {cls[1]} classifier predict stages went from {cls[2]} to {cls[3]} s ({cls[4]}x, bf16)" in PAGE
+    # the quality check behind the default
+    inside = re.search(r"^inside the fp32 interval: (\d+)/(\d+)$", text, re.M)
+    assert inside and inside[1] == inside[2] and f"all {inside[1]} report table cells that have a bootstrap interval stay inside" in PAGE
+    no_ci = re.search(r"^without an interval: \d+/(\d+) equal, (\d+) moved \(largest \|move\| ([\d.]+); not gated", text, re.M)
+    assert no_ci and f"of the {no_ci[1]} cells without one, {no_ci[2]} moved, by at most {no_ci[3]} points" in PAGE
+    agree = re.search(r"^# predictions files: (\d+), (\d+) cases; labels agree on ([\d.]+)% pooled, lowest file ([\d.]+)%", text, re.M)
+    assert agree and float(agree[4]) >= 99.5
+    assert f"labels agree with fp32 on {agree[3]}% of the {agree[2]} classifier predictions ({agree[1]} files), {agree[4]}% in the lowest file" in PAGE
+    ran = re.search(r"^dvc repro rc=0 wall [\d.]+ s; stages ran: (\d+)$", text, re.M)
+    assert ran and f"the report: {ran[1]} stages, nothing else" in PAGE
+    assert "verdict: PASS" in text
+    from hatecheck_pipeline.core.config import load_params
+    profiles = load_params(REPO / "params.yaml")["profiles"]
+    assert profiles["embedded"]["predict_cpu_bf16"] == "auto" and profiles["paper"]["predict_cpu_bf16"] is False
