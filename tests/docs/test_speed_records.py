@@ -134,3 +134,15 @@ def test_the_whole_report_and_bf16_default_figures_are_the_records():
     from hatecheck_pipeline.core.config import load_params
     profiles = load_params(REPO / "params.yaml")["profiles"]
     assert profiles["embedded"]["predict_cpu_bf16"] == "auto" and profiles["paper"]["predict_cpu_bf16"] is False
+
+
+def test_the_local_llm_precision_figures_are_the_records():
+    text = (RECORDS / "local_llm_bf16_2026-11-27.txt").read_text("utf-8")
+    runs = re.findall(r"^(float32|bfloat16) 16 prompts wall ([\d.]+)", text, re.M)
+    loads = [float(v) for v in re.findall(r"^(?:float32|bfloat16) load ([\d.]+)$", text, re.M)]
+    f32 = sorted(float(w) for d, w in runs if d == "float32")
+    b16 = sorted(float(w) for d, w in runs if d == "bfloat16")
+    assert len(f32) == len(b16) == 4 and max(b16) < min(f32)
+    assert f"took {f32[0]} to {f32[-1]} s in float32 and {b16[0]} to {b16[-1]} s in bfloat16" in PAGE
+    assert f"spends {min(loads)} to {max(loads)} s loading" in PAGE
+    assert "1 of 16 zero-shot" in text and "0 of 16 mixed" in text and "with 1 of 32 answers different" in PAGE
