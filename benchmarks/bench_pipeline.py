@@ -132,13 +132,14 @@ def baseline_table(records: list[dict], baseline: list[dict]) -> list[str]:
         lines.append(f"| {phase} | {n_old} / {n_new} | {fmt_s(summed(baseline, phase))} | {fmt_s(summed(records, phase))} | {ratio(summed(records, phase), summed(baseline, phase))} |")
     names = {r["stage"] for r in baseline}
     common = [r for r in records if r["stage"] in names]
+    common_names = {r["stage"] for r in common}
+    common_base = [r for r in baseline if r["stage"] in common_names]
     extra = [r for r in records if r["stage"] not in names]
-    gone = names - {r["stage"] for r in records}
+    gone = names - common_names
     lines.append(f"| **all** | {len(baseline)} / {len(records)} | {fmt_s(summed(baseline))} | {fmt_s(summed(records))} | {ratio(summed(records), summed(baseline))} |")
     lines.append("")
     lines.append(f"the baseline's stages found here ({len(common)} of {len(names)}): summed wall {fmt_s(summed(common))} s against "
-                 f"{fmt_s(summed([r for r in baseline if r['stage'] in {c['stage'] for c in common}]))} s = "
-                 f"{ratio(summed(common), summed([r for r in baseline if r['stage'] in {c['stage'] for c in common}]))}")
+                 f"{fmt_s(summed(common_base))} s = {ratio(summed(common), summed(common_base))}")
     lines.append(f"stages only here ({len(extra)}): summed wall {fmt_s(summed(extra))} s"
                  + (f" ({', '.join(sorted(r['stage'] for r in extra)[:12])}{', ...' if len(extra) > 12 else ''})" if extra else ""))
     if gone:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import polars as pl
 
-from hatecheck_pipeline.core.files import PRECISION_KEY, parquet_metadata
+from hatecheck_pipeline.core.files import recorded_precision
 
 
 def table_cells(root: Path) -> pl.DataFrame:
@@ -74,7 +74,7 @@ def compare_predictions(fp32: Path, cand: Path) -> pl.DataFrame:
         g = cand / rel
         if not g.exists():
             continue
-        ran_a, ran_b = parquet_metadata(f).get(PRECISION_KEY), parquet_metadata(g).get(PRECISION_KEY)
+        ran_a, ran_b = recorded_precision(f), recorded_precision(g)
         if ran_a is None and ran_b is None:  # not a classifier's (an LLM's answers): no precision to compare
             continue
         a, b = pl.read_parquet(f), pl.read_parquet(g)

@@ -15,6 +15,7 @@ import torch
 from models_helpers import processed_table, tiny_bert
 from safetensors.torch import load_file
 
+from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.models import predict, runtime
 from hatecheck_pipeline.models import train as training
@@ -128,7 +129,7 @@ def test_bf16_prediction_agrees_with_fp32_and_records_its_precision(base, data, 
         out = tmp_path / f"pred-{cpu_bf16}.parquet"
         runs[cpu_bf16] = predict.run(tmp_path / "final", cases, "TINY", "toy", out, max_length=24, batch_size=8, threads=1,
                                      progress=False, cpu_bf16=cpu_bf16)
-        assert predict.ran_precision(out) == ran_in(out) == ("bf16 autocast (CPU)" if cpu_bf16 else "fp32")
+        assert recorded_precision(out) == ran_in(out) == ("bf16 autocast (CPU)" if cpu_bf16 else "fp32")
     fp32, bf16 = runs[False]["p_hateful"].to_numpy(), runs[True]["p_hateful"].to_numpy()
     assert not np.array_equal(fp32, bf16)  # the bf16 path really ran
     np.testing.assert_allclose(bf16, fp32, atol=0.02)
@@ -336,7 +337,7 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
     # the profile's predict_cpu_bf16 picks bf16 autocast; the file records it
     bf16_params = {**params, "profiles": {"test": {**params["profiles"]["test"], "predict_cpu_bf16": True}}}
     assert "(bf16 autocast (CPU)) -> " in call(predict_stage, bf16_params)
-    assert predict.ran_precision(pred) == "bf16 autocast (CPU)" and pl.read_parquet(pred)["id"].to_list() == frame["id"].to_list()
+    assert recorded_precision(pred) == "bf16 autocast (CPU)" and pl.read_parquet(pred)["id"].to_list() == frame["id"].to_list()
     # a base the stage does not declare is an error, not a silent path lookup
     with pytest.raises(Exception, match="not among the stage's base model inputs"):
         call(dataclasses.replace(train, inputs={"data": [str(data)], "bases": {}}), params)

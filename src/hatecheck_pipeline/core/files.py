@@ -168,9 +168,10 @@ def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path, metadata
 PRECISION_KEY = "hatecheck_pipeline.precision"
 
 
-def parquet_metadata(path: str | Path) -> dict[str, str]:
-    """The key-value pairs in a Parquet file's footer (``write_parquet``'s ``metadata``)."""
-    return dict(pl.read_parquet_metadata(path))
+def recorded_precision(path: str | Path) -> str | None:
+    """The precision a Parquet file's footer records (``write_parquet``'s
+    ``metadata`` under ``PRECISION_KEY``); None for a file written without it."""
+    return pl.read_parquet_metadata(path).get(PRECISION_KEY)
 
 
 def write_json(obj: Any, path: str | Path) -> Path:

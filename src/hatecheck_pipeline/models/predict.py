@@ -18,7 +18,7 @@ import polars as pl
 import torch
 
 from hatecheck_pipeline.core.cpu import bounded_threads
-from hatecheck_pipeline.core.files import PRECISION_KEY, parquet_metadata, write_parquet
+from hatecheck_pipeline.core.files import PRECISION_KEY, recorded_precision, write_parquet
 from hatecheck_pipeline.models.runtime import (
     available_threads,
     encode,
@@ -112,12 +112,6 @@ def run(
     return frame
 
 
-def ran_precision(path: str | Path) -> str | None:
-    """The precision a predictions file's forward passes ran in (its
-    ``PRECISION_KEY`` metadata); None for a file written without it."""
-    return parquet_metadata(path).get(PRECISION_KEY)
-
-
 def predict(
     model: str,
     suites: Sequence[Suite],
@@ -165,5 +159,5 @@ def predict(
             loaded=loaded,
         )
         share = (frame["pred"] == "hateful").mean() if frame.height else 0.0
-        lines.append(f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful ({ran_precision(out)}) -> {out}")
+        lines.append(f"{model} on {suite.name}: {frame.height} cases, {share:.1%} predicted hateful ({recorded_precision(out)}) -> {out}")
     return "\n".join(lines)

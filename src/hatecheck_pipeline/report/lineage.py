@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core.config import read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.core.files import PRECISION_KEY, parquet_metadata
+from hatecheck_pipeline.core.files import recorded_precision
 
 CODE_PREFIX = "src/"
 
@@ -54,13 +54,13 @@ class Chain:
 def ran_in(out: str | Path) -> str | None:
     """The precision recorded in a pipeline output, if any: a training
     log's (JSON) ``precision`` or a predictions file's Parquet metadata
-    (``PRECISION_KEY``). Read from the file on disk (None when absent)."""
+    (``core.files.recorded_precision``). Read from the file on disk (None when absent)."""
     path = Path(out)
     if not path.is_file():
         return None
     try:
         if path.suffix == ".parquet":
-            return parquet_metadata(path).get(PRECISION_KEY)
+            return recorded_precision(path)
         if path.suffix == ".json" and path.stat().st_size < 1 << 22:
             doc = json.loads(path.read_text("utf-8"))
             value = doc.get("precision") if isinstance(doc, dict) else None
