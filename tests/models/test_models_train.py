@@ -518,11 +518,11 @@ def test_cpu_bf16_auto_runs_bf16_only_on_a_cpu_with_native_bf16(tmp_path, monkey
     assert cpu.native_bf16.__wrapped__(str(tmp_path / "missing")) is False
 
     device = torch.device("cpu")
-    monkeypatch.setattr(runtime, "native_bf16", lambda: False)
+    monkeypatch.setattr(cpu, "native_bf16", lambda: False)
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") is None
     assert runtime.precision(device, amp=False, cpu_bf16="auto") == "fp32 (cpu_bf16: auto; this CPU has no native bf16)"
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=True) == torch.bfloat16  # true forces it
-    monkeypatch.setattr(runtime, "native_bf16", lambda: True)
+    monkeypatch.setattr(cpu, "native_bf16", lambda: True)
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") == torch.bfloat16
     assert runtime.precision(device, amp=False, cpu_bf16="auto") == "bf16 autocast (CPU)"
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=False) is None

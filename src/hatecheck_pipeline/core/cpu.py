@@ -31,6 +31,16 @@ def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     return False
 
 
+def cpu_bf16_on(cpu_bf16: bool | str) -> bool:
+    """``cpu_bf16``: True (always), False (never) or "auto" (only on a CPU
+    with native bf16, :func:`native_bf16`)."""
+    if cpu_bf16 == "auto":
+        return native_bf16()
+    if not isinstance(cpu_bf16, bool):
+        raise ValueError(f"cpu_bf16: {cpu_bf16!r} is not true, false or 'auto'")
+    return cpu_bf16
+
+
 def machine_cores() -> int:
     """CPU cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

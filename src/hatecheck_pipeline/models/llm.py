@@ -135,15 +135,20 @@ class LocalLM:
     def load(cls, model: str, batch_size: int = 8) -> "LocalLM":
         """``model``: see :func:`resolve_model`. Fetched weights load in their
         manifest's dtype (bfloat16 halves the memory of a dequantised GGUF)
-        and prompt format."""
+        and prompt format, from their dequantised copy when it matches the
+        manifest (models/weights.dequantised_folder: the same tensors, in
+        seconds instead of dequantising the GGUF again), else the GGUF."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from hatecheck_pipeline.models.runtime import pick_device
-        from hatecheck_pipeline.models.weights import read_manifest
+        from hatecheck_pipeline.models.weights import dequantised_folder, read_manifest
 
         where, gguf = resolve_model(model)
         info = (read_manifest(Path(where)) if gguf else None) or {}
+        dq = dequantised_folder(Path(where), info) if info else None
+        if dq is not None:
+            where, gguf = str(dq), None
         kw = {"gguf_file": gguf} if gguf else {}
         tok = AutoTokenizer.from_pretrained(where, **kw)
         dtype = getattr(torch, info.get("dtype", "float32"))

