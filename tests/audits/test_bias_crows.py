@@ -115,3 +115,38 @@ def test_score_pairs_conventions_and_summary():
     assert s["antistereo_score"] == 50.0
     assert s["bias_types"]["gender"] == {"n": 2, "score": 0.0}
     assert s["variant"] == "masked" and s["model"] == "fake"
+
+
+def test_run_in_bf16_records_its_precision_and_stays_near_fp32(tmp_path, tokenizer):
+    """The stage's forward passes under bf16 autocast (the profile's
+    predict_cpu_bf16: true): the metrics and the pairs file's footer name
+    the precision that ran; every sentence's log-likelihood stays within
+    bf16 rounding of the fp32 run's (a tiny random GPT-2, saved and loaded
+    as the stage loads a model)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from hatecheck_pipeline.core.files import read_json, recorded_precision
+
+    torch.manual_seed(2)
+    lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=32, n_layer=2, n_head=2, n_positions=32)).eval()
+    lm.save_pretrained(tmp_path / "lm")
+    tokenizer.save_pretrained(tmp_path / "lm")
+    pairs = pl.DataFrame({
+        "id": ["1", "2", "3"],
+        "sent_more": ["the man is a good doctor .", "poor people are lazy .", "the kids are smart ."],
+        "sent_less": ["the woman is a good doctor .", "rich people are lazy .", "the man is smart ."],
+        "stereo_antistereo": ["stereo", "antistereo", "stereo"],
+        "bias_type": ["gender", "socioeconomic", "age"],
+    })
+    pairs.write_parquet(tmp_path / "pairs.parquet")
+    got = {}
+    for bf16 in (False, True):
+        out, met = tmp_path / f"scored_{bf16}.parquet", tmp_path / f"m_{bf16}.json"
+        crows.run(tmp_path / "pairs.parquet", out, met, "tiny", "causal", str(tmp_path / "lm"), None, 0, 4, 1, cpu_bf16=bf16)
+        got[bf16] = pl.read_parquet(out)
+        want = "bf16 autocast (CPU)" if bf16 else "fp32"
+        assert read_json(met)["precision"] == want and recorded_precision(out) == want
+    for col in ("sent_more_score", "sent_less_score"):
+        fp32, bf16 = got[False][col].to_list(), got[True][col].to_list()
+        assert fp32 != bf16  # bf16 really ran
+        assert all(abs(a - b) <= 0.05 * abs(a) + 0.05 for a, b in zip(fp32, bf16))

@@ -268,8 +268,16 @@ def run(
     seed: int,
     batch_size: int,
     threads: int,
+    cpu_bf16: bool | str = False,
 ) -> dict[str, Any]:
+    """Score the pairs of ``table`` with one model; ``cpu_bf16`` (true | false
+    | auto, the profile's ``predict_cpu_bf16``): the forward passes under bf16
+    autocast on a CPU (the log-softmax over the logits stays fp32/fp64). The
+    precision that ran is in the metrics and the pairs file's footer."""
     import torch
+
+    from hatecheck_pipeline.core.files import PRECISION_KEY
+    from hatecheck_pipeline.models.runtime import autocast_ctx, precision
 
     torch.manual_seed(seed)
     torch.set_num_threads(bounded_threads(threads))
@@ -278,15 +286,18 @@ def run(
         # a seeded sample stratified by nothing: the first rows are not random
         pairs = pairs.sample(n=max_pairs, seed=seed, shuffle=True).sort(pl.col("id").cast(pl.Int64, strict=False))
     net, tok = load(variant, model)
+    device = torch.device("cpu")
+    ran = precision(device, amp=False, cpu_bf16=cpu_bf16)
     started = time.perf_counter()
-    scored = score_pairs(
-        pairs,
-        variant,
-        model,
-        masked_scorer=(lambda a, b: masked_pair_scores(net, tok, a, b, batch_size)) if variant == "masked" else None,
-        causal_scorer=(lambda s: causal_log_likelihoods(net, tok, s, batch_size, progress=True)) if variant == "causal" else None,
-        batch_size=batch_size,
-    )
+    with autocast_ctx(device, amp=False, cpu_bf16=cpu_bf16):
+        scored = score_pairs(
+            pairs,
+            variant,
+            model,
+            masked_scorer=(lambda a, b: masked_pair_scores(net, tok, a, b, batch_size)) if variant == "masked" else None,
+            causal_scorer=(lambda s: causal_log_likelihoods(net, tok, s, batch_size, progress=True)) if variant == "causal" else None,
+            batch_size=batch_size,
+        )
     seconds = time.perf_counter() - started
     summary = summarise(scored)
     summary.update(
@@ -296,6 +307,7 @@ def run(
         seconds=round(seconds, 1),
         pairs_per_second=round(pairs.height / seconds, 3) if seconds else None,
         threads=threads,
+        precision=ran,
         paper_table2=PAPER_TABLE2,
         note=(
             "masked = Nangia et al. 2020 pseudo-log-likelihood of the unmodified tokens"
@@ -303,7 +315,7 @@ def run(
             else "causal = whole-sentence log-likelihood as lm-evaluation-harness crows_pairs_english; not comparable to the paper's MLM figures"
         ),
     )
-    write_parquet(scored, out_pairs)
+    write_parquet(scored, out_pairs, metadata={PRECISION_KEY: ran})
     write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", out_metrics)
     return summary
 
@@ -333,7 +345,10 @@ def crows_pairs(
 ) -> str:
     """Stage ``crows_pairs_<name>``: score CrowS-Pairs with one configured
     scorer (``bias.crows_pairs.scorers.<name>``); the active profile's
-    ``crows_max_pairs`` caps the pairs (smoke)."""
-    cap = crows_pair_cap(scorer["max_pairs"], active_profile(profile, profiles).get("crows_max_pairs"))
-    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads)
-    return f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, {summary['pairs_per_second']} pairs/s"
+    ``crows_max_pairs`` caps the pairs (smoke); its ``predict_cpu_bf16``
+    picks the precision of the forward passes, as for the predict stages."""
+    chosen = active_profile(profile, profiles)
+    cap = crows_pair_cap(scorer["max_pairs"], chosen.get("crows_max_pairs"))
+    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, chosen["predict_cpu_bf16"])
+    return (f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "
+            f"{summary['pairs_per_second']} pairs/s, {summary['precision']}")
