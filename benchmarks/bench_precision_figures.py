@@ -4,7 +4,7 @@ Issue 32 makes bf16 prediction the default only where every reported
 figure of the default profile stays inside its fp32 run's bootstrap
 interval and labels agree with fp32 on >= 99.5% of cases. This script
 compares two complete workspaces of the same profile and commit that differ
-in ``predict_cpu_bf16`` only (or one workspace before and after the change,
+in ``predict_cpu_bf16`` or ``llm_cpu_bf16`` only (or one workspace before and after the change,
 its fp32 files copied aside):
 
 - every report table cell (``results/tables/*.csv``, joined on ``cell_id``):
@@ -13,10 +13,11 @@ its fp32 files copied aside):
   cells, such as an expanded suite's per-functionality change, or a count)
   has no interval to stay inside: how many moved, and by how much, is
   printed, not gated;
-- every predictions file a classifier wrote (``results/<model>/<suite>/
-  predictions.parquet`` recording its precision; an LLM's files record
-  none and are left out): the share of cases whose label agrees, and the
-  precision each recorded;
+- every predictions file recording its precision (``results/<model>/<suite>/
+  predictions.parquet``: a classifier's records its forward passes', a
+  prompted LLM's the dtype its weights ran in; files of older runs that
+  record none are left out): the share of cases whose label agrees, and
+  the precision each recorded;
 - the other numbers the report shows from predictions (the bias audits'
   JSON under ``results/bias``): the largest absolute difference per file
   (they carry no interval).
@@ -75,7 +76,7 @@ def compare_predictions(fp32: Path, cand: Path) -> pl.DataFrame:
         if not g.exists():
             continue
         ran_a, ran_b = recorded_precision(f), recorded_precision(g)
-        if ran_a is None and ran_b is None:  # not a classifier's (an LLM's answers): no precision to compare
+        if ran_a is None and ran_b is None:  # written before precisions were recorded: nothing to compare
             continue
         a, b = pl.read_parquet(f), pl.read_parquet(g)
         j = a.select("id", "pred", "p_hateful").join(b.select("id", pl.col("pred").alias("pred_c"), pl.col("p_hateful").alias("p_c")), on="id")

@@ -14,6 +14,7 @@ from fake_openai import fake_chat_server
 from tiny_causal_lm import tiny_causal_lm
 
 from hatecheck_pipeline.core.config import SCHEMA_FILE, ConfigError, cross_check, load_params, validate
+from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.evaluation import llm_classifier as lc
 from hatecheck_pipeline.models import llm as prompting
 from hatecheck_pipeline.models.predict import COLUMNS
@@ -62,6 +63,7 @@ def test_local_backend_writes_one_file_per_suite_with_the_renormalised_yes(tmp_p
     for suite, out, table in zip(suites, outs, suite_tables(tmp_path).values()):
         frame = pl.read_parquet(out)
         assert frame.columns == COLUMNS and set(frame["suite"]) == {suite.name} and set(frame["model"]) == {"LLM"}
+        assert recorded_precision(out) == "fp32"  # the weights' dtype, as the weights manifest names it
         # the draw the score stage scores (llm_max_cases_per_suite 5, the model's seed)
         expected = predicted_subsample(pl.read_parquet(table), suite.id_column, 5, 42)
         assert sorted(frame["id"]) == sorted(expected[suite.id_column].cast(pl.Utf8))

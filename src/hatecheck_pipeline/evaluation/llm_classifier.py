@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.core.files import write_csv, write_parquet
+from hatecheck_pipeline.core.files import PRECISION_KEY, write_csv, write_parquet
 from hatecheck_pipeline.evaluation.llm import ask, chat_client
 from hatecheck_pipeline.models import llm as prompting
 from hatecheck_pipeline.models.predict import predictions_frame
@@ -159,7 +159,7 @@ def predict_suites(
             scored = prompting.yes_no_answers(lm, texts, tpl) if lm is not None else openai_scores(client, backend, texts, tpl, seed)
             p = [0.0 if v is None else v for _, v in scored]
             frame = predictions_frame(cases["id"], p, threshold, model, suite.name)
-            write_parquet(frame, out)
+            write_parquet(frame, out, metadata={PRECISION_KEY: lm.precision} if lm is not None else None)
             unparsed = sum(v is None for _, v in scored)
             rows.append(pl.DataFrame({
                 "suite": [suite.name] * cases.height,

@@ -155,6 +155,14 @@ class LocalLM:
         net = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kw).eval().to(pick_device())
         return cls(net, tok, batch_size, info.get("prompt_format", "plain"))
 
+    @property
+    def precision(self) -> str:
+        """The precision the weights run in, named as the weights manifest
+        names it ("fp32", "bf16 weights")."""
+        from hatecheck_pipeline.models.weights import precision_of
+
+        return precision_of(str(self.net.dtype).removeprefix("torch."))
+
     def wrap(self, prompt: str) -> str:
         """The text the model reads for a prompt (see ``prompt_format``)."""
         if self.prompt_format == "chat":
