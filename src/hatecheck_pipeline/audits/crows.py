@@ -271,7 +271,7 @@ def run(
     cpu_bf16: bool | str = False,
 ) -> dict[str, Any]:
     """Score the pairs of ``table`` with one model; ``cpu_bf16`` (true | false
-    | auto, the profile's ``predict_cpu_bf16``): the forward passes under bf16
+    | auto, ``bias.crows_pairs.cpu_bf16``): the forward passes under bf16
     autocast on a CPU (the log-softmax over the logits stays fp32/fp64). The
     precision that ran is in the metrics and the pairs file's footer."""
     import torch
@@ -342,13 +342,13 @@ def crows_pairs(
     seed: int,
     profile: str,
     profiles: Mapping[str, Any],
+    cpu_bf16: bool | str = False,
 ) -> str:
     """Stage ``crows_pairs_<name>``: score CrowS-Pairs with one configured
     scorer (``bias.crows_pairs.scorers.<name>``); the active profile's
-    ``crows_max_pairs`` caps the pairs (smoke); its ``predict_cpu_bf16``
-    picks the precision of the forward passes, as for the predict stages."""
-    chosen = active_profile(profile, profiles)
-    cap = crows_pair_cap(scorer["max_pairs"], chosen.get("crows_max_pairs"))
-    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, chosen["predict_cpu_bf16"])
+    ``crows_max_pairs`` caps the pairs (smoke); ``cpu_bf16``
+    (``bias.crows_pairs.cpu_bf16``) the precision of the forward passes."""
+    cap = crows_pair_cap(scorer["max_pairs"], active_profile(profile, profiles).get("crows_max_pairs"))
+    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, cpu_bf16)
     return (f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "
             f"{summary['pairs_per_second']} pairs/s, {summary['precision']}")

@@ -65,14 +65,14 @@ def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
         CROWS,
         inputs={"table": paths.interim_table("crows_pairs")},
         outputs={"pairs": out(paths.crows_pairs(name)), "metrics": metric(paths.crows_metrics(name))},
-        # the profile's crows_max_pairs caps the pairs (smoke); its
-        # predict_cpu_bf16 picks the forward passes' precision
+        # the profile's crows_max_pairs caps the pairs (smoke)
         params={
             "scorer": f"bias.crows_pairs.scorers.{name}",
             "batch_size": "bias.crows_pairs.batch_size",
+            "cpu_bf16": "bias.crows_pairs.cpu_bf16",
             "threads": "bias.threads",
             "seed": "bias.seed",
-            **profile_params(params, ["crows_max_pairs", "predict_cpu_bf16"]),
+            **profile_params(params, ["crows_max_pairs"]),
         },
         args={"name": name},
         threads=params["bias"]["threads"],
