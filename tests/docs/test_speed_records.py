@@ -99,27 +99,18 @@ def test_the_bf16_prediction_figures_are_the_records():
     assert f"B-D (all-MiniLM-L6-v2) {b_ratio}x with {b_agree}%" in PAGE
 
 
-def test_the_whole_report_and_bf16_default_figures_are_the_records():
-    """The whole report against 51f316a and the bf16 prediction default's
-    quality check: the page and the README quote the record, and the
-    default is auto only because the check passed."""
+def test_the_bf16_default_figures_are_the_records():
+    """The bf16 prediction default's quality check and the first whole-report
+    measurement: the page quotes the record, and the default is auto only
+    because the check passed."""
     text = (RECORDS / "bench_report_vs_51f316a_2026-11-27.txt").read_text("utf-8")
     walls = re.findall(r"^snakemake --cores 2 \(reports/mhc_xtc.html\): ([\d.]+) s wall \(([\d.]+) min\)", text, re.M)
     assert len(walls) == 2
     (old_s, old_min), (new_s, new_min) = walls
     assert f"51f316a built its 212 stages in {old_s} s ({old_min} min)" in PAGE
     assert f"built its 239 stages in {new_s} s ({new_min} min)" in PAGE
-    assert f"a fresh build took {new_min} min" in " ".join((REPO / "README.md").read_text("utf-8").split())
     common = re.search(r"the baseline's stages found here \((\d+) of (\d+)\): summed wall [\d,.]+ s against [\d,.]+ s = ([\d.]+)x", text)
-    assert common and f"(the {common[1]} of 51f316a's {common[2]} that both have" in PAGE
-    assert f"took {common[3]}x their time at 51f316a: the target of 0.6x is **not met**" in PAGE and float(common[3]) > 0.6
-    whole = re.search(r"^\| \*\*all\*\* \| 212 / 239 \| [\d,.]+ \| [\d,.]+ \| ([\d.]+)x \|", text, re.M)
-    assert whole and float(new_s) > float(old_s) and "the target \"no slower than 51f316a\" is **not met**" in PAGE
-    assert f"the whole build is {float(new_s) / float(old_s):.2f}x 51f316a's" in PAGE
-    extra = re.search(r"^stages only here \((\d+)\): summed wall ([\d.]+) s", text, re.M)
-    assert extra and f"{extra[1]} more stages, {float(extra[2]):.0f} s summed" in PAGE
-    cls = re.search(r"classifier predict stages: (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = ([\d.]+)x", text)
-    assert cls and f"The {cls[1]} classifier predict stages went from {cls[2]} to {cls[3]} s ({cls[4]}x, bf16)" in PAGE
+    assert common and f"Today's set took {common[3]}x, the whole build {float(new_s) / float(old_s):.2f}x" in PAGE
     # the quality check behind the default
     inside = re.search(r"^inside the fp32 interval: (\d+)/(\d+)$", text, re.M)
     assert inside and inside[1] == inside[2] and f"all {inside[1]} report table cells that have a bootstrap interval stay inside" in PAGE
@@ -134,6 +125,66 @@ def test_the_whole_report_and_bf16_default_figures_are_the_records():
     from hatecheck_pipeline.core.config import load_params
     profiles = load_params(REPO / "params.yaml")["profiles"]
     assert profiles["embedded"]["predict_cpu_bf16"] == "auto" and profiles["paper"]["predict_cpu_bf16"] is False
+
+
+def test_the_whole_report_figures_are_the_record():
+    """Where the whole report stands against 51f316a: the page and the
+    README quote the record, and the targets are called met only if they are."""
+    text = (RECORDS / "bench_report_vs_51f316a_final_2026-11-27.txt").read_text("utf-8")
+    walls = re.findall(r"^snakemake --cores 2 \(reports/mhc_xtc.html\): ([\d.]+) s wall \(([\d.]+) min\)", text, re.M)
+    assert len(walls) == 2
+    (old_s, old_min), (new_s, new_min) = walls
+    ratio = float(new_s) / float(old_s)
+    assert f"51f316a built its 212 stages in {old_s} s ({old_min} min)" in PAGE
+    assert f"239 stages in {new_s} s ({new_min} min), {ratio:.2f}x" in PAGE
+    assert f"a fresh build took {new_min} min" in " ".join((REPO / "README.md").read_text("utf-8").split())
+    common = re.search(r"the baseline's stages found here \((\d+) of (\d+)\): summed wall [\d,.]+ s against [\d,.]+ s = ([\d.]+)x", text)
+    assert common and f"(the {common[1]} of 51f316a's {common[2]} that both have" in PAGE
+    met = "met" if float(common[3]) <= 0.6 else "not met"
+    assert f"took {common[3]}x their time at 51f316a: the target of 0.6x is **{met}**" in PAGE
+    met = "met" if ratio <= 1.0 else "not met"
+    assert f"the whole build is {ratio:.2f}x 51f316a's: the target \"no slower than 51f316a\" is **{met}**" in PAGE
+    extra = re.search(r"^stages only here \((\d+)\): summed wall ([\d.]+) s", text, re.M)
+    assert extra and f"({extra[1]} more stages, {float(extra[2]):.0f} s summed" in PAGE
+    cls = re.search(r"classifier predict stages: (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = ([\d.]+)x", text)
+    assert cls and f"The {cls[1]} classifier predict stages went from {cls[2]} to {cls[3]} s ({cls[4]}x, bf16)" in PAGE
+    llm = dict(re.findall(r"^  (predict_LLM-\w+): (\d+ s -> \d+ s)$", text, re.M))
+    en, native = (llm["predict_LLM-EN"].split(" s -> "), llm["predict_LLM-NATIVE"].split(" s -> "))
+    assert f"from {en[0]} to {en[1]} and from {native[0]} to {native[1]}" in PAGE
+    loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
+    dq = re.search(r"dequantised to float32 safetensors in (\d+) s", text)
+    assert loads and dq and f"({dq[1]} s, float32)" in PAGE and f"summed {loads[1]} s in this build" in PAGE
+
+
+def test_the_bf16_llm_and_crows_check_is_the_record():
+    """bf16 for the local LLM and CrowS-Pairs failed the quality check: the
+    page quotes the record, and both stay false in every profile."""
+    text = (RECORDS / "bench_report_llm_bf16_vs_51f316a_2026-11-27.txt").read_text("utf-8")
+    walls = re.findall(r"^snakemake --cores 2 \(reports/mhc_xtc.html\): ([\d.]+) s wall \(([\d.]+) min\)", text, re.M)
+    assert len(walls) == 2
+    new_s, new_min = walls[1]
+    assert f"the candidate built its 239 stages in {new_s} s ({new_min} min)" in PAGE
+    common = re.search(r"the baseline's stages found here \(\d+ of \d+\): summed wall [\d,.]+ s against [\d,.]+ s = ([\d.]+)x", text)
+    assert common and f"today's set of stages took {common[1]}x their time at 51f316a" in PAGE
+    ran = re.search(r"^dvc repro rc=0 wall [\d.]+ s; stages ran: (\d+)$", text, re.M)
+    assert ran and f"report` re-ran {ran[1]} stages" in PAGE
+    inside = re.search(r"^inside the fp32 interval: (\d+)/(\d+)$", text, re.M)
+    assert inside and f"{int(inside[2]) - int(inside[1])} of the {inside[2]} report cells with an interval left" in PAGE
+    llm = [(int(n), float(a)) for n, a in re.findall(r"^│ results/LLM-[A-Z]+/\S+ +┆ (\d+) +┆ ([\d.]+) ", text, re.M)]
+    under = [(n, a) for n, a in llm if a < 99.5]
+    changed = round(sum(n * (100 - a) / 100 for n, a in llm))
+    assert f"the LLM's labels changed in {len(under)} of its {len(llm)} predictions files ({changed} of {sum(n for n, _ in llm)} answers; {min(a for _, a in llm):.0f}% equal" in PAGE
+    only = re.search(r"^note: (\d+) cells have a value in one run only", text, re.M)
+    assert only and f"({only[1]} cells exist in one run only)" in PAGE
+    crows = re.search(r"^pairs: (\d+); stereotyped flag equal on (\d+);", text, re.M)
+    assert crows and f"same verdict on {crows[2]} of {crows[1]} pairs ({100 * int(crows[2]) / int(crows[1]):.1f}%" in PAGE
+    score = re.search(r"^metric_score fp32 ([\d.]+) \(fp32, scoring ([\d.]+) s\) vs bf16 ([\d.]+) \(bf16 autocast \(CPU\), scoring ([\d.]+) s\)", text, re.M)
+    assert score and f"the metric {score[1]} in fp32, {score[3]} in bf16), in {score[2]} s of scoring against {score[4]} s" in PAGE
+    assert "verdict: FAIL" in text
+    from hatecheck_pipeline.core.config import load_params
+    params = load_params(REPO / "params.yaml")
+    assert all(p["llm_cpu_bf16"] is False for p in params["profiles"].values())
+    assert params["bias"]["crows_pairs"]["cpu_bf16"] is False
 
 
 def test_the_local_llm_precision_figures_are_the_records():
