@@ -197,3 +197,15 @@ def test_the_local_llm_precision_figures_are_the_records():
     assert f"took {f32[0]} to {f32[-1]} s in float32 and {b16[0]} to {b16[-1]} s in bfloat16" in PAGE
     assert f"spends {min(loads)} to {max(loads)} s loading" in PAGE
     assert "1 of 16 zero-shot" in text and "0 of 16 mixed" in text and "with 1 of 32 answers different" in PAGE
+
+
+def test_the_dequantised_copy_figures_are_the_record():
+    text = (RECORDS / "local_llm_dequantised_2026-11-27.txt").read_text("utf-8")
+    copy = re.search(r"^copy load ([\d.]+) s", text, re.M)
+    gguf = re.search(r"^gguf load ([\d.]+) s", text, re.M)
+    same = re.search(r"^logits equal \(torch.equal\) on (\d+) of (\d+) prompts", text, re.M)
+    assert copy and gguf and same and same[1] == same[2]
+    assert "chat-wrapped prompts equal: True" in text and "token ids equal: True" in text
+    page = " ".join((REPO / "docs/local-llm.md").read_text("utf-8").split())
+    assert f"the copy loaded in {copy[1]} s against {gguf[1]} s for the GGUF" in page
+    assert f"token ids and logits on {same[1]} of {same[2]} prompts" in page
