@@ -201,15 +201,18 @@ def stamp_of(sha256: str, dtype: str) -> dict[str, str]:
     return {"gguf_sha256": sha256, "dtype": dtype, "transformers": transformers.__version__}
 
 
+def _stamped(dq: Path, stamp: Mapping[str, str]) -> bool:
+    """Whether the dequantised folder ``dq`` carries exactly ``stamp``."""
+    path = dq / STAMP
+    return path.exists() and json.loads(path.read_text("utf-8")) == stamp
+
+
 def dequantised_folder(folder: Path, info: Mapping[str, Any]) -> Path | None:
     """The dequantised copy beside fetched weights when it was made from
     the manifest's GGUF (sha256), in its dtype, by this transformers
     version; None otherwise (the GGUF is loaded instead)."""
     dq = Path(folder) / DEQUANTISED
-    stamp = dq / STAMP
-    if not stamp.exists():
-        return None
-    return dq if json.loads(stamp.read_text("utf-8")) == stamp_of(info["sha256"], info.get("dtype", "float32")) else None
+    return dq if _stamped(dq, stamp_of(info["sha256"], info.get("dtype", "float32"))) else None
 
 
 def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
@@ -221,7 +224,7 @@ def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     stamp = stamp_of(sha256, dtype)
-    if (dest / STAMP).exists() and json.loads((dest / STAMP).read_text("utf-8")) == stamp:
+    if _stamped(dest, stamp):
         return f"dequantised {dtype} copy kept"
     started = time.perf_counter()
     tmp = dest.with_name(dest.name + ".part")
@@ -241,8 +244,8 @@ def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
     return f"dequantised to {dtype} safetensors in {time.perf_counter() - started:.0f} s"
 
 
-def manifest(name: str, entry: Mapping[str, Any], size: int, dtype: str | None = None) -> dict[str, Any]:
-    dtype = dtype or entry.get("dtype", "float32")
+def manifest(name: str, entry: Mapping[str, Any], size: int, dtype: str) -> dict[str, Any]:
+    """``dtype``: what the weights run in (:func:`run_dtype`)."""
     return {
         "name": name,
         "model": entry["model"],
