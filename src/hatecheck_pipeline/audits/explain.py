@@ -54,12 +54,11 @@ METHOD_LABELS = {
 def load_classifier(model_dir: str | Path):
     """A fine-tuned classifier in eval mode with eager attention (so it can
     return its attention weights), and its tokenizer."""
-    from transformers import AutoModelForSequenceClassification
-
     from hatecheck_pipeline.models.base import load_tokenizer
+    from hatecheck_pipeline.models.pooled import load_classifier as load_saved
     from hatecheck_pipeline.models.runtime import pick_device
 
-    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir), attn_implementation="eager")
+    model = load_saved(model_dir, attn_implementation="eager")
     model.to(pick_device()).eval()
     return model, load_tokenizer(str(model_dir))
 

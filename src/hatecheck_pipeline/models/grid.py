@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -75,10 +74,11 @@ def grid_search(
             print(f"grid trial {i}/{len(trials)} {name}: recorded, skipped", flush=True)
             continue
         print(f"grid trial {i}/{len(trials)} {name}", flush=True)
-        model = load_for_training(base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers)
+        model = load_for_training(base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers,
+                                  pooling=r.pooling)
         log = train_loop(
             model, tokenizer, train_split, dev_split, r,
-            seed=seed, ckpt_dir=ckpt_dir / "trials" / name, fingerprint={**fp, "trial": asdict(r)}, labels=labels, **loop,
+            seed=seed, ckpt_dir=ckpt_dir / "trials" / name, fingerprint={**fp, "trial": r.fingerprint()}, labels=labels, **loop,
         )
         row = next(x for x in log["epochs"] if x["epoch"] == log["selected_epoch"])
         entry = {
@@ -95,7 +95,8 @@ def grid_search(
         os.replace(tmp, record)
         shutil.rmtree(ckpt_dir / "trials" / name, ignore_errors=True)
     assert best is not None
-    model = load_for_training(base, recipe.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers)
+    model = load_for_training(base, recipe.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers,
+                              pooling=recipe.pooling)
     load_model(model, str(ckpt_dir / "grid" / "best" / "model.safetensors"), device="cpu")
     model.to(pick_device())
     ordered = [done[trial_name(r)] for r in trials]

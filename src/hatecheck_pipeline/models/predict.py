@@ -72,11 +72,10 @@ def predictions_frame(ids: pl.Series, p: Sequence[float], threshold: float, mode
 
 
 def load_model(model_dir: str | Path):
-    from transformers import AutoModelForSequenceClassification
-
     from hatecheck_pipeline.models.base import load_tokenizer
+    from hatecheck_pipeline.models.pooled import load_classifier
 
-    model = AutoModelForSequenceClassification.from_pretrained(str(model_dir))
+    model = load_classifier(model_dir)
     model.to(pick_device()).eval()
     return model, load_tokenizer(str(model_dir))
 

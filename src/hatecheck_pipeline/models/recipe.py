@@ -79,6 +79,7 @@ class Recipe:
     select_on: str = "dev_loss"
     grid_search: bool = False
     grid: Mapping[str, Sequence[Any]] | None = None  # {epochs: [...], lr: [...], batch_size: [...]} when grid_search
+    pooling: str = "model"  # model: the architecture's own classifier head; mean: a head over the mean token state (models/pooled.py)
 
     @classmethod
     def from_params(cls, section: Mapping[str, Any], max_epochs: int | None = None) -> "Recipe":
@@ -94,6 +95,22 @@ class Recipe:
         if max_epochs is not None:
             values["epochs"] = min(values["epochs"], max_epochs)
         return cls(**values)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The recipe as a checkpoint fingerprint holds it: its fields, the
+        default ``pooling`` left out (fingerprints written before the field
+        existed still match).
+
+        >>> r = Recipe("none", 1e-4, 0.0, 0.1, 16, 2)
+        >>> "pooling" in r.fingerprint(), Recipe("none", 1e-4, 0.0, 0.1, 16, 2, pooling="mean").fingerprint()["pooling"]
+        (False, 'mean')
+        """
+        from dataclasses import asdict
+
+        values = asdict(self)
+        if values["pooling"] == "model":
+            del values["pooling"]
+        return values
 
     def trials(self, max_epochs: int | None = None) -> list["Recipe"]:
         """The grid's configurations (epochs x lr x batch_size, in that

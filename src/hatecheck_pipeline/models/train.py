@@ -96,7 +96,7 @@ def run(
         "base": base_ref,
         "base_hash": base_hash,
         "data": data_hashes,
-        "recipe": asdict(recipe),
+        "recipe": recipe.fingerprint(),
         "seed": seed,
         "max_length": profile["max_length"],
         "max_train_per_model": profile.get("max_train_per_model"),
@@ -136,7 +136,8 @@ def run(
         )  # fmt: skip
     else:
         model = load_for_training(
-            resolved, recipe.dropout, seed, labels, eager_attention=supervision is not None, freeze_embeddings=freeze, freeze_lower_layers=lower
+            resolved, recipe.dropout, seed, labels, eager_attention=supervision is not None, freeze_embeddings=freeze, freeze_lower_layers=lower,
+            pooling=recipe.pooling,
         )
         log = train_loop(model, tokenizer, train_split, dev_split, recipe, supervision=supervision, **common)
     log["model"] = model_name

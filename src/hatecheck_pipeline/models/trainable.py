@@ -12,7 +12,7 @@ from hatecheck_pipeline.models.recipe import BINARY, LabelSet, Recipe
 
 def load_for_training(
     base: str, dropout: float, seed: int, labels: LabelSet = BINARY, eager_attention: bool = False, freeze_embeddings: bool = False,
-    freeze_lower_layers: float = 0.0,
+    freeze_lower_layers: float = 0.0, pooling: str = "model",
 ):
     """A classifier over ``labels`` (2 by default) from a base model (head
     seeded); ``eager_attention``: attention weights it can return (and
@@ -25,14 +25,18 @@ def load_for_training(
     also keeps the whole embedding block and the lowest
     ``floor(share x layers)`` encoder layers at their pretrained values:
     backward then stops at the first trainable layer, and the lower layers'
-    multilingual alignment is kept as well."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification
+    multilingual alignment is kept as well. ``pooling``: ``model`` (the
+    architecture's own classifier head) or ``mean`` (models/pooled.py: a
+    head over the mean of the token states)."""
+    from transformers import AutoConfig
+
+    from hatecheck_pipeline.models.pooled import for_training
 
     torch.manual_seed(seed)
     extra = {"attn_implementation": "eager"} if eager_attention else {}
     config = AutoConfig.from_pretrained(base, num_labels=len(labels.classes), id2label=labels.id2label, label2id=labels.label2id)
     set_dropout(config, dropout)
-    model = AutoModelForSequenceClassification.from_pretrained(base, config=config, **extra)
+    model = for_training(base, config, pooling, **extra)
     if freeze_embeddings:
         model.get_input_embeddings().weight.requires_grad_(False)
     if freeze_lower_layers > 0:
