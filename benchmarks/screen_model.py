@@ -112,6 +112,7 @@ def record(model: str, overrides: list[str], cases: int, metrics: Mapping[str, M
         "overrides": overrides,
         "base_model": card["base_model"]["description"],
         "base_model_sha256": card["base_model"].get("content_sha256"),
+        "pooling": card["recipe"].get("pooling", "model"),  # the classifier head (models/pooled.py)
         "profile": card["profile"],
         "seed": card["seed"],
         "train_seconds": card["train_seconds"],

@@ -478,6 +478,20 @@ def _base_name(description: str) -> str:
     return re.split(r" \(|,", description, maxsplit=1)[0]
 
 
+def screened_model(doc: Mapping[str, Any]) -> str:
+    """What a screen record trained, as its table row names it: the base
+    model's name, and ``mean pooling`` when its classifier head read the
+    mean token state (records without ``pooling`` used the model's own head).
+
+    >>> screened_model({"base_model": "EmbeddingGemma-300M (25 parts)", "pooling": "mean"})
+    'EmbeddingGemma-300M, mean pooling'
+    >>> screened_model({"base_model": "multilingual-e5-small, dequantised"})
+    'multilingual-e5-small'
+    """
+    name = _base_name(doc["base_model"])
+    return name + (", mean pooling" if doc.get("pooling", "model") == "mean" else "")
+
+
 def screen_table(records: list[tuple[str, Mapping[str, Any]]]) -> str:
     """Model screens (``benchmarks/screen_model.py --record``; ``records``:
     path and document of each): training time, held-out macro F1 per
@@ -489,15 +503,15 @@ def screen_table(records: list[tuple[str, Mapping[str, Any]]]) -> str:
     rows, by_base = [], {}
     for rel, doc in records:
         cells = [doc["heldout"].get(k, {}).get("value") for k in heldout] + [doc["mhc"].get(lang, {}).get("value") for lang in langs]
-        by_base.setdefault(doc["base_model"], []).append([doc["train_seconds"], *cells, doc["mhc_mean"]])
+        by_base.setdefault(screened_model(doc), []).append([doc["train_seconds"], *cells, doc["mhc_mean"]])
         ci = doc.get("mhc_mean_interval")
         interval = f" [{_num(ci['ci_low'])}, {_num(ci['ci_high'])}]" if ci else ""
-        rows.append([_base_name(doc["base_model"]), str(doc["seed"]), _num(doc["train_seconds"], 0),
+        rows.append([screened_model(doc), str(doc["seed"]), _num(doc["train_seconds"], 0),
                      *(_num(v) for v in cells), f"**{_num(doc['mhc_mean'])}**{interval}", doc.get("note", ""), _code(rel)])
     for base, runs in by_base.items():
         if len(runs) > 1:
             cols = [mean(c) if all(v is not None for v in c) else None for c in zip(*runs)]
-            rows.append([f"{_base_name(base)}, mean of {len(runs)} seeds", "", _num(cols[0], 0),
+            rows.append([f"{base}, mean of {len(runs)} seeds", "", _num(cols[0], 0),
                          *(_num(v) for v in cols[1:-1]), f"**{_num(cols[-1])}**", "", ""])
     head = ["base model (xlmt role)", "seed", "training s", *(f"held-out {k}" for k in heldout),
             *(f"MHC {lang}" for lang in langs), "MHC mean [95% interval]", "how it ran", "source"]
