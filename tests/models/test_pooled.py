@@ -109,3 +109,21 @@ def test_a_mean_pooled_model_trains_predicts_and_is_recorded(tmp_path):
     # the default pooling leaves a checkpoint fingerprint as it was before the field
     assert "pooling" not in Recipe.from_params(recipe).fingerprint()
     assert Recipe.from_params({**recipe, "pooling": "mean"}).fingerprint()["pooling"] == "mean"
+
+
+
+def test_the_explainability_audit_loads_and_explains_a_mean_pooled_model(tmp_path):
+    from transformers import AutoTokenizer
+
+    from hatecheck_pipeline.audits import explain
+
+    base = tiny_bert(tmp_path / "bert")
+    load_for_training(str(base), dropout=0.0, seed=3, pooling="mean").save_pretrained(tmp_path / "clf")
+    AutoTokenizer.from_pretrained(base).save_pretrained(tmp_path / "clf")
+    net, tok = explain.load_classifier(tmp_path / "clf")  # the audit's own loader
+    assert isinstance(net, MeanPooledClassifier) and net.config._attn_implementation == "eager"
+    ids = [tok("a b c")["input_ids"], tok("a")["input_ids"]]
+    att = explain.attention_scores(net, ids, tok.pad_token_id, batch_size=2)
+    assert [a.shape for a in att] == [(len(ids[0]),), (len(ids[1]),)]
+    ig = explain.integrated_gradients(net, ids, [1, 0], tok.pad_token_id, set(tok.all_special_ids), steps=4, batch_size=8)
+    assert [a.shape for a in ig] == [(len(ids[0]),), (len(ids[1]),)] and all(torch.isfinite(torch.as_tensor(a)).all() for a in ig)
