@@ -43,6 +43,9 @@ def test_mean_pooling_keeps_the_pretrained_encoder_and_ignores_pads(gemma):
     ours = model.model.state_dict()
     assert ours.keys() == pretrained.state_dict().keys()
     assert all(torch.equal(ours[k], v) for k, v in pretrained.state_dict().items())  # every encoder weight loaded
+    probe = torch.tensor([[2, 9, 4, 11]])
+    with torch.no_grad():  # and its buffers (Gemma3's embedding scale, rotary frequencies) set as the encoder's own class sets them
+        torch.testing.assert_close(model.model(input_ids=probe).last_hidden_state, pretrained.eval()(input_ids=probe).last_hidden_state)
     assert not model.get_input_embeddings().weight.requires_grad
     short, long_ = [5, 6, 7], [5, 6, 7, 8, 9, 10]
     with torch.no_grad():
