@@ -297,7 +297,7 @@ CONFIG_CASES = {
     "config: unknown nested key": (["models.B-D.sedd=7"], "models.B-D.sedd: unknown key (allowed here: kind, recipe, role, scheme, seed, suites, train)"),
     "config: unknown key in a profile": (["profiles.smoke.max_epoch=1"], "profiles.smoke.max_epoch: unknown key"),
     "config: a recipe key a profile may not set per role": (["profiles.embedded.recipe_by_role.xlmt.epochs=3"],
-        "profiles.embedded.recipe_by_role.xlmt.epochs: unknown key (allowed here: batch_size, class_weights, dropout, layer_lr_decay, lr, warmup_ratio, weight_decay)"),
+        "profiles.embedded.recipe_by_role.xlmt.epochs: unknown key (allowed here: batch_size, class_weights, dropout, layer_lr_decay, lr, pooling, warmup_ratio, weight_decay)"),
     "config: wrong type": (["datasets.davidson2017.seed=abc"], "datasets.davidson2017.seed: 'abc' is not of type 'integer'"),
     "config: out-of-range value": (["evaluation.ci_level=1.5"], "evaluation.ci_level: 1.5 is greater than or equal to the maximum of 1"),
     "config: negative split fraction": (["datasets.hateval2019_es.split.dev=-0.1"], "datasets.hateval2019_es.split.dev: -0.1 is less than the minimum of 0"),
