@@ -64,6 +64,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     resolved = basemodels.resolve(args.base, None)
     tokenizer = basemodels.load_tokenizer(resolved)
+    tokenizer.padding_side = "right"  # pooled_features reads the last real token at mask.sum() - 1
     model = AutoModel.from_pretrained(resolved).eval()
     table = pl.read_parquet(args.table)
     train = table.filter(pl.col("split") == "train").sample(args.train, seed=args.seed)

@@ -95,11 +95,6 @@ def for_training(base: str, config, pooling: str, **extra):
     return AutoModelForSequenceClassification.from_pretrained(base, config=config, **extra)
 
 
-def pooling_of(model) -> str:
-    """``mean`` for a :class:`MeanPooledClassifier`, else ``model``."""
-    return "mean" if isinstance(model, MeanPooledClassifier) else "model"
-
-
 def load_classifier(model_dir: str | Path, **extra):
     """The fine-tuned classifier saved in ``model_dir``: the class its
     config names when that is :class:`MeanPooledClassifier`, else

@@ -12,7 +12,7 @@ Light on purpose (no numpy, torch or polars): the stage registry reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 ID2LABEL = {0: "non-hateful", 1: "hateful"}
@@ -105,8 +105,6 @@ class Recipe:
         >>> "pooling" in r.fingerprint(), Recipe("none", 1e-4, 0.0, 0.1, 16, 2, pooling="mean").fingerprint()["pooling"]
         (False, 'mean')
         """
-        from dataclasses import asdict
-
         values = asdict(self)
         if values["pooling"] == "model":
             del values["pooling"]
