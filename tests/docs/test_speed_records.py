@@ -129,8 +129,9 @@ def test_the_bf16_default_figures_are_the_records():
 
 def test_the_whole_report_figures_are_the_record():
     """Where the whole report stands against 51f316a: the page and the
-    README quote the record, and the targets are called met only if they are."""
-    text = (RECORDS / "bench_report_vs_51f316a_final_2026-11-27.txt").read_text("utf-8")
+    README quote the latest record, and the targets are called met only if
+    they are."""
+    text = (RECORDS / "bench_report_vs_51f316a_recheck_2026-11-27.txt").read_text("utf-8")
     walls = re.findall(r"^snakemake --cores 2 \(reports/mhc_xtc.html\): ([\d.]+) s wall \(([\d.]+) min\)", text, re.M)
     assert len(walls) == 2
     (old_s, old_min), (new_s, new_min) = walls
@@ -138,22 +139,74 @@ def test_the_whole_report_figures_are_the_record():
     assert f"51f316a built its 212 stages in {old_s} s ({old_min} min)" in PAGE
     assert f"239 stages in {new_s} s ({new_min} min), {ratio:.2f}x" in PAGE
     assert f"a fresh build took {new_min} min" in " ".join((REPO / "README.md").read_text("utf-8").split())
-    common = re.search(r"the baseline's stages found here \((\d+) of (\d+)\): summed wall [\d,.]+ s against [\d,.]+ s = ([\d.]+)x", text)
+    common = re.search(r"the baseline's stages found here \((\d+) of (\d+)\): summed wall ([\d,.]+) s against ([\d,.]+) s = ([\d.]+)x", text)
     assert common and f"(the {common[1]} of 51f316a's {common[2]} that both have" in PAGE
-    met = "met" if float(common[3]) <= 0.6 else "not met"
-    assert f"took {common[3]}x their time at 51f316a: the target of 0.6x is **{met}**" in PAGE
+    met = "met" if float(common[5]) <= 0.6 else "not met"
+    assert f"took {common[5]}x their time at 51f316a: the target of 0.6x is **{met}**" in PAGE
     met = "met" if ratio <= 1.0 else "not met"
     assert f"the whole build is {ratio:.2f}x 51f316a's: the target \"no slower than 51f316a\" is **{met}**" in PAGE
     extra = re.search(r"^stages only here \((\d+)\): summed wall ([\d.]+) s", text, re.M)
     assert extra and f"({extra[1]} more stages, {float(extra[2]):.0f} s summed" in PAGE
-    cls = re.search(r"classifier predict stages: (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = ([\d.]+)x", text)
-    assert cls and f"The {cls[1]} classifier predict stages went from {cls[2]} to {cls[3]} s ({cls[4]}x, bf16)" in PAGE
-    llm = dict(re.findall(r"^  (predict_LLM-\w+): (\d+ s -> \d+ s)$", text, re.M))
-    en, native = (llm["predict_LLM-EN"].split(" s -> "), llm["predict_LLM-NATIVE"].split(" s -> "))
-    assert f"from {en[0]} to {en[1]} and from {native[0]} to {native[1]}" in PAGE
+    kinds = {k: (int(n), int(a), int(b)) for k, n, a, b in
+             re.findall(r"^(.+?): (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = [\d.]+x$", text, re.M)}
+    n, a, b = kinds["classifier predict stages"]
+    assert f"The {n} classifier predict stages went from {a} to {b} s ({b / a:.2f}x, bf16)" in PAGE
+    n, a, b = kinds["training stages"]
+    assert f"the {n} training stages from {a} to {b} s ({b / a:.2f}x" in PAGE
+    n, a, b = kinds["the other stages both have"]
+    assert f"the other {n} stages from {a} to {b} s" in PAGE
+    moved = {k: (a, b) for k, a, b in re.findall(r"^  ([\w-]+): (\d+) s -> (\d+) s$", text, re.M)}
+    en, native, crows = (moved[k] for k in ("predict_LLM-EN", "predict_LLM-NATIVE", "crows_pairs_smollm2-135m"))
+    assert f"from {en[0]} to {en[1]} and from {native[0]} to {native[1]} s" in PAGE
+    assert f"CrowS-Pairs from {crows[0]} to {crows[1]} s" in PAGE
     loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
     dq = re.search(r"dequantised to float32 safetensors in (\d+) s", text)
     assert loads and dq and f"({dq[1]} s, float32)" in PAGE and f"summed {loads[1]} s in this build" in PAGE
+    # the arithmetic of why 0.6x is out of reach
+    baseline = float(common[4].replace(",", ""))
+    target = 0.6 * baseline
+    rest = sum(kinds[k][2] for k in ("training stages", "CrowS-Pairs stages", "the other stages both have"))
+    predicting = sum(kinds[k][2] for k in ("classifier predict stages", "LLM predict stages"))
+    llm_s = kinds["LLM predict stages"][2]
+    assert f"0.6x of 51f316a's {baseline:.0f} s for today's set is {target:.0f} s" in PAGE
+    assert f"stages ({rest} s here) would leave prediction {target - rest:.0f} s, against {predicting} s now" in PAGE
+    assert f"the two LLM predict stages alone take {llm_s} s" in PAGE
+    need = kinds["classifier predict stages"][2] / (target - rest - llm_s)
+    assert f"run about {need:.0f}x faster than today's bf16" in PAGE
+    llm_only_here = int(loads[1]) - llm_s
+    assert f"and {llm_only_here} s more in the stages added since" in PAGE
+    # the earlier measurement, kept
+    before = (RECORDS / "bench_report_vs_51f316a_final_2026-11-27.txt").read_text("utf-8")
+    (o_s, o_min), (c_s, c_min) = re.findall(r"^snakemake --cores 2 \(reports/mhc_xtc.html\): ([\d.]+) s wall \(([\d.]+) min\)", before, re.M)
+    assert f"51f316a built in {o_s} s ({o_min} min), c5ba3bb in {c_s} s ({c_min} min), {float(c_s) / float(o_s):.2f}x" in PAGE
+
+
+def test_the_optimiser_figures_are_the_record():
+    """The training step's optimiser paths, as docs/performance.md quotes
+    them (issue 32: no optimiser lever left for the embedded profile)."""
+    text = (RECORDS / "bench_optimizer_2026-11-27.txt").read_text("utf-8")
+    blocks = text.split("== python benchmarks/bench_optimizer.py ")[1:]
+    figures = {}
+    for block in blocks:
+        args = block.splitlines()[0]
+        figures[args] = {
+            "ms": {k.strip(): (float(f), float(o)) for k, f, o in
+                   re.findall(r"^(per-tensor loop|foreach|fused)\s+forward\+backward\s+([\d.]+) ms/step\s+optimiser\s+([\d.]+) ms/step", block, re.M)},
+            "diff": dict(re.findall(r"largest \|weight\((\w+)\) - weight\(per-tensor loop\)\|: ([\d.e+-]+)", block)),
+        }
+    frozen, trained, fp32 = figures["--steps 25 --freeze"], figures["--steps 25"], figures["--steps 10 --fp32"]
+    fwd, opt = frozen["ms"]["per-tensor loop"]
+    assert f"AdamW takes {opt:.0f} of about {fwd + opt:.0f} ms" in PAGE
+    assert f"its fused kernel ({frozen['ms']['fused'][1]:.0f} ms) would save about {(opt - frozen['ms']['fused'][1]) / (fwd + opt):.1%}" in PAGE
+    fwd, opt = trained["ms"]["per-tensor loop"]
+    assert f"about {round(opt / (fwd + opt) * 10) * 10}% of a CPU step" in PAGE
+    assert f"loop took {opt:.0f} ms, the `foreach` path {trained['ms']['foreach'][1]:.0f} ms with the same weights bit for bit" in PAGE
+    assert float(trained["diff"]["foreach"]) == 0.0 and float(frozen["diff"]["foreach"]) == 0.0
+    def sci(x: str) -> str:  # 2.059e-03 -> 2e-3
+        return f"{float(x):.0e}".replace("e-0", "e-")
+
+    assert f"the fused kernel {trained['ms']['fused'][1]} ms with weights {sci(trained['diff']['fused'])} apart" in PAGE
+    assert f"({sci(fp32['diff']['fused'])} after 10 fp32 steps)" in PAGE
 
 
 def test_the_bf16_llm_and_crows_check_is_the_record():
