@@ -122,6 +122,24 @@ def test_label_formats_agree(project):
         scoring.run(SUITE, "words.csv", "d.json", pred_column="p_hateful", samples=10)
 
 
+def test_probabilities_with_a_threshold_name_only_the_bad_rows(project):
+    """With --threshold the column holds probabilities: a value that is not
+    a number, or not in [0, 1], is named with its row; the valid
+    probabilities around it are not (CSV columns are read as text)."""
+    preds = predictions(hatecheck_like(), 0.7).with_columns(pl.col("p_hateful").cast(pl.String))
+    prob = preds["p_hateful"].to_list()
+    prob[2], prob[4] = "abc", "1.7"
+    preds.with_columns(pl.Series("p_hateful", prob)).write_csv("bad_prob.csv")
+    with pytest.raises(scoring.ScoringError) as info:
+        scoring.run(SUITE, "bad_prob.csv", "m.json", pred_column="p_hateful", threshold=0.5, samples=10)
+    message = str(info.value)
+    assert "bad_prob.csv: column 'p_hateful': 2 prediction(s) are not probabilities in [0, 1] (--threshold 0.5 given)" in message
+    assert "at row(s) 3, 5: 'abc', '1.7'" in message
+    result = CliRunner().invoke(app, ["score", "--suite", "hatecheck", "--predictions", "bad_prob.csv", "--out", "x.json",
+                                      "--pred-column", "p_hateful", "--threshold", "0.5"])
+    assert result.exit_code == 1 and "row(s) 3, 5" in result.output and "Traceback" not in result.output
+
+
 def test_score_cli(project):
     predictions(hatecheck_like(), 0.75).rename({"p_hateful": "prob"}).write_csv("third_party.csv")
     runner = CliRunner()

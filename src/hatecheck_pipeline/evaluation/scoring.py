@@ -74,24 +74,21 @@ def parse_labels(values: pl.Series, threshold: float | None = None) -> np.ndarra
     >>> parse_labels(pl.Series([0.2, 0.7]), threshold=0.5).tolist()
     [0, 1]
     """
+    if threshold is not None and values.dtype != pl.Boolean:
+        return _thresholded(values, threshold)
     if values.dtype == pl.String:
         as_number = values.str.strip_chars().cast(pl.Float64, strict=False)
-        if as_number.null_count() == values.null_count() and (threshold is not None or not as_number.is_in([0.0, 1.0]).all()):
-            values = as_number  # numbers written as text (CSV): 1/0 or probabilities
+        if as_number.null_count() == values.null_count() and not as_number.is_in([0.0, 1.0]).all():
+            values = as_number  # numbers written as text (CSV) that are not all 1/0: probabilities without --threshold
     if values.dtype.is_numeric() or values.dtype == pl.Boolean:
         numbers = values.cast(pl.Float64)
-        bad = numbers.is_null() | numbers.is_nan()
-        if threshold is not None:
-            out = (numbers >= threshold).fill_null(False)
-        else:
-            bad = bad | ~numbers.is_in([0.0, 1.0])
-            out = numbers == 1.0
+        bad = numbers.is_null() | numbers.is_nan() | ~numbers.is_in([0.0, 1.0])
         if bad.any():
-            hint = "" if threshold is not None else " (probabilities need --threshold)"
             raise ScoringError(
-                f"{int(bad.sum())} prediction(s) are not 1/0{hint} at {_rows(bad)}: {_examples(values.filter(bad).to_list())}"
+                f"{int(bad.sum())} prediction(s) are not 1/0 (probabilities need --threshold) at {_rows(bad)}: "
+                f"{_examples(values.filter(bad).to_list())}"
             )
-        return out.cast(pl.Int8).to_numpy().astype(int)
+        return (numbers == 1.0).cast(pl.Int8).to_numpy().astype(int)
     text = values.cast(pl.String).str.strip_chars().str.to_lowercase()
     mapped = text.replace_strict(LABEL_WORDS, default=None, return_dtype=pl.Int8)
     bad = mapped.is_null()
@@ -100,6 +97,25 @@ def parse_labels(values: pl.Series, threshold: float | None = None) -> np.ndarra
             f"{int(bad.sum())} prediction(s) are not hateful/non-hateful or 1/0 at {_rows(bad)}: {_examples(values.filter(bad).to_list())}"
         )
     return mapped.to_numpy().astype(int)
+
+
+def _thresholded(values: pl.Series, threshold: float) -> np.ndarray:
+    """Probabilities of hateful (numbers, or numbers written as text) as
+    0/1 at ``threshold``; a value that is missing, not a number or outside
+    [0, 1] is an error naming its row.
+
+    >>> _thresholded(pl.Series(["0.2", " 0.7"]), 0.5).tolist()
+    [0, 1]
+    """
+    raw = values.cast(pl.String).str.strip_chars() if values.dtype == pl.String else values
+    numbers = raw.cast(pl.Float64, strict=False)
+    bad = numbers.is_null() | numbers.is_nan() | (numbers < 0) | (numbers > 1)
+    if bad.any():
+        raise ScoringError(
+            f"{int(bad.sum())} prediction(s) are not probabilities in [0, 1] (--threshold {threshold:g} given) at {_rows(bad)}: "
+            f"{_examples(values.filter(bad).to_list())}"
+        )
+    return (numbers >= threshold).cast(pl.Int8).to_numpy().astype(int)
 
 
 def _check_utf8(path: Path) -> None:
