@@ -198,6 +198,7 @@ def test_the_optimiser_figures_are_the_record():
     fwd, opt = frozen["ms"]["per-tensor loop"]
     assert f"AdamW takes {opt:.0f} of about {fwd + opt:.0f} ms" in PAGE
     assert f"its fused kernel ({frozen['ms']['fused'][1]:.0f} ms) would save about {(opt - frozen['ms']['fused'][1]) / (fwd + opt):.1%}" in PAGE
+    assert frozen["ms"]["foreach"][1] > opt and f"`foreach` is slower ({frozen['ms']['foreach'][1]:.0f} ms)" in PAGE
     fwd, opt = trained["ms"]["per-tensor loop"]
     assert f"about {round(opt / (fwd + opt) * 10) * 10}% of a CPU step" in PAGE
     assert f"loop took {opt:.0f} ms, the `foreach` path {trained['ms']['foreach'][1]:.0f} ms with the same weights bit for bit" in PAGE
