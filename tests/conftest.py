@@ -34,6 +34,15 @@ def write_raw(workdir):
     return _write
 
 
+@pytest.fixture
+def cpu_only(monkeypatch):
+    """The CPU paths (CPU bf16 autocast, fp32 on a CPU) under test even on a
+    machine with a GPU: ``pick_device`` sees no CUDA for the test."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
 @pytest.fixture(scope="session")
 def mirror() -> Path:
     if not (MIRROR / "SHA256SUMS").exists():

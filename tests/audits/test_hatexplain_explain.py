@@ -56,7 +56,8 @@ def test_integrated_gradients_are_complete(trained):
     x = torch.tensor(ids)
     base = torch.where(torch.isin(x, torch.tensor(sorted(special))), x, torch.full_like(x, tok.pad_token_id))
     with torch.no_grad():
-        p = [torch.softmax(model(input_ids=t).logits, -1)[0, 0].item() for t in (x, base)]
+        device = next(model.parameters()).device  # the audit's own device (CUDA where there is one)
+        p = [torch.softmax(model(input_ids=t.to(device)).logits, -1)[0, 0].item() for t in (x, base)]
     assert attr.sum() == pytest.approx(p[0] - p[1], abs=2e-3)
     assert len(attr) == len(ids[0])
 

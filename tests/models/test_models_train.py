@@ -84,7 +84,8 @@ def test_train_save_reload_predict(base, data, tmp_path):
     card = json.loads((tmp_path / "model_card.json").read_text())
     assert card["seed"] == 7 and card["base_model"]["content_sha256"] == basemodels.content_hash(base)
     assert card["training_data_sha256"] == {str(data): basemodels.content_hash(data)}
-    assert card["code_version"] and card["labels"] == {"0": "non-hateful", "1": "hateful"} and card["precision"] == "fp32"
+    ran = runtime.precision(runtime.pick_device(), amp=True)  # fp32 on a CPU; CUDA's mixed precision on a GPU
+    assert card["code_version"] and card["labels"] == {"0": "non-hateful", "1": "hateful"} and card["precision"] == ran
     logged = json.loads((tmp_path / "training_log.json").read_text())
     assert logged["epochs"] == log["epochs"]
 
@@ -115,6 +116,7 @@ def test_batched_prediction_matches_unbatched(base, data):
     np.testing.assert_allclose(batched, single, atol=1e-5)
 
 
+@pytest.mark.usefixtures("cpu_only")  # CPU precision labels and paths
 def test_bf16_prediction_agrees_with_fp32_and_records_its_precision(base, data, tmp_path):
     """predict_cpu_bf16: bf16 autocast forward passes on a CPU. On a trained
     (tiny, test-only) model the probabilities stay within bf16's rounding of
@@ -282,6 +284,7 @@ def test_training_budget_per_dataset_gives_a_union_of_the_single_dataset_samples
     assert [c["train_used"] for c in capped] == [15, 15]
 
 
+@pytest.mark.usefixtures("cpu_only")  # CPU precision labels and paths
 def test_train_and_predict_stage_functions(base, data, tmp_path):
     """The stage functions through the stage model (`hatecheck-pipeline run`):
     train starts from the active profile's base model for the role (a
@@ -404,6 +407,7 @@ def test_length_bucketed_training_is_seeded_and_recorded(base, data, tmp_path):
     assert plain["epochs"][0]["train_loss"] != a["epochs"][0]["train_loss"]  # a different batch order
 
 
+@pytest.mark.usefixtures("cpu_only")  # CPU precision labels and paths
 def test_cpu_bf16_trains_under_bf16_autocast_and_is_recorded(base, data, tmp_path):
     """cpu_bf16: the training steps' matmuls run in bf16 on a CPU (fp32
     weights saved, dev evaluation and prediction fp32); deterministic, a
