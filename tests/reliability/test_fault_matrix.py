@@ -407,7 +407,7 @@ def _(workdir, write_raw):
 @case("predictions: NaN probabilities")
 def _(workdir, write_raw):
     bad = lambda p: p.with_columns(pl.when(pl.int_range(pl.len()) < 3).then(None).otherwise(pl.col("p_hateful")).alias("p_hateful"))  # noqa: E731
-    return scored(workdir, _csv("p.csv", bad), "p.csv: column 'p_hateful': 3 prediction(s) are not 1/0 at row(s) 1, 2, 3",
+    return scored(workdir, _csv("p.csv", bad), "p.csv: column 'p_hateful': 3 prediction(s) are not probabilities in [0, 1] (--threshold 0.5 given) at row(s) 1, 2, 3",
                   pred_column="p_hateful", threshold=0.5)
 
 
