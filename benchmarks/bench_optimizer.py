@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from hatecheck_pipeline.models.recipe import Recipe  # noqa: E402
+from hatecheck_pipeline.models.runtime import collate  # noqa: E402
 from hatecheck_pipeline.models.trainable import load_for_training, param_groups  # noqa: E402
 
 PATHS = {"per-tensor loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}
@@ -45,12 +46,11 @@ def run(base: str, enc: list[list[int]], pad: int, kind: str, steps: int, batch:
     fwd = upd = 0.0
     for step in range(steps):
         idx = torch.randint(len(enc), (batch,), generator=gen).tolist()
-        width = max(len(enc[i]) for i in idx)
-        ids = torch.tensor([enc[i] + [pad] * (width - len(enc[i])) for i in idx])
+        batch_ids = collate([enc[i] for i in idx], pad, torch.device("cpu"))  # the training loop's dynamic padding
         y = torch.tensor([i % 2 for i in idx])
         t0 = time.perf_counter()
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logits = model(input_ids=ids, attention_mask=(ids != pad).long()).logits
+            logits = model(**batch_ids).logits
         loss = torch.nn.functional.cross_entropy(logits.float(), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()

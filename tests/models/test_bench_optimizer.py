@@ -1,7 +1,8 @@
 """benchmarks/bench_optimizer.py: its three AdamW paths on a tiny RANDOMLY
 INITIALISED BERT (test values only): each trains the same start on the same
 batches, the foreach path lands on the per-tensor loop's weights bit for
-bit, and a frozen word-embedding matrix gets no optimiser state."""
+bit, and a frozen word-embedding matrix is left out of the trained
+parameters."""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def _thresholded(values: pl.Series, threshold: float) -> np.ndarray:
     >>> _thresholded(pl.Series(["0.2", " 0.7"]), 0.5).tolist()
     [0, 1]
     """
-    raw = values.cast(pl.String).str.strip_chars() if values.dtype == pl.String else values
+    raw = values.str.strip_chars() if values.dtype == pl.String else values
     numbers = raw.cast(pl.Float64, strict=False)
     bad = numbers.is_null() | numbers.is_nan() | (numbers < 0) | (numbers > 1)
     if bad.any():
