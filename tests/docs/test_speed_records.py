@@ -263,3 +263,45 @@ def test_the_dequantised_copy_figures_are_the_record():
     page = " ".join((REPO / "docs/local-llm.md").read_text("utf-8").split())
     assert f"the copy loaded in {copy[1]} s against {gguf[1]} s for the GGUF" in page
     assert f"token ids and logits on {same[1]} of {same[2]} prompts" in page
+
+
+def test_the_predict_threads_figures_are_the_record():
+    """One thread per predict stage (issue 32): the throughputs the page
+    quotes are the record's, the probabilities were bitwise equal in every
+    round, and params.yaml has the setting."""
+    text = (RECORDS / "predict_threads_2026-11-27.txt").read_text("utf-8")
+    rate = {1: [], 2: []}
+    for line in text.splitlines():
+        if line.startswith(("one process", "{")):
+            found = re.search(r'"threads": (\d), "cases": \d+, "wall_s": [\d.]+, "cases_per_s": ([\d.]+)', line)
+            rate[int(found[1])].append(float(found[2]))
+    two = sorted(rate[2])
+    assert len(two) == 7 and f"ran {two[0]:.0f} to {two[-2]:.0f} cases/s ({two[-1]:.0f} once)" in PAGE
+    assert f"one one-thread process {min(rate[1]):.0f} to {max(rate[1]):.0f};" in PAGE
+    pairs = [float(v) for v in re.findall(r"^side by side: ([\d.]+) cases/s between them", text, re.M)]
+    ratios = sorted(float(v) for v in re.findall(r"between them \([\d.]+ s with start-up\), ([\d.]+)x", text))
+    assert len(pairs) == 3 and f"got through {min(pairs):.0f} to {max(pairs):.0f} between them" in PAGE
+    assert f"{ratios[1]} to {ratios[2]} times one two-thread process ({ratios[0]} times the run at {two[-1]:.0f})" in PAGE
+    assert text.count("probabilities at 1 and 2 threads: bitwise equal; labels equal: True") == 3
+    assert "bitwise equal in every round" in PAGE
+    from hatecheck_pipeline.core.config import load_params
+    assert load_params(REPO / "params.yaml")["prediction"]["threads"] == 1
+
+
+def test_the_perplexity_batch_figures_are_the_record():
+    text = (RECORDS / "perplexity_batches_2026-11-27.txt").read_text("utf-8")
+    runs = {k: (float(p), float(s)) for k, p, s in re.findall(r"^(old16|new\d+) ([\d.]+) ([\d.]+)s$", text, re.M)}
+    assert len({p for p, _ in runs.values()}) == 1  # the same perplexity every way
+    assert f"SmolLM2 took {runs['new64'][1]} s against {runs['old16'][1]} s for batches of 16 in input order" in PAGE
+    from hatecheck_pipeline.core.config import load_params
+    assert load_params(REPO / "params.yaml")["expansion"]["quality"]["batch_size"] == 64
+
+
+def test_the_close_calls_figures_are_the_record():
+    text = (RECORDS / "bf16_close_calls_2026-11-27.txt").read_text("utf-8")
+    llm = [float(v) for v in re.findall(r"flips \d+ max derr ([\d.]+)", text)]
+    assert len(llm) == 7 and f"moved by up to {max(llm):.2f} nats under bf16" in PAGE
+    assert "(33% of all 224;" in text and "sends 33% of the prompts back to fp32" in PAGE
+    crows = re.search(r"^pairs 1508 flips \d+ max margin err ([\d.]+)", text, re.M)
+    p999 = re.search(r"sentence error quantiles \(50, 90, 99, 99.9%\): \[[\d.]+, [\d.]+, [\d.]+, ([\d.]+)\]", text)
+    assert crows and p999 and f"moved by up to {float(crows[1]):.1f} nats ({float(p999[1]):.1f} at the 99.9th percentile" in PAGE
