@@ -110,6 +110,61 @@ def log_walls(text: str) -> dict[str, float]:
     return walls
 
 
+LOG_CORES = re.compile(r"^\s+resources: .*\bcpu_cores=(\d+)")
+
+
+def log_jobs(text: str) -> dict[str, tuple[datetime, datetime, int]]:
+    """Each job's (start, end, cpu_cores reserved) from a Snakemake log, as
+    :func:`log_walls` reads its times (a job without a ``cpu_cores``
+    resource counts one core).
+
+    >>> log = "[Fri Nov 27 08:53:00 2026]\\nlocalrule a:\\n    resources: tmpdir=/tmp, cpu_cores=2, mem_mb=1\\n[Fri Nov 27 08:53:06 2026]\\nFinished jobid: 3 (Rule: a)"
+    >>> {k: ((e - s).total_seconds(), c) for k, (s, e, c) in log_jobs(log).items()}
+    {'a': (6.0, 2)}
+    """
+    jobs, started, cores, stamp, current = {}, {}, {}, None, None
+    for line in text.splitlines():
+        if m := LOG_STAMP.match(line):
+            stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
+        elif (m := LOG_START.match(line)) and stamp is not None:
+            current = m.group(1)
+            started[current] = stamp
+        elif (m := LOG_CORES.match(line)) and current is not None:
+            cores[current] = int(m.group(1))
+            current = None
+        elif (m := LOG_END.match(line)) and stamp is not None and m.group(1) in started:
+            jobs[m.group(1)] = (started.pop(m.group(1)), stamp, cores.get(m.group(1), 1))
+    return jobs
+
+
+def idle_core_seconds(jobs: dict[str, tuple[datetime, datetime, int]], cores: int, window: int = 60) -> tuple[int, int, list[tuple[int, int, list[str]]]]:
+    """(span s, core-seconds no job had reserved, the windows of ``window``
+    s with a quarter of their cores or more idle: (start s, idle core-s,
+    the jobs running)), in 1 s steps from the first job's start.
+
+    >>> t = datetime(2026, 11, 27)
+    >>> from datetime import timedelta as td
+    >>> idle_core_seconds({"a": (t, t + td(seconds=10), 2), "b": (t + td(seconds=10), t + td(seconds=20), 1)}, 2, 10)
+    (20, 10, [(10, 10, ['b'])])
+    """
+    if not jobs:
+        return 0, 0, []
+    t0 = min(s for s, _, _ in jobs.values())
+    at = {k: (int((s - t0).total_seconds()), int((e - t0).total_seconds()), c) for k, (s, e, c) in jobs.items()}
+    span = max(e for _, e, _ in at.values())
+    used = [0] * span
+    for s, e, c in at.values():
+        for k in range(s, e):
+            used[k] += c
+    idle = [max(0, cores - u) for u in used]
+    windows = []
+    for w in range(0, span, window):
+        lost = sum(idle[w : w + window])
+        if lost * 4 >= cores * window:
+            windows.append((w, lost, sorted(k for k, (s, e, _) in at.items() if s < w + window and e > w)))
+    return span, sum(idle), windows
+
+
 def with_log_walls(records: list[dict], log: Path) -> list[dict]:
     """The records with ``wall_s`` from a Snakemake log (``log_walls``);
     stages the log does not show are left out."""
@@ -164,7 +219,17 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, help="another complete workspace whose records to compare with")
     ap.add_argument("--log", type=Path, help="with --baseline: this build's Snakemake log; stage wall times are read from it (log_walls)")
     ap.add_argument("--baseline-log", type=Path, help="with --baseline: the baseline build's Snakemake log, likewise")
+    ap.add_argument("--timeline", type=Path, nargs="+", metavar="LOG",
+                    help="only this: per Snakemake log, the core-seconds no job had reserved (of --cores) and the minutes that lost a quarter or more")
     args = ap.parse_args()
+    if args.timeline:
+        for log in args.timeline:
+            span, idle, windows = idle_core_seconds(log_jobs(log.read_text("utf-8", errors="replace")), args.cores)
+            print(f"{log}: {span} s from the first job's start to the last job's end; {idle} of {args.cores * span} core-seconds "
+                  f"({idle / max(1, args.cores * span):.1%}) reserved by no job")
+            for w, lost, running in windows:
+                print(f"  {w:5d}-{w + 60:5d} s: {lost} idle core-s; running: {', '.join(running)}")
+        return
     project = args.project.resolve()
     run_wall = None
     if args.run:

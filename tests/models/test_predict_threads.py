@@ -1,30 +1,27 @@
 """The predict stages' torch threads change their speed, not their numbers.
 
-``prediction.threads`` is 1 in params.yaml: on 2 cores two one-thread
-predict stages side by side get through more cases than one two-thread
-stage (docs/performance.md). That is only a scheduling choice if a model's
-predictions do not depend on the threads that computed them: checked here
-on a real pretrained encoder (all-MiniLM-L6-v2 from its package, a seeded
-classification head: test values only, not a result), in fp32 and, where
-the CPU computes bf16 natively, under the bf16 autocast the default
-profile predicts with."""
+On 2 cores two one-thread predict stages side by side get through more
+cases than one two-thread stage (docs/performance.md; ``prediction.threads``
+stays 2, since a whole build then left cores idle). Either way is only a
+scheduling choice if a model's predictions do not depend on the threads
+that computed them: checked here on a real pretrained encoder
+(all-MiniLM-L6-v2 from its package, a seeded classification head: test
+values only, not a result), in fp32 and, where the CPU computes bf16
+natively, under the bf16 autocast the default profile predicts with."""
 
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from hatecheck_pipeline.core.cpu import native_bf16
-from hatecheck_pipeline.core.config import read_yaml
 from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.models import predict
 from hatecheck_pipeline.models.trainable import load_for_training
 
-ROOT = Path(__file__).resolve().parents[2]
 WORDS = ("they are all vermin and should be removed from this country , i love my neighbours who happen to be "
          "immigrants women can't be trusted with anything important ! what a lovely day for a walk").split()
 
@@ -59,14 +56,3 @@ def test_predictions_do_not_depend_on_the_torch_threads(minilm, cpu_bf16):
     # the same labels, the probabilities equal to float32 rounding (bitwise on the hosts measured)
     assert ((runs[1] >= 0.5) == (runs[2] >= 0.5)).all()
     np.testing.assert_allclose(runs[1], runs[2], rtol=0, atol=1e-6)
-
-
-def test_the_predict_stages_run_one_thread_each():
-    """The default set in params.yaml, and what the stages declare to the runners."""
-    from hatecheck_pipeline.pipeline import registry
-
-    params = read_yaml(ROOT / "params.yaml")
-    assert params["prediction"]["threads"] == 1
-    stages = registry.build_stages(params)
-    predicts = [s for s in stages if s.name.startswith("predict_") and s.run.endswith(":predict")]
-    assert predicts and all(s.threads == 1 for s in predicts)
