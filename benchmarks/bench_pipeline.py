@@ -87,36 +87,15 @@ def phase_table(records: list[dict]) -> list[str]:
 LOG_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]$")
 LOG_START = re.compile(r"^(?:local)?rule (\S+):$")
 LOG_END = re.compile(r"^Finished jobid: \d+ \(Rule: (\S+)\)$")
-
-
-def log_walls(text: str) -> dict[str, float]:
-    """Each job's wall seconds from a Snakemake log: the time stamp above
-    its ``rule NAME:`` block to the one above ``Finished jobid: N (Rule:
-    NAME)`` (one-second resolution; the job's process start included).
-    For records a later run has overwritten: a stage re-run after the
-    build replaces its ``logs/benchmarks`` record, not the build's log.
-
-    >>> log_walls("[Fri Nov 27 08:53:00 2026]\\nlocalrule a:\\n  x\\n[Fri Nov 27 08:53:06 2026]\\nFinished jobid: 3 (Rule: a)")
-    {'a': 6.0}
-    """
-    walls, started, stamp = {}, {}, None
-    for line in text.splitlines():
-        if m := LOG_STAMP.match(line):
-            stamp = datetime.strptime(" ".join(m.group(1).split()), "%a %b %d %H:%M:%S %Y")
-        elif (m := LOG_START.match(line)) and stamp is not None:
-            started[m.group(1)] = stamp
-        elif (m := LOG_END.match(line)) and stamp is not None and m.group(1) in started:
-            walls[m.group(1)] = (stamp - started.pop(m.group(1))).total_seconds()
-    return walls
-
-
 LOG_CORES = re.compile(r"^\s+resources: .*\bcpu_cores=(\d+)")
+TIMELINE_WINDOW = 60  # s: --timeline lists the windows of this length that lost a quarter of their cores
 
 
 def log_jobs(text: str) -> dict[str, tuple[datetime, datetime, int]]:
-    """Each job's (start, end, cpu_cores reserved) from a Snakemake log, as
-    :func:`log_walls` reads its times (a job without a ``cpu_cores``
-    resource counts one core).
+    """Each job's (start, end, cpu_cores reserved) from a Snakemake log: the
+    time stamp above its ``rule NAME:`` block, the one above ``Finished
+    jobid: N (Rule: NAME)`` (one-second resolution), and the block's
+    ``cpu_cores`` resource (a job without one counts one core).
 
     >>> log = "[Fri Nov 27 08:53:00 2026]\\nlocalrule a:\\n    resources: tmpdir=/tmp, cpu_cores=2, mem_mb=1\\n[Fri Nov 27 08:53:06 2026]\\nFinished jobid: 3 (Rule: a)"
     >>> {k: ((e - s).total_seconds(), c) for k, (s, e, c) in log_jobs(log).items()}
@@ -135,6 +114,18 @@ def log_jobs(text: str) -> dict[str, tuple[datetime, datetime, int]]:
         elif (m := LOG_END.match(line)) and stamp is not None and m.group(1) in started:
             jobs[m.group(1)] = (started.pop(m.group(1)), stamp, cores.get(m.group(1), 1))
     return jobs
+
+
+def log_walls(text: str) -> dict[str, float]:
+    """Each job's wall seconds from a Snakemake log (:func:`log_jobs`: start
+    to end, the job's process start included).
+    For records a later run has overwritten: a stage re-run after the
+    build replaces its ``logs/benchmarks`` record, not the build's log.
+
+    >>> log_walls("[Fri Nov 27 08:53:00 2026]\\nlocalrule a:\\n  x\\n[Fri Nov 27 08:53:06 2026]\\nFinished jobid: 3 (Rule: a)")
+    {'a': 6.0}
+    """
+    return {name: (end - start).total_seconds() for name, (start, end, _) in log_jobs(text).items()}
 
 
 def idle_core_seconds(jobs: dict[str, tuple[datetime, datetime, int]], cores: int, window: int = 60) -> tuple[int, int, list[tuple[int, int, list[str]]]]:
@@ -224,11 +215,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.timeline:
         for log in args.timeline:
-            span, idle, windows = idle_core_seconds(log_jobs(log.read_text("utf-8", errors="replace")), args.cores)
+            span, idle, windows = idle_core_seconds(log_jobs(log.read_text("utf-8", errors="replace")), args.cores, TIMELINE_WINDOW)
             print(f"{log}: {span} s from the first job's start to the last job's end; {idle} of {args.cores * span} core-seconds "
                   f"({idle / max(1, args.cores * span):.1%}) reserved by no job")
             for w, lost, running in windows:
-                print(f"  {w:5d}-{w + 60:5d} s: {lost} idle core-s; running: {', '.join(running)}")
+                print(f"  {w:5d}-{w + TIMELINE_WINDOW:5d} s: {lost} idle core-s; running: {', '.join(running)}")
         return
     project = args.project.resolve()
     run_wall = None

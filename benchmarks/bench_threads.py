@@ -13,9 +13,9 @@ same (bitwise, or their largest difference).
 
     python benchmarks/bench_threads.py [--model-dir DIR] [--n 4000]
 
-Run in a workspace (the project root). Without --model-dir: models/base/multilingual-e5-small (the xlmt role's
-base in the default profile) with a seeded, untrained head (test values,
-not a result). Record: benchmarks/records/predict_threads_<date>.txt."""
+Run in a workspace (the project root). Without --model-dir:
+models/base/multilingual-e5-small (the xlmt role's base in the default
+profile) with a seeded, untrained head (test values, not a result). Record: benchmarks/records/predict_threads_<date>.txt."""
 
 from __future__ import annotations
 
