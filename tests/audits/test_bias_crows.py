@@ -70,21 +70,41 @@ def test_pseudo_log_likelihood_matches_hand_computation(mlm, tokenizer):
     assert got1 < 0 and got2 < 0
 
 
-def test_causal_log_likelihood_padding_and_prefix(tokenizer):
-    from transformers import GPT2Config, GPT2LMHeadModel
+def sentence_log_likelihood(lm, tokenizer, sentence: str) -> float:
+    """One sentence alone, unbatched: the reference the pair scorer must equal."""
+    ids = [tokenizer.bos_token_id] + tokenizer(sentence, add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        logp = torch.log_softmax(lm(input_ids=torch.tensor([ids])).logits[0].double(), -1)
+    return sum(logp[i - 1, ids[i]].item() for i in range(1, len(ids)))
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_causal_pair_log_likelihoods_equal_each_sentence_scored_alone(tokenizer, arch):
+    """Pairs sharing an opening (scored once, each sentence's rest on top of
+    it under a custom attention mask), sharing nothing but BOS, one sentence
+    the other's opening, and identical sentences; rows of different widths
+    batched and padded together: every score equals its sentence run alone."""
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(1)
-    lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=16, n_layer=1, n_head=2, n_positions=32)).eval()
-    # lengths 8, 4, 6, 3 tokens: batched by length ([4, 3], [8, 6]), returned in input order
-    sents = ["the man is a good doctor .", "poor kids .", "rich people are lazy .", "a nurse ."]
-    got = crows.causal_log_likelihoods(lm, tokenizer, sents, batch_size=2)
-    assert len(got) == len(sents)
-    for s, g in zip(sents, got):
-        ids = [tokenizer.bos_token_id] + tokenizer(s, add_special_tokens=False)["input_ids"]
-        with torch.no_grad():
-            logp = torch.log_softmax(lm(input_ids=torch.tensor([ids])).logits[0].double(), -1)
-        want = sum(logp[i - 1, ids[i]].item() for i in range(1, len(ids)))
-        assert g == pytest.approx(want, abs=1e-5)
+    if arch == "gpt2":
+        lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=16, n_layer=2, n_head=2, n_positions=32)).eval()
+    else:  # rotary positions, as SmolLM2
+        lm = LlamaForCausalLM(LlamaConfig(vocab_size=len(VOCAB), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)).eval()
+    pairs = [
+        ("the man is a good doctor .", "the man is a bad nurse ."),  # opening "the man is a"
+        ("poor kids .", "rich people are lazy ."),  # nothing shared but BOS
+        ("a nurse .", "a nurse . the man is lazy ."),  # the first is the second's opening
+        ("rich kids are lazy .", "rich kids are lazy ."),  # identical
+    ]
+    for batch_size in (2, 8):  # one pair per forward; all four padded in one
+        got = crows.causal_pair_log_likelihoods(lm, tokenizer, pairs, batch_size=batch_size)
+        assert len(got) == len(pairs)
+        for (s1, s2), (g1, g2) in zip(pairs, got):
+            assert g1 == pytest.approx(sentence_log_likelihood(lm, tokenizer, s1), abs=1e-5)
+            assert g2 == pytest.approx(sentence_log_likelihood(lm, tokenizer, s2), abs=1e-5)
+    assert got[3][0] == got[3][1]
 
 
 def test_score_pairs_conventions_and_summary():

