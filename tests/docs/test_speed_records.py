@@ -316,3 +316,27 @@ def test_the_close_calls_figures_are_the_record():
     crows = re.search(r"^pairs 1508 flips \d+ max margin err ([\d.]+)", text, re.M)
     p999 = re.search(r"sentence error quantiles \(50, 90, 99, 99.9%\): \[[\d.]+, [\d.]+, [\d.]+, ([\d.]+)\]", text)
     assert crows and p999 and f"moved by up to {float(crows[1]):.1f} nats ({float(p999[1]):.1f} at the 99.9th percentile" in PAGE
+
+
+def test_the_crows_pairs_figures_are_the_record():
+    """CrowS-Pairs' causal scorer: the page quotes the load and scoring
+    times, the shared-opening share and the agreement the benchmark printed;
+    the record says no verdict changed."""
+    text = (RECORDS / "crows_causal_2026-11-28.txt").read_text("utf-8")
+
+    def figure(pattern: str) -> str:
+        found = re.search(pattern, text, re.M)
+        assert found, pattern
+        return found.group(1)
+
+    gguf, first, cached = (figure(r"^load from the GGUF .*?: ([\d.]+) s"), figure(r"^first load, making the cached copy: ([\d.]+) s"),
+                           figure(r"^load from the cached copy: ([\d.]+) s"))
+    before, after = figure(r"^scoring, one row per sentence \(before\): ([\d.]+) s"), figure(r"^scoring, one row per pair.*?: ([\d.]+) s")
+    share, worst, median = figure(r"scored once: \d+ \(([\d.]+%)\)"), figure(r"^largest \|difference\|.*?: (\S+) nats"), figure(r"\(median (\S+)\)")
+    assert figure(r"^verdicts that differ: (\d+) of 1508") == "0" and float(after) < float(before) and float(cached) < float(gguf)
+    stereo = figure(r"^stereotyped pairs: before ([\d.]+%)")
+    assert figure(r"the stage ([\d.]+%)$") == stereo
+    for quoted in (f"{share} of the tokens (with BOS)", f"Scoring took {after} s against {before} s", f"({float(after) / float(before):.2f}x)",
+                   f"({stereo})", f"at most {float(worst):.1e}", f"median {median}", f"{gguf} s for SmolLM2-135M",
+                   f"first load makes it ({first} s)", f"read it in {cached} s"):
+        assert quoted in PAGE, quoted
