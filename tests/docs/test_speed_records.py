@@ -359,3 +359,14 @@ def test_the_crows_pairs_figures_are_the_record():
                    f"({stereo})", f"at most {float(worst):.1e}", f"median {median}", f"{gguf} s for SmolLM2-135M",
                    f"first load makes it ({first} s)", f"read it in {cached} s"):
         assert quoted in PAGE, quoted
+
+
+def test_the_batched_generation_figures_are_the_record():
+    """GPT-HateCheck's generation: the page quotes the one-call-each and the
+    batched times, and says the answers differ only as the record does."""
+    text = (RECORDS / "gpt_generate_batched_2026-11-28.txt").read_text("utf-8")
+    found = re.search(r"^sequential ([\d.]+) s .*?, one batched call ([\d.]+) s \(([\d.]+)x\)$", text, re.M)
+    assert found
+    assert "sequential answers equal the cached ones: [True, True, True, True]" in text
+    assert "batched answers equal the sequential ones: [False, False, False, False]" in text
+    assert f"4 requests took {found[1]} s and gave exactly the cached answers; one batched call took {found[2]} s ({found[3]}x) but gave other answers" in PAGE
