@@ -80,6 +80,7 @@ def main() -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from hatecheck_pipeline.audits import crows
+    from hatecheck_pipeline.models.llm import common_prefix
     from hatecheck_pipeline.models.weights import CACHE_ENV
 
     torch.set_num_threads(args.threads)
@@ -110,7 +111,7 @@ def main() -> None:
         t = time.perf_counter()
         after = np.array(crows.causal_pair_log_likelihoods(net, tok, pairs, args.batch_size))
         t_after = time.perf_counter() - t
-    shared = sum(crows._common_prefix(*(tok(list(p), add_special_tokens=False)["input_ids"])) + 1 for p in pairs)
+    shared = sum(common_prefix(tok(list(p), add_special_tokens=False)["input_ids"]) + 1 for p in pairs)
     total = sum(len(ids) + 1 for ids in tok([s for p in pairs for s in p], add_special_tokens=False)["input_ids"])
     print(f"tokens (with BOS): {total}; in the pairs' shared openings, scored once: {shared} ({shared / total:.1%})")
     print(f"scoring, one row per sentence (before): {t_before:.1f} s")

@@ -12,7 +12,7 @@ import json, sys, time
 import polars as pl, torch
 from hatecheck_pipeline.evaluation import llm
 from hatecheck_pipeline.models import llm as prompting
-from hatecheck_pipeline.models.llm import _common_prefix
+from hatecheck_pipeline.models.llm import common_prefix
 from hatecheck_pipeline.models.weights import read_manifest
 from pathlib import Path
 dtype = sys.argv[1]; n = int(sys.argv[2]); dest = sys.argv[3]
@@ -34,7 +34,7 @@ groups = {}
 for r, p in zip(recs, prompts):
     groups.setdefault((r["setting"], r["category"], r["example_set"]), []).append(lm._ids(lm.wrap(p)))
 for (s, c, e), ids in groups.items():
-    pre = min(_common_prefix(ids), min(map(len, ids)) - 1)
+    pre = min(common_prefix(ids), min(map(len, ids)) - 1)
     d = stats.setdefault(s, {"prompts": 0, "prefix_tokens": 0, "own_tokens": 0, "groups": 0})
     d["prompts"] += len(ids); d["groups"] += 1; d["prefix_tokens"] += pre; d["own_tokens"] += sum(len(x) - pre for x in ids)
 out = {"dtype": dtype, "load_s": round(load, 1), "tokens": stats, "timing": {}}

@@ -124,11 +124,13 @@ def causal_pair_log_likelihoods(model, tokenizer, pairs: Sequence[tuple[str, str
     import torch
     from tqdm.auto import tqdm
 
+    from hatecheck_pipeline.models.llm import common_prefix
+
     bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else bos
     flat = tokenizer([s for pair in pairs for s in pair], add_special_tokens=False)["input_ids"]
     seqs = [([bos] + flat[2 * i], [bos] + flat[2 * i + 1]) for i in range(len(pairs))]
-    opens = [_common_prefix(a, b) for a, b in seqs]
+    opens = [common_prefix([a, b]) for a, b in seqs]
     widths = [len(a) + len(b) - n for (a, b), n in zip(seqs, opens)]
     order = sorted(range(len(seqs)), key=lambda i: (widths[i], i))
     rows_per_batch = max(1, batch_size // 2)
@@ -171,18 +173,6 @@ def causal_pair_log_likelihoods(model, tokenizer, pairs: Sequence[tuple[str, str
             for r, i in enumerate(chunk):
                 out[i] = (float(sums[0][r]), float(sums[1][r]))
     return out
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many tokens ``a`` and ``b`` open with in common.
-
-    >>> _common_prefix([1, 5, 7, 2], [1, 5, 8])
-    2
-    """
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 # --------------------------------------------------------------------------

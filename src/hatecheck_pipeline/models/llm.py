@@ -151,8 +151,8 @@ class LocalLM:
         dq = dequantised_folder(Path(where), info) if info else None
         if dq is not None:
             where, gguf = str(dq), None
-        elif gguf and model.startswith("pkg:"):  # a package's GGUF: dequantised once into the cache
-            where, gguf = str(package_gguf_copy(Path(where) / gguf, info.get("dtype", "float32"))), None
+        elif gguf and model.startswith("pkg:"):  # a package's GGUF (no manifest, float32): dequantised once into the cache
+            where, gguf = str(package_gguf_copy(Path(where) / gguf)), None
         kw = {"gguf_file": gguf} if gguf else {}
         tok = AutoTokenizer.from_pretrained(where, **kw)
         dtype = getattr(torch, info.get("dtype", "float32"))
@@ -230,7 +230,7 @@ class LocalLM:
         for k, cs in enumerate(cids):
             if any(not c for c in cs):
                 raise ValueError(f"an empty answer continuation for prompt {k}")
-        shared = _common_prefix(pids)
+        shared = common_prefix(pids)
         shared = min(shared, min(map(len, pids)) - 1)  # every prompt keeps one token of its own
         decoder, head = self.net.get_decoder(), self.net.get_output_embeddings()
         out = [[0.0] * len(cs) for cs in continuations]
@@ -331,10 +331,10 @@ class LocalLM:
         return answers
 
 
-def _common_prefix(seqs: Sequence[Sequence[int]]) -> int:
+def common_prefix(seqs: Sequence[Sequence[int]]) -> int:
     """Length of the token prefix every sequence shares.
 
-    >>> _common_prefix([[1, 2, 3], [1, 2, 4, 5], [1, 2]])
+    >>> common_prefix([[1, 2, 3], [1, 2, 4, 5], [1, 2]])
     2
     """
     first = seqs[0]
