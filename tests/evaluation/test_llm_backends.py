@@ -3,6 +3,7 @@ answers mean nothing beyond checking the arithmetic) for the local backend,
 a fake OpenAI-compatible server on 127.0.0.1 for the endpoint backend, and
 the llm_ethos stage end to end on small synthetic sets."""
 
+import copy
 import json
 
 import polars as pl
@@ -70,6 +71,34 @@ def test_greedy_generation_is_deterministic_and_batch_independent(tiny_lm):
     a = prompting.LocalLM(net, tok, 1).generate(prompts, 3, 0.0, seed=0)
     b = prompting.LocalLM(net, tok, 3).generate(prompts, 3, 0.0, seed=1)
     assert a == b and all(isinstance(x, str) for x in a)
+
+
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_prompts_sampled_together_get_the_answers_each_gets_alone(arch):
+    """One seed per prompt: a batch of prompts sampled together (left-padded,
+    rows ending at different steps) gives each the answer it gets asked alone
+    with its seed (one generate call of its own after torch.manual_seed)."""
+    net, tok = tiny_causal_lm(WORDS, arch=arch)
+    net.generation_config.eos_token_id = tok.convert_tokens_to_ids("no")  # a row ends when it samples "no"
+    prompts = ["is the following text sexist ?", "women a joke : 'text' :", "classify", "is the text racist ? answer"]
+    seeds = [3, 11, 5, 3]
+    alone = [prompting.LocalLM(net, tok, 1).generate([p], 12, 0.1, seed=s, first_line=False)[0]
+             for p, s in zip(prompts, seeds)]
+    assert len({len(a.split()) for a in alone}) > 1  # the rows stop at different steps
+    for batch_size in (2, 4):
+        assert prompting.LocalLM(net, tok, batch_size).generate(prompts, 12, 0.1, seeds, first_line=False) == alone
+    other = prompting.LocalLM(net, tok, 4).generate(prompts, 12, 0.1, [s + 1 for s in seeds], first_line=False)
+    assert other != alone  # the seeds are used
+    with pytest.raises(ValueError, match="one per prompt"):
+        prompting.LocalLM(net, tok, 4).generate(prompts, 12, 0.9, seeds[:2])
+
+
+def test_per_row_seeds_refuse_a_warper_they_would_leave_out(tiny_lm):
+    net, tok = tiny_lm
+    net = copy.deepcopy(net)
+    net.generation_config.min_p = 0.1
+    with pytest.raises(ValueError, match="min_p"):
+        prompting.LocalLM(net, tok, 2).generate(["classify"], 3, 0.9, [1])
 
 
 def test_a_templated_prompt_is_read_as_is(tiny_lm):

@@ -47,17 +47,23 @@ def test_answers_parse_to_messages_or_a_named_bad_output(answer, messages, probl
 
 
 class ScriptedClient:
-    """Answers request bodies from a list, in order; counts like ChatClient."""
+    """Answers each cell's requests from its own list (the cell found by its
+    prompt), in order; records the batches asked; counts like ChatClient."""
 
     base_url = "scripted"
 
-    def __init__(self, answers):
-        self.answers, self.bodies, self.queried, self.cached = list(answers), [], 0, 0
+    def __init__(self, script, cells_):
+        self.script = {cell.prompt: list(answers) for cell, answers in zip(cells_, script)}
+        self.bodies, self.batches, self.queried, self.cached = [], [], 0, 0
 
-    def complete(self, body):
-        self.bodies.append(body)
-        self.queried += 1
-        return {"choices": [{"message": {"content": self.answers.pop(0)}}]}
+    def complete_many(self, bodies):
+        self.batches.append(len(bodies))
+        out = []
+        for body in bodies:
+            self.bodies.append(body)
+            self.queried += 1
+            out.append({"choices": [{"message": {"content": self.script[body["messages"][1]["content"]].pop(0)}}]})
+        return out
 
     def close(self):
         pass
@@ -70,13 +76,16 @@ def cells(funcs=("derog_neg_emote_h", "profanity_nh"), targets=("women",), n=2):
 
 def test_bad_outputs_are_counted_per_functionality_and_asked_again():
     three = json.dumps({"messages": ["a b c", "d e f", "g h i"]})
-    client = ScriptedClient(["I'm sorry, I can't do that.", three,  # emote: a refusal, then 3 (2 kept)
-                             "1. x\n2. y", "", "[\"z\"]"])  # profanity: three bad answers, the loop gives up
+    client = ScriptedClient([["I'm sorry, I can't do that.", three],  # emote: a refusal, then 3 (2 kept)
+                             ["1. x\n2. y", "", "[\"z\"]"]], cells())  # profanity: three bad answers, the loop gives up
     cand, reqs = generate.generate(client, "m", cells(), n_per_cell=2, per_request=2, max_requests=3,
                                    temperature=0.5, max_tokens=50, seed=7)
     assert cand["text"].to_list() == ["a b c", "d e f"] and set(cand["functionality"]) == {"derog_neg_emote_h"}
     assert cand["id"].to_list() == ["gpt-english-0", "gpt-english-1"] and cand["label"].to_list() == ["hateful"] * 2
-    assert [b["seed"] for b in client.bodies] == [7, 8, 7, 8, 9]  # request i of a cell: seed + i
+    assert [b["seed"] for b in client.bodies] == [7, 7, 8, 8, 9]  # request i of a cell: seed + i
+    assert client.batches == [2, 2, 1]  # round i asks request i of every cell still short, together
+    assert reqs["functionality"].to_list() == ["derog_neg_emote_h"] * 2 + ["profanity_nh"] * 3  # cell by cell
+    assert reqs["request"].to_list() == [0, 1, 0, 1, 2]
     assert reqs["problem"].to_list() == ["refusal", None, "not_json", "empty", "wrong_format"]
     assert reqs["kept"].to_list() == [0, 2, 0, 0, 0] and reqs["messages"].to_list() == [0, 3, 0, 0, 0]
     rep = generate.generation_report(reqs, cells(), "scripted", {}, client.queried, client.cached)
@@ -130,20 +139,21 @@ class CountingLM:
 
     def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True, templated=False):
         self.calls.append((prompts_, max_new_tokens, temperature, seed, first_line))
-        return [GOOD + "\nmore lines"]
+        return [GOOD + "\nmore lines"] * len(prompts_)
 
 
 def test_local_llm_answers_go_through_the_same_cache(tmp_path):
     lm = CountingLM()
     client = llm.LocalChat(lm, "pkg:some_model", tmp_path)
     cand, _ = generate.generate(client, "pkg:some_model", cells(), 2, 2, 2, 0.5, 64, 7)
-    assert cand.height == 4 and client.queried == 2 and len(lm.calls) == 2
+    assert cand.height == 4 and client.queried == 2 and len(lm.calls) == 1  # both cells' requests in one call
     prompt, max_new, temp, seed, first_line = lm.calls[0]
-    assert prompt[0].startswith("You are a crowd-sourced worker") and prompt[0].endswith("Result:\nAnswer:")
-    assert (max_new, temp, seed, first_line) == (64, 0.5, 7, False)  # the whole answer, not its first line
+    assert len(prompt) == 2 and all(p.startswith("You are a crowd-sourced worker") and p.endswith("Result:\nAnswer:")
+                                    for p in prompt)
+    assert (max_new, temp, seed, first_line) == (64, 0.5, [7, 7], False)  # a seed per request; the whole answer
     again = llm.LocalChat(lm, "pkg:some_model", tmp_path)
     generate.generate(again, "pkg:some_model", cells(), 2, 2, 2, 0.5, 64, 7)
-    assert again.cached == 2 and again.queried == 0 and len(lm.calls) == 2
+    assert again.cached == 2 and again.queried == 0 and len(lm.calls) == 1
     other = llm.LocalChat(lm, "pkg:other_model", tmp_path)  # another model: its own requests
     generate.generate(other, "pkg:other_model", cells(), 2, 2, 2, 0.5, 64, 7)
     assert other.queried == 2
@@ -158,6 +168,22 @@ def test_local_generation_with_a_tiny_random_lm_runs_in_the_chat_format(tmp_path
     cand, reqs = generate.generate(client, "tiny", cells(funcs=("derog_neg_emote_h",)), 2, 2, 1, 0.5, 6, 3)
     # a random model writes no JSON: the bad output is counted, nothing is invented
     assert cand.height == 0 and reqs["problem"].to_list()[0] in llm.BAD_OUTPUTS
+
+
+def test_local_requests_asked_together_get_the_answers_each_gets_alone(tmp_path):
+    """LocalChat.complete_many generates the requests in one batch, each
+    from its own body's seed: the answers are those of asking one by one."""
+    net, tok = tiny_causal_lm("<pad> <unk> you are a write messages that women . result : answer".split(), arch="llama")
+    from hatecheck_pipeline.models.llm import LocalLM
+
+    bodies = [llm.request_body("tiny", cell.system, cell.prompt, 0.2, 8, seed)
+              for cell in cells(funcs=("derog_neg_emote_h", "profanity_nh"), targets=("women",)) for seed in (1, 2)]
+    alone = [llm.content_of(llm.LocalChat(LocalLM(net, tok, 1), "tiny", tmp_path / "alone").complete(b)) for b in bodies]
+    client = llm.LocalChat(LocalLM(net, tok, 4), "tiny", tmp_path / "together")
+    together = [llm.content_of(r) for r in client.complete_many(bodies)]
+    assert together == alone and len(set(alone)) > 1 and client.queried == 4
+    again = llm.LocalChat(LocalLM(net, tok, 4), "tiny", tmp_path / "together")
+    assert [llm.content_of(r) for r in again.complete_many(bodies)] == alone and again.cached == 4
 
 
 # ------------------------------------------------------------------- judges
@@ -424,7 +450,7 @@ class TemplatedLM:
 
     def generate(self, prompts_, max_new_tokens, temperature, seed, first_line=True, templated=False):
         self.read.extend(p if templated else self.wrap(p) for p in prompts_)
-        return [self.continuation]
+        return [self.continuation] * len(prompts_)
 
 
 def test_a_local_generator_answers_after_the_formats_opening_in_one_chat_template(tmp_path):

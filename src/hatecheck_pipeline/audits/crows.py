@@ -270,14 +270,10 @@ def resolve_model(model: str) -> tuple[str, str | None]:
     """``pkg:<package>`` -> (package data dir, its .gguf file) without
     importing the package; anything else is a hub id or a local directory."""
     if model.startswith("pkg:"):
-        import importlib.util
+        from hatecheck_pipeline.models.weights import package_model
 
-        spec = importlib.util.find_spec(model[4:])
-        if spec is None or not spec.submodule_search_locations:
-            raise FileNotFoundError(f"package {model[4:]!r} is not installed (see pyproject.toml)")
-        folder = Path(spec.submodule_search_locations[0])
-        ggufs = sorted(folder.glob("*.gguf"))
-        return str(folder), (ggufs[0].name if ggufs else None)
+        folder, gguf = package_model(model[4:])
+        return str(folder), gguf
     return model, None
 
 
@@ -317,7 +313,7 @@ def run(
     import torch
 
     from hatecheck_pipeline.core.files import PRECISION_KEY
-    from hatecheck_pipeline.models.runtime import autocast_ctx, precision
+    from hatecheck_pipeline.models.runtime import autocast_ctx, autocast_dtype, pack_linears, precision
 
     torch.manual_seed(seed)
     torch.set_num_threads(bounded_threads(threads))
@@ -328,6 +324,9 @@ def run(
     net, tok = load(variant, model)
     device = torch.device("cpu")
     ran = precision(device, amp=False, cpu_bf16=cpu_bf16)
+    # float32 passes: the linear layers' weights packed for oneDNN once (models/runtime.pack_linears); under bf16
+    # autocast they stay as they are (a packed float32 layer would not be cast)
+    packed = pack_linears(net, batch_size) if autocast_dtype(device, amp=False, cpu_bf16=cpu_bf16) is None else 0
     started = time.perf_counter()
     with autocast_ctx(device, amp=False, cpu_bf16=cpu_bf16):
         scored = score_pairs(
@@ -348,6 +347,7 @@ def run(
         pairs_per_second=round(pairs.height / seconds, 3) if seconds else None,
         threads=threads,
         precision=ran,
+        linear_layers=f"{packed} packed for oneDNN" if packed else "dense",
         paper_table2=PAPER_TABLE2,
         note=(
             "masked = Nangia et al. 2020 pseudo-log-likelihood of the unmodified tokens"

@@ -34,30 +34,42 @@ def generate(client, model: str, cells: Sequence[Cell], n_per_cell: int, per_req
     ``max_requests`` requests were made (the authors' loop, bounded); request
     i of a cell carries seed ``seed + i`` (its own cache entry). Every
     request is a row of ``requests`` with its problem (``llm.parse_messages``)
-    and how many of its messages were kept (the rest: over the cap)."""
-    cand, reqs = [], []
-    for cell in tqdm(cells, desc="generate"):
-        got = 0
-        for i in range(max_requests):
-            if got >= n_per_cell:
-                break
-            body = llm.request_body(model, cell.system, cell.prompt, temperature, max_tokens, seed + i)
-            key = llm.cache_key(client.base_url, body)
-            answer = llm.content_of(client.complete(body))
+    and how many of its messages were kept (the rest: over the cap).
+
+    The loop runs in rounds: round i asks request i of every cell still
+    short, all at once (``client.complete_many``: a local LLM generates them
+    batched). A request's answer depends on its body only, so the rows are
+    those of asking cell after cell, in the same order."""
+    got = [0] * len(cells)
+    cand: list[list[dict]] = [[] for _ in cells]
+    reqs: list[list[dict]] = [[] for _ in cells]
+    rounds = tqdm(range(max_requests), desc="generate (request rounds)")
+    for i in rounds:
+        short = [c for c in range(len(cells)) if got[c] < n_per_cell]
+        if not short:
+            break
+        rounds.set_postfix(cells=len(short))
+        bodies = [llm.request_body(model, cells[c].system, cells[c].prompt, temperature, max_tokens, seed + i)
+                  for c in short]
+        for c, body, response in zip(short, bodies, client.complete_many(bodies)):
+            cell, key = cells[c], llm.cache_key(client.base_url, body)
+            answer = llm.content_of(response)
             messages, problem = llm.parse_messages(answer)
-            keep = messages[: n_per_cell - got]
+            keep = messages[: n_per_cell - got[c]]
             for k, text in enumerate(keep):
-                cand.append({"text": text, "functionality": cell.functionality, "target_ident": cell.target_ident,
-                             "label": label_of(cell.functionality), "language": cell.language, "request": i, "k": k,
-                             "cache_key": key})
-            got += len(keep)
-            reqs.append({"functionality": cell.functionality, "target_ident": cell.target_ident, "request": i,
-                         "cache_key": key, "problem": problem, "messages": len(messages), "kept": len(keep),
-                         "answer": answer})
-    frame = pl.DataFrame(cand, schema={k: v for k, v in CANDIDATE_SCHEMA.items() if k != "id"})
+                cand[c].append({"text": text, "functionality": cell.functionality, "target_ident": cell.target_ident,
+                                "label": label_of(cell.functionality), "language": cell.language, "request": i, "k": k,
+                                "cache_key": key})
+            got[c] += len(keep)
+            reqs[c].append({"functionality": cell.functionality, "target_ident": cell.target_ident, "request": i,
+                            "cache_key": key, "problem": problem, "messages": len(messages), "kept": len(keep),
+                            "answer": answer})
+    rounds.close()
+    frame = pl.DataFrame([row for rows in cand for row in rows],
+                         schema={k: v for k, v in CANDIDATE_SCHEMA.items() if k != "id"})
     lang = cells[0].language if cells else "english"
     frame = frame.with_columns((pl.lit(f"gpt-{lang}-") + pl.int_range(pl.len()).cast(pl.Utf8)).alias("id"))
-    return frame.select(list(CANDIDATE_SCHEMA)), pl.DataFrame(reqs, schema=REQUEST_SCHEMA)
+    return frame.select(list(CANDIDATE_SCHEMA)), pl.DataFrame([row for rows in reqs for row in rows], schema=REQUEST_SCHEMA)
 
 
 def generation_report(requests: pl.DataFrame, cells: Sequence[Cell], generator: str, settings: Mapping[str, Any],

@@ -35,7 +35,7 @@ import re
 import time
 from datetime import timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import requests
 
@@ -201,6 +201,10 @@ class ChatClient:
         tmp.replace(path)
         return data
 
+    def complete_many(self, bodies: Sequence[dict]) -> list[dict]:
+        """The answers of several requests, in order (asked one by one)."""
+        return [self.complete(body) for body in bodies]
+
     def close(self) -> None:
         self.session.close()
 
@@ -252,8 +256,9 @@ def chat_prompt(tokenizer, system: str | None, user: str) -> str:
 class LocalChat:
     """A local causal LM answering OpenAI-shaped chat request bodies, each
     answer cached under ``cache_key("local:<model>", body)`` like the
-    endpoint's (one request per generate call, seeded by the body's seed,
-    so an answer does not depend on what else was asked).
+    endpoint's (each answer sampled from its own body's seed, so it does
+    not depend on what else was asked; requests asked together are
+    generated in batches, :meth:`complete_many`).
 
     The chat is put in the model's template once (:func:`chat_prompt`) and
     read as is (``generate(templated=True)``). ``answer_prefix``: the
@@ -270,20 +275,35 @@ class LocalChat:
         self.cached = 0
 
     def complete(self, body: dict) -> dict:
-        key = cache_key(self.base_url, body)
-        hit = cache_read(self.cache_dir, key)
-        if hit is not None:
-            self.cached += 1
-            return hit
-        msgs = {m["role"]: m["content"] for m in body["messages"]}
-        prompt = chat_prompt(self.lm.tok, msgs.get("system"), msgs["user"]) + self.answer_prefix
-        text = self.lm.generate([prompt], body["max_tokens"], body["temperature"], int(body.get("seed") or 0),
-                                first_line=False, templated=True)[0]
-        text = self.answer_prefix + text
-        data = {"model": body["model"], "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}]}
-        self.queried += 1
-        cache_write(self.cache_dir, key, body, data)
-        return data
+        return self.complete_many([body])[0]
+
+    def complete_many(self, bodies: Sequence[dict]) -> list[dict]:
+        """The answers of several requests, in order: cached ones read, the
+        others generated together (one ``generate`` call per setting of
+        ``max_tokens`` and ``temperature``, batched, each answer sampled
+        from its own body's seed: the answer it gets asked alone, up to the
+        float rounding of a padded batch), then cached."""
+        keys = [cache_key(self.base_url, body) for body in bodies]
+        out: list[dict | None] = [cache_read(self.cache_dir, key) for key in keys]
+        self.cached += sum(hit is not None for hit in out)
+        todo: dict[tuple, list[int]] = {}
+        for i, body in enumerate(bodies):
+            if out[i] is None:
+                todo.setdefault((body["max_tokens"], body["temperature"]), []).append(i)
+        for (max_tokens, temperature), idx in todo.items():
+            prompts = []
+            for i in idx:
+                msgs = {m["role"]: m["content"] for m in bodies[i]["messages"]}
+                prompts.append(chat_prompt(self.lm.tok, msgs.get("system"), msgs["user"]) + self.answer_prefix)
+            seeds = [int(bodies[i].get("seed") or 0) for i in idx]
+            texts = self.lm.generate(prompts, max_tokens, temperature, seeds, first_line=False, templated=True)
+            for i, text in zip(idx, texts):
+                body = bodies[i]
+                out[i] = {"model": body["model"],
+                          "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer_prefix + text}}]}
+                self.queried += 1
+                cache_write(self.cache_dir, keys[i], body, out[i])
+        return out  # type: ignore[return-value]
 
     def close(self) -> None:
         pass

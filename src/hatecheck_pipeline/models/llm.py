@@ -81,11 +81,10 @@ def resolve_model(model: str) -> tuple[str, str | None]:
     from hatecheck_pipeline.models.weights import read_manifest
 
     if model.startswith("pkg:"):
-        from hatecheck_pipeline.models.weights import package_dir
+        from hatecheck_pipeline.models.weights import package_model
 
-        folder = package_dir(model[4:])
-        ggufs = sorted(folder.glob("*.gguf"))
-        return str(folder), (ggufs[0].name if ggufs else None)
+        folder, gguf = package_model(model[4:])
+        return str(folder), gguf
     if uses_fetched_weights(model):
         model = str(Path(paths.llm_weights()).parent)
     if Path(model).is_dir() and read_manifest(Path(model)) is not None:
@@ -132,18 +131,20 @@ class LocalLM:
         self.device = next(net.parameters()).device
 
     @classmethod
-    def load(cls, model: str, batch_size: int = 8) -> "LocalLM":
+    def load(cls, model: str, batch_size: int = 8, pack: bool = True) -> "LocalLM":
         """``model``: see :func:`resolve_model`. Fetched weights load in their
         manifest's dtype (bfloat16 halves the memory of a dequantised GGUF)
         and prompt format, from their dequantised copy when it matches the
         manifest (models/weights.dequantised_folder: the same tensors, in
         seconds instead of dequantising the GGUF again), else the GGUF; a
         package's GGUF (``pkg:``) from its copy in the cache
-        (models/weights.package_gguf_copy)."""
+        (models/weights.package_gguf_copy). Float32 weights on a CPU have
+        their linear layers packed for oneDNN (models/runtime.pack_linears;
+        ``pack=False``: left dense, as a reference)."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from hatecheck_pipeline.models.runtime import pick_device
+        from hatecheck_pipeline.models.runtime import pack_linears, pick_device
         from hatecheck_pipeline.models.weights import dequantised_folder, package_gguf_copy, read_manifest
 
         where, gguf = resolve_model(model)
@@ -157,6 +158,8 @@ class LocalLM:
         tok = AutoTokenizer.from_pretrained(where, **kw)
         dtype = getattr(torch, info.get("dtype", "float32"))
         net = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kw).eval().to(pick_device())
+        if pack:  # float32 on a CPU: weights packed for oneDNN once (the same products up to rounding, faster)
+            pack_linears(net, batch_size)
         return cls(net, tok, batch_size, info.get("prompt_format", "plain"))
 
     @property
@@ -304,16 +307,27 @@ class LocalLM:
             result.append((max(words, key=words.get), words))
         return result
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int,
+    def generate(self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int | Sequence[int],
                  first_line: bool = True, templated: bool = False) -> list[str]:
-        """Free-text answers (greedy at temperature 0, else sampled with a
-        seeded generator), cut at the first newline as the paper's stop
-        sequence does (``first_line=False``: the whole answer, stripped).
-        ``templated``: the prompts are already the text the model reads (a
-        chat built with the tokenizer's template), not wrapped again."""
+        """Free-text answers (greedy at temperature 0, else sampled), cut at
+        the first newline as the paper's stop sequence does
+        (``first_line=False``: the whole answer, stripped). ``templated``:
+        the prompts are already the text the model reads (a chat built with
+        the tokenizer's template), not wrapped again.
+
+        ``seed``: one int seeds one generator for the whole call (a sampled
+        answer then depends on which prompts share its batch); one seed per
+        prompt draws each answer from its own generator, the answer its
+        prompt gets asked alone with that seed (up to the float rounding of
+        a padded batch), so prompts asked together cost one decoding pass
+        per batch instead of one each (:func:`seeded_rows`)."""
         import torch
 
-        torch.manual_seed(seed)
+        per_row = not isinstance(seed, int)
+        if per_row and len(seed) != len(prompts):
+            raise ValueError(f"{len(seed)} seeds for {len(prompts)} prompts: give one per prompt, or one int")
+        if not per_row:
+            torch.manual_seed(seed)
         answers: list[str] = [""] * len(prompts)
         order = sorted(range(len(prompts)), key=lambda k: len(prompts[k]))
         with torch.inference_mode():
@@ -321,7 +335,10 @@ class LocalLM:
                 idx = order[start : start + self.batch_size]
                 ids, att = self._left_padded([self._ids(prompts[k] if templated else self.wrap(prompts[k])) for k in idx])
                 kw: dict[str, Any] = {"do_sample": temperature > 0}
-                if temperature > 0:
+                if temperature > 0 and per_row:  # sampled by the processor, which leaves one token possible per row
+                    kw = {"do_sample": False, "logits_processor": seeded_rows(self.net.generation_config, temperature,
+                                                                              [seed[k] for k in idx])}
+                elif temperature > 0:
                     kw.update(temperature=temperature, top_p=1.0, top_k=0)
                 gen = self.net.generate(input_ids=ids, attention_mask=att, max_new_tokens=max_new_tokens,
                                         pad_token_id=self.pad_id, **kw)
@@ -329,6 +346,47 @@ class LocalLM:
                     text = self.tok.decode(gen[row, ids.shape[1] :], skip_special_tokens=True)
                     answers[k] = (text.split("\n")[0] if text.strip() else text.strip()) if first_line else text.strip()
         return answers
+
+
+# sampling settings a generation config may carry that seeded_rows does not apply (it applies the temperature only,
+# as LocalLM.generate asks with top_p 1 and top_k 0): their neutral values
+OTHER_WARPERS = {"min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "top_h": None,
+                 "watermarking_config": None, "renormalize_logits": False}
+
+
+def seeded_rows(generation_config, temperature: float, seeds: Sequence[int]):
+    """A logits processor for ``generate(do_sample=False)`` that samples
+    each batch row's next token from its own generator (``seeds``, one per
+    row) and leaves only that token possible, so the greedy step takes it.
+
+    The draw is the one ``generate(do_sample=True, temperature=...)`` makes
+    for a lone prompt after ``torch.manual_seed(seed)``: the processors
+    before it (from the model's generation config) unchanged, the logits
+    divided by the temperature (transformers' TemperatureLogitsWarper), a
+    softmax, then ``torch.multinomial`` on the row, so a row's tokens are
+    the lone prompt's whenever its logits are. Warpers beyond the
+    temperature are refused rather than left out."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    other = {k: getattr(generation_config, k, v) for k, v in OTHER_WARPERS.items()}
+    if any(other[k] not in (v, None) for k, v in OTHER_WARPERS.items()):
+        raise ValueError(f"per-row seeded sampling applies the temperature only; the model's generation config "
+                         f"also asks for {sorted(k for k, v in OTHER_WARPERS.items() if other[k] not in (v, None))}")
+
+    class SeededRows(LogitsProcessor):
+        def __init__(self):
+            self.generators: list = []
+
+        def __call__(self, input_ids, scores):
+            if not self.generators:
+                self.generators = [torch.Generator(device=scores.device).manual_seed(int(s)) for s in seeds]
+            probs = torch.nn.functional.softmax(scores / temperature, dim=-1)
+            picked = torch.cat([torch.multinomial(probs[r : r + 1], num_samples=1, generator=g)
+                                for r, g in enumerate(self.generators)])
+            return torch.full_like(scores, float("-inf")).scatter_(1, picked, 0.0)
+
+    return LogitsProcessorList([SeededRows()])
 
 
 def common_prefix(seqs: Sequence[Sequence[int]]) -> int:

@@ -1,6 +1,6 @@
 """Torch runtime helpers shared by training and prediction: device choice,
-thread budget, tokenisation, dynamic padding, length bucketing, autocast and
-batched forward passes."""
+thread budget, tokenisation, dynamic padding, length bucketing, autocast,
+batched forward passes, and float32 linear layers packed for oneDNN."""
 
 from __future__ import annotations
 
@@ -127,3 +127,47 @@ def forward_logits(model, seqs, pad_id: int, batch_size: int, device: torch.devi
             out[torch.as_tensor(idx)] = model(**batch).logits.float().cpu()
     model.train(was_training)
     return out
+
+
+class PackedLinear(torch.nn.Module):
+    """An inference-only ``nn.Linear`` whose float32 weight is kept in
+    oneDNN's blocked layout (reordered once, for ``batch_hint`` rows) and
+    applied with oneDNN's linear kernel: the same float32 product, summed in
+    another order. The dense path's GEMM packs the weight again on every
+    call, which dominates a decoding step of a few rows
+    (``benchmarks/bench_onednn.py``, docs/performance.md)."""
+
+    def __init__(self, linear: torch.nn.Linear, batch_hint: int):
+        super().__init__()
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.weight_packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), max(1, batch_hint))
+        self.bias = None if linear.bias is None else linear.bias.detach()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, self.weight_packed, self.bias, "none", [], "")
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, oneDNN"
+
+
+def can_pack_linears(net: torch.nn.Module) -> bool:
+    """Whether :func:`pack_linears` applies: a float32 network on a CPU,
+    with torch's oneDNN kernels built in."""
+    first = next(net.parameters(), None)
+    return (first is not None and first.device.type == "cpu" and first.dtype == torch.float32
+            and torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+
+
+def pack_linears(net: torch.nn.Module, batch_hint: int) -> int:
+    """Replace every ``nn.Linear`` of an inference-only float32 CPU network
+    by a :class:`PackedLinear` (the weights reordered once; a tied output
+    layer gets its own packed copy, its embedding stays as it is); the
+    number replaced, 0 where :func:`can_pack_linears` says no. Outputs
+    match the dense path up to float32 rounding (summation order)."""
+    if not can_pack_linears(net):
+        return 0
+    swaps = [(parent, name, child) for parent in net.modules() for name, child in parent.named_children()
+             if isinstance(child, torch.nn.Linear)]
+    for parent, name, child in swaps:
+        setattr(parent, name, PackedLinear(child, batch_hint))
+    return len(swaps)

@@ -112,8 +112,16 @@ def package_dir(package: str) -> Path:
     """An installed package's folder, found without importing it."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"package {package!r} is not installed")
+        raise FileNotFoundError(f"package {package!r} is not installed (scripts/setup.sh installs the model packages)")
     return Path(list(spec.submodule_search_locations)[0])
+
+
+def package_model(package: str) -> tuple[Path, str | None]:
+    """A model package's folder (found without importing it) and the name
+    of its first .gguf file, if it has one (``pkg:<package>`` models)."""
+    folder = package_dir(package)
+    ggufs = sorted(folder.glob("*.gguf"))
+    return folder, (ggufs[0].name if ggufs else None)
 
 
 def download(url: str, sha256: str, folder: Path, fname: str) -> Path:
