@@ -369,4 +369,36 @@ def test_the_batched_generation_figures_are_the_record():
     assert found
     assert "sequential answers equal the cached ones: [True, True, True, True]" in text
     assert "batched answers equal the sequential ones: [False, False, False, False]" in text
-    assert f"4 requests took {found[1]} s and gave exactly the cached answers; one batched call took {found[2]} s ({found[3]}x) but gave other answers" in PAGE
+    assert (f"4 requests took {found[1]} s one call each, and one batched call with one seed took {found[2]} s "
+            f"({found[3]}x) but gave other answers") in PAGE
+
+
+def test_the_onednn_figures_are_the_record():
+    """The packed linear layers: the page quotes the dense and packed times
+    and how far the answers moved, as bench_onednn.py printed them."""
+    text = (RECORDS / "onednn_linears_2026-11-28.txt").read_text("utf-8")
+    dense = re.search(r"^dense: scoring ([\d.]+) s .*; generation ([\d.]+) s$", text, re.M)
+    packed = re.search(r"^packed \(\d+ linear layers\): scoring ([\d.]+) s .*; generation ([\d.]+) s$", text, re.M)
+    labels = re.search(r"^labels equal: (\d+) of 200; largest \|p\(yes\) difference\|: (\S+)$", text, re.M)
+    answers = re.search(r"^generated answers equal: (\d+) of 4$", text, re.M)
+    assert dense and packed and labels and answers
+    assert float(packed[1]) < float(dense[1]) and float(packed[2]) < float(dense[2])
+    assert (f"{dense[1]} s dense, {packed[1]} s packed; {labels[1]} of 200 labels equal, p(yes) at most "
+            f"{labels[2]} apart") in PAGE
+    assert f"{dense[2]} s dense, {packed[2]} s packed; all {answers[1]} answers equal" in PAGE
+
+
+def test_the_seeded_rows_generation_figures_are_the_record():
+    """GPT-HateCheck's requests together, each from its own seed: the page
+    quotes the times and the answer checks as bench_gpt_generate.py printed them."""
+    text = (RECORDS / "gpt_generate_seeded_rows_2026-11-28.txt").read_text("utf-8")
+    alone = re.search(r"^one generate call per request: ([\d.]+) s", text, re.M)
+    together = re.search(r"^all requests together \(complete_many, a seed per row\): ([\d.]+) s \(([\d.]+)x\)$", text, re.M)
+    cached = re.search(r"^one call each equals the cached answer: (\d) of 4$", text, re.M)
+    same = re.search(r"^together equals one call each: (\d) of 4$", text, re.M)
+    assert alone and together and cached and same and same[1] == "4"
+    assert (f"one call each {alone[1]} s, giving the cached answers ({cached[1]} of 4); all together {together[1]} s "
+            f"({together[2]}x), with {same[1]} of 4 answers equal to one call each") in PAGE
+    steps = re.findall(r"^batched (\d+) ([\d.]+) alone \d+ ([\d.]+)$", text, re.M)
+    (_, b1, a1), (_, b21, a21) = steps
+    assert f"took {float(b21) - float(b1):.1f} s against {float(a21) - float(a1):.1f} s" in PAGE
