@@ -369,10 +369,10 @@ def seeded_rows(generation_config, temperature: float, seeds: Sequence[int]):
     import torch
     from transformers import LogitsProcessor, LogitsProcessorList
 
-    other = {k: getattr(generation_config, k, v) for k, v in OTHER_WARPERS.items()}
-    if any(other[k] not in (v, None) for k, v in OTHER_WARPERS.items()):
+    asked = sorted(k for k, v in OTHER_WARPERS.items() if getattr(generation_config, k, v) not in (v, None))
+    if asked:
         raise ValueError(f"per-row seeded sampling applies the temperature only; the model's generation config "
-                         f"also asks for {sorted(k for k, v in OTHER_WARPERS.items() if other[k] not in (v, None))}")
+                         f"also asks for {asked}")
 
     class SeededRows(LogitsProcessor):
         def __init__(self):
