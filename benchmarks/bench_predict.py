@@ -92,7 +92,8 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     """The lower-precision paths issue 32 asks to measure, each on a fresh
     copy of the model: name -> (best seconds, label agreement with fp32,
     max |dp|). int8 dynamic quantisation of every Linear (per-tensor and
-    per-channel weights); bf16 autocast only where the CPU has native bf16
+    per-channel weights); fp32 with every Linear packed once for oneDNN
+    (models/runtime.pack_linears, the local LLM's path); bf16 autocast only where the CPU has native bf16
     (emulated bf16 ran ~10x slower than fp32 on an AVX2-only EPYC)."""
     import warnings
 
@@ -100,6 +101,7 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     from transformers import AutoModelForSequenceClassification
 
     from hatecheck_pipeline.core.cpu import native_bf16
+    from hatecheck_pipeline.models.runtime import pack_linears
 
     def fresh():
         torch.manual_seed(0)
@@ -116,6 +118,9 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
         out["int8 dynamic, per-tensor"] = timed(quantize_dynamic(fresh(), {torch.nn.Linear}, dtype=torch.qint8), False)
         out["int8 dynamic, per-channel"] = timed(
             quantize_dynamic(fresh(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8), False)
+    packed = fresh()
+    if pack_linears(packed, args.batch_size * args.max_length):
+        out["fp32, linear layers packed for oneDNN"] = timed(packed, False)
     if native_bf16():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out["bf16 autocast"] = timed(fresh(), False)

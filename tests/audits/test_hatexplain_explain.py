@@ -62,6 +62,32 @@ def test_integrated_gradients_are_complete(trained):
     assert len(attr) == len(ids[0])
 
 
+def test_integrated_gradients_run_with_the_parameters_frozen_and_give_the_same_attributions(trained, monkeypatch):
+    """Captum's backward passes skip the weight gradients (the parameters
+    are frozen while it runs), the caller's flags come back, and the
+    attributions are those of the model as loaded."""
+    import contextlib
+
+    model_dir, _, table = trained
+    model, tok = explain.load_classifier(model_dir)
+    post = pl.read_parquet(table).filter(pl.col("split") == "test")["post_tokens"][0].to_list()
+    ids, _ = explain.encode_words(tok, [post], MAX_LENGTH)
+    special = set(tok.all_special_ids) - {tok.pad_token_id}
+    model.classifier.weight.requires_grad_(True)
+    model.get_input_embeddings().weight.requires_grad_(False)  # a caller's own choice, restored as it was
+    seen: list[bool] = []
+    hook = model.register_forward_hook(lambda m, a, o: seen.append(any(p.requires_grad for p in m.parameters())))
+    frozen = explain.integrated_gradients(model, ids, [0], tok.pad_token_id, special, steps=16, batch_size=4)[0]
+    assert seen and not any(seen)
+    assert model.classifier.weight.requires_grad and not model.get_input_embeddings().weight.requires_grad
+    seen.clear()
+    monkeypatch.setattr(explain, "frozen_parameters", lambda m: contextlib.nullcontext(m))
+    as_loaded = explain.integrated_gradients(model, ids, [0], tok.pad_token_id, special, steps=16, batch_size=4)[0]
+    hook.remove()
+    assert any(seen)  # the reference ran with the parameters requiring gradients
+    assert np.allclose(frozen, as_loaded, atol=1e-6)
+
+
 def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path):
     model_dir, card_path, table = trained
     out = {k: tmp_path / f"{k}.parquet" for k in ("pred", "attr")}

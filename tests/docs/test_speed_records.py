@@ -414,3 +414,28 @@ def test_the_seeded_rows_generation_figures_are_the_record():
     steps = re.findall(r"^batched (\d+) ([\d.]+) alone \d+ ([\d.]+)$", text, re.M)
     (_, b1, a1), (_, b21, a21) = steps
     assert f"took {float(b21) - float(b1):.1f} s against {float(a21) - float(a1):.1f} s" in PAGE
+
+
+def test_the_frozen_integrated_gradients_figures_are_the_record():
+    """Integrated gradients with the parameters frozen: the page quotes the
+    best times, their ratio and the attribution difference bench_explain.py printed."""
+    text = (RECORDS / "bench_explain_frozen_2026-11-28.txt").read_text("utf-8")
+    best = re.search(r"^best of 3: requiring gradients ([\d.]+) s, frozen ([\d.]+) s = ([\d.]+)x; "
+                     r"largest \|attribution difference\| (\S+)$", text, re.M)
+    assert best and float(best[2]) < float(best[1]) and float(best[4]) == 0.0
+    assert len(re.findall(r"^round \d: parameters (?:requiring gradients|frozen): [\d.]+ s$", text, re.M)) == 6
+    assert (f"took {best[1]} s with the parameters as loaded and {best[2]} s frozen (best of three, {best[3]}x); "
+            f"the attributions are identical (largest difference {best[4]})") in PAGE
+
+
+def test_the_packed_classifier_figures_are_the_record():
+    """fp32 with packed linear layers against bf16 autocast for a classifier:
+    the page quotes the three rates bench_predict.py printed, and packed
+    fp32 does not beat bf16 there (else the page's verdict is wrong)."""
+    text = (RECORDS / "bench_predict_packed_2026-11-28.txt").read_text("utf-8")
+    fp32 = re.search(r"^predict stage code:\s+([\d.]+) cases/s", text, re.M)
+    packed = re.search(r"^fp32, linear layers packed for oneDNN:\s+([\d.]+) cases/s .* labels agree with fp32 on 100.00%", text, re.M)
+    bf16 = re.search(r"^bf16 autocast:\s+([\d.]+) cases/s", text, re.M)
+    assert fp32 and packed and bf16 and float(packed[1]) < float(bf16[1])
+    assert (f"fp32 {fp32[1]} cases/s, fp32 packed {packed[1]} cases/s with every label equal, "
+            f"bf16 autocast {bf16[1]} cases/s") in PAGE

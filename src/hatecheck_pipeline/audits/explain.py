@@ -32,6 +32,7 @@ explained.
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -125,12 +126,32 @@ def attention_scores(model, ids: Sequence[Sequence[int]], pad_id: int, batch_siz
     return out
 
 
+@contextmanager
+def frozen_parameters(model):
+    """The model's parameters set not to require gradients, their flags
+    restored on exit."""
+    flags = [(p, p.requires_grad) for p in model.parameters()]
+    try:
+        for p, _ in flags:
+            p.requires_grad_(False)
+        yield model
+    finally:
+        for p, flag in flags:
+            p.requires_grad_(flag)
+
+
 def integrated_gradients(
     model, ids: Sequence[Sequence[int]], targets: Sequence[int], pad_id: int, special: set[int], steps: int, batch_size: int
 ) -> list[np.ndarray]:
     """Per post: integrated gradients (captum) of the probability of class
     ``targets[i]`` (a model output index) on the input embeddings, summed
-    over the embedding dimensions (one value per token of ``ids``)."""
+    over the embedding dimensions (one value per token of ``ids``).
+
+    The parameters are frozen while captum attributes (:func:`frozen_parameters`):
+    it asks autograd for the gradient on the embeddings only, but a
+    backward pass through layers whose weights require gradients computes
+    their weight gradients too, about a quarter of the time here. The
+    attributions are the same (``benchmarks/bench_explain.py``)."""
     from captum.attr import LayerIntegratedGradients
 
     device = next(model.parameters()).device
@@ -149,14 +170,15 @@ def integrated_gradients(
         for tok in special:
             keep |= input_ids == tok
         baseline = torch.where(keep, input_ids, torch.full_like(input_ids, pad_id))
-        attr = lig.attribute(
-            input_ids,
-            baselines=baseline,
-            target=torch.as_tensor([targets[i] for i in idx], device=device),
-            additional_forward_args=(mask,),
-            n_steps=steps,
-            internal_batch_size=len(idx) * steps,
-        )
+        with frozen_parameters(model):
+            attr = lig.attribute(
+                input_ids,
+                baselines=baseline,
+                target=torch.as_tensor([targets[i] for i in idx], device=device),
+                additional_forward_args=(mask,),
+                n_steps=steps,
+                internal_batch_size=len(idx) * steps,
+            )
         scores = attr.sum(dim=-1).detach().float().cpu().numpy()
         for row, i in enumerate(idx):
             out[i] = scores[row, : len(ids[i])]
