@@ -8,8 +8,8 @@ For one model on N MHC cases (default 2,000) it prints cases/s of
 - one batched pipeline call,
 
 and the ratios; the lower-precision paths (int8 dynamic quantisation,
-bf16 autocast where the CPU has native bf16) with their label agreement
-with fp32; training samples/s of the training loop's step; the fp32
+bf16 autocast where the CPU has native bf16) and fp32 with its linear
+layers packed for oneDNN, with their label agreement with fp32; training samples/s of the training loop's step; the fp32
 matmul peak measured in the same run and the share of it the predict code
 reaches (FLOPs estimated from the model's parameters and attention per
 token over the tokens processed). It checks that the predict code's labels
@@ -93,8 +93,9 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     copy of the model: name -> (best seconds, label agreement with fp32,
     max |dp|). int8 dynamic quantisation of every Linear (per-tensor and
     per-channel weights); fp32 with every Linear packed once for oneDNN
-    (models/runtime.pack_linears, the local LLM's path); bf16 autocast only where the CPU has native bf16
-    (emulated bf16 ran ~10x slower than fp32 on an AVX2-only EPYC)."""
+    (models/runtime.pack_linears, the local LLM's path); bf16 autocast
+    only where the CPU has native bf16 (emulated bf16 ran ~10x slower than
+    fp32 on an AVX2-only EPYC)."""
     import warnings
 
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic

@@ -150,8 +150,8 @@ def integrated_gradients(
     The parameters are frozen while captum attributes (:func:`frozen_parameters`):
     it asks autograd for the gradient on the embeddings only, but a
     backward pass through layers whose weights require gradients computes
-    their weight gradients too, about a quarter of the time here. The
-    attributions are the same (``benchmarks/bench_explain.py``)."""
+    their weight gradients too. The attributions are the same, in less
+    time (``benchmarks/bench_explain.py``, docs/performance.md)."""
     from captum.attr import LayerIntegratedGradients
 
     device = next(model.parameters()).device
