@@ -439,3 +439,15 @@ def test_the_packed_classifier_figures_are_the_record():
     assert fp32 and packed and bf16 and float(packed[1]) < float(bf16[1])
     assert (f"fp32 {fp32[1]} cases/s, fp32 packed {packed[1]} cases/s with every label equal, "
             f"bf16 autocast {bf16[1]} cases/s") in PAGE
+
+
+def test_the_stage_noise_figures_are_the_record():
+    """The training stages' same work in both builds: the page quotes the
+    range of their ratios and train_XTC's walls as the record lists them."""
+    text = (RECORDS / "stage_noise_2026-11-28.txt").read_text("utf-8")
+    rows = re.findall(r"^(train_\S+) \| (\d+) s \| (\d+) s \| ([\d.]+)x \| (True|False) \| none / none$", text, re.M)
+    assert len(rows) == 7 and all(r[4] == "True" for r in rows)
+    ratios = [float(r[3]) for r in rows]
+    xtc = next(r for r in rows if r[0] == "train_XTC")
+    assert (f"The {len(rows)} training stages did the same arithmetic in both builds" in PAGE
+            and f"from {min(ratios):.2f}x to {max(ratios):.2f}x of 51f316a's (`train_XTC` {xtc[1]} s against {xtc[2]} s;" in PAGE)
