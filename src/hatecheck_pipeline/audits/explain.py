@@ -162,15 +162,15 @@ def integrated_gradients(
     lig = LayerIntegratedGradients(forward, model.get_input_embeddings())
     out: list[np.ndarray] = [np.zeros(0)] * len(ids)
     per_batch = max(1, batch_size // 4)
-    for idx in length_batches(ids, per_batch):
-        batch = collate([ids[i] for i in idx], pad_id, device)
-        input_ids = batch["input_ids"]
-        mask = batch.get("attention_mask", torch.ones_like(input_ids))
-        keep = torch.zeros_like(input_ids, dtype=torch.bool)
-        for tok in special:
-            keep |= input_ids == tok
-        baseline = torch.where(keep, input_ids, torch.full_like(input_ids, pad_id))
-        with frozen_parameters(model):
+    with frozen_parameters(model):
+        for idx in length_batches(ids, per_batch):
+            batch = collate([ids[i] for i in idx], pad_id, device)
+            input_ids = batch["input_ids"]
+            mask = batch.get("attention_mask", torch.ones_like(input_ids))
+            keep = torch.zeros_like(input_ids, dtype=torch.bool)
+            for tok in special:
+                keep |= input_ids == tok
+            baseline = torch.where(keep, input_ids, torch.full_like(input_ids, pad_id))
             attr = lig.attribute(
                 input_ids,
                 baselines=baseline,
@@ -179,9 +179,9 @@ def integrated_gradients(
                 n_steps=steps,
                 internal_batch_size=len(idx) * steps,
             )
-        scores = attr.sum(dim=-1).detach().float().cpu().numpy()
-        for row, i in enumerate(idx):
-            out[i] = scores[row, : len(ids[i])]
+            scores = attr.sum(dim=-1).detach().float().cpu().numpy()
+            for row, i in enumerate(idx):
+                out[i] = scores[row, : len(ids[i])]
     return out
 
 
