@@ -451,3 +451,21 @@ def test_the_stage_noise_figures_are_the_record():
     xtc = next(r for r in rows if r[0] == "train_XTC")
     assert (f"The {len(rows)} training stages did the same arithmetic in both builds" in PAGE
             and f"from {min(ratios):.2f}x to {max(ratios):.2f}x of 51f316a's (`train_XTC` {xtc[1]} s against {xtc[2]} s;" in PAGE)
+
+
+def test_the_dry_run_floor_figures_are_the_record():
+    """What a split params.yaml could buy: every variant saw the same
+    stages, the page quotes each median, and the floor it draws (no
+    layout of params.yaml reaches 3 s) holds in the record."""
+    text = (RECORDS / "dvc_dry_floor_2026-11-28.txt").read_text("utf-8")
+    assert "dry-run output identical across variants and rounds: True; stages it would run: 0" in text
+    med = {name.strip(): float(m) for name, m in
+           re.findall(r"^(stock|params-once|params-once-no-rwlock|dvc status report|dvc --version)\s+([\d.]+)\s+[\d.]+\s+[\d.]+$",
+                      text, re.M)}
+    assert len(med) == 5
+    assert med["stock"] > med["params-once"] > med["params-once-no-rwlock"] > 3.0 > med["dvc --version"]
+    assert (f"DVC as installed took a median of {med['stock']:.2f} s, with params.yaml read once {med['params-once']:.2f} s, "
+            f"also without the rwlock edits {med['params-once-no-rwlock']:.2f} s; `dvc status report` (dvc.yaml and the "
+            f"lock loaded, one stage checked) {med['dvc status report']:.2f} s, `dvc --version` {med['dvc --version']:.2f} s") in PAGE
+    assert round(med["params-once-no-rwlock"] - med["dvc status report"]) == 2 and "adds about 2 s more" in PAGE
+    assert abs(med["dvc status report"] - 3.0) < 0.5 and "alone takes about that" in PAGE

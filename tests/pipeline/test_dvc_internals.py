@@ -165,3 +165,32 @@ def test_a_project_outside_git_commits_too(workdir):
     (workdir / "b").write_text("a\n")
     dvc_internals.commit_stages(["s"])
     assert dvc_internals.changed_stages() == set()
+
+
+def test_the_dry_run_benchmark_finds_the_same_stages_under_every_variant(workdir):
+    """bench_dvc_dry.py's patched variants (params read once, no rwlock)
+    must see what DVC as installed sees: nothing on an up-to-date project,
+    and every stage whose declared param changed, the others left alone."""
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
+    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
+        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [{'x.lr' if i < 2 else 'y.n'}]\n"
+        f"    outs: [o{i}.txt]\n" for i in range(3)))
+    for name in ("in.txt", "o0.txt", "o1.txt", "o2.txt"):
+        (workdir / name).write_text("input\n")
+    dvc_internals.commit_stages(["s0", "s1", "s2"])
+
+    def bench() -> str:
+        proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_dry.py"), "--rounds", "1", "--stage", "s2"],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    out = bench()
+    assert "dry-run output identical across variants and rounds: True; stages it would run: 0" in out
+    for row in ("stock", "params-once", "params-once-no-rwlock", "dvc status s2", "dvc --version"):
+        assert re.search(rf"^{re.escape(row)}\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M), row
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 3}\n")  # s2's param only
+    assert "dry-run output identical across variants and rounds: True; stages it would run: 1" in bench()
