@@ -469,3 +469,17 @@ def test_the_dry_run_floor_figures_are_the_record():
             f"lock loaded, one stage checked) {med['dvc status report']:.2f} s, `dvc --version` {med['dvc --version']:.2f} s") in PAGE
     assert round(med["params-once-no-rwlock"] - med["dvc status report"]) == 2 and "adds about 2 s more" in PAGE
     assert abs(med["dvc status report"] - 3.0) < 0.5 and "alone takes about that" in PAGE
+
+
+def test_the_memoised_status_figures_are_the_record():
+    """The question Snakemake asks DVC after a parameter change: both
+    variants answered the same stage, the page quotes both medians of
+    the benchmark and of the `snakemake -n` rounds, and each is faster."""
+    text = (RECORDS / "status_memoised_2026-11-28.txt").read_text("utf-8")
+    assert "the same stages from both: True (report)" in text
+    bench = dict(re.findall(r"^(plain|memoised)\s+median ([\d.]+) s", text, re.M))
+    runs = dict(re.findall(r"^(old|new) median ([\d.]+) s", text, re.M))
+    assert float(bench["memoised"]) < float(bench["plain"]) and float(runs["new"]) < float(runs["old"])
+    assert len(re.findall(r"^round \d (old|new) [\d.]+ s rc=0 jobs: total 1;", text, re.M)) == 10
+    assert f"took a median of {bench['plain']} s with DVC's reads and {bench['memoised']} s memoised" in PAGE
+    assert f"reports/mhc_xtc.html` took {runs['old']} s before the change and {runs['new']} s after" in PAGE

@@ -140,6 +140,35 @@ def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(wo
         assert answer(str(workdir / path)) == git.is_tracked(str(workdir / path)), path
 
 
+def test_the_status_parses_the_params_file_once_and_finds_what_dvc_finds(workdir, monkeypatch):
+    """changed_stages (asked before Snakemake re-stamps a pulled or edited
+    workspace) reads params.yaml once for all stages, and still answers
+    what `dvc status` answers: nothing, then exactly the stages whose
+    declared key changed."""
+    from dvc.dependency import param
+
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
+    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
+        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [{'x.lr' if i < 2 else 'y.n'}]\n"
+        f"    outs: [o{i}.txt]\n" for i in range(3)))
+    for name in ("in.txt", "o0.txt", "o1.txt", "o2.txt"):
+        (workdir / name).write_text("input\n")
+    dvc_internals.commit_stages(["s0", "s1", "s2"])
+    parses = []
+    real = param.load_path
+    monkeypatch.setattr(param, "load_path", lambda path, fs, **kw: parses.append(path) or real(path, fs, **kw))
+    assert dvc_internals.changed_stages() == set()
+    assert [p for p in parses if p.endswith("params.yaml")] == [str(workdir / "params.yaml")]  # 3 stages, 1 parse
+    assert param.load_path.__name__ == "<lambda>"  # put back after the status
+    (workdir / "params.yaml").write_text("x: {lr: 0.5}\ny: {n: 2}\n")
+    assert dvc_internals.changed_stages() == {"s0", "s1"}
+    status = subprocess.run([*dvc, "status"], capture_output=True, text=True, check=True).stdout
+    assert "s0:" in status and "s1:" in status and "s2:" not in status
+
+
 def test_the_recording_benchmark_runs_both_ways_on_a_small_project(workdir):
     dvc = [sys.executable, "-m", "dvc"]
     subprocess.run(["git", "init", "-q"], check=True)
@@ -194,3 +223,20 @@ def test_the_dry_run_benchmark_finds_the_same_stages_under_every_variant(workdir
         assert re.search(rf"^{re.escape(row)}\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M), row
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 3}\n")  # s2's param only
     assert "dry-run output identical across variants and rounds: True; stages it would run: 1" in bench()
+
+
+def test_the_status_benchmark_answers_the_same_both_ways(workdir):
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\n")
+    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
+        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x]\n    outs: [o{i}.txt]\n" for i in range(2)))
+    for name in ("in.txt", "o0.txt", "o1.txt"):
+        (workdir / name).write_text("input\n")
+    dvc_internals.commit_stages(["s0"])  # s1 never recorded: changed
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_status.py"), "--repeat", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the same stages from both: True (s1)" in proc.stdout
+    assert re.search(r"^plain\s+median [\d.]+ s", proc.stdout, re.M) and re.search(r"^memoised\s+median", proc.stdout, re.M)
