@@ -240,3 +240,21 @@ def test_the_status_benchmark_answers_the_same_both_ways(workdir):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "the same stages from both: True (s1)" in proc.stdout
     assert re.search(r"^plain\s+median [\d.]+ s", proc.stdout, re.M) and re.search(r"^memoised\s+median", proc.stdout, re.M)
+
+
+def test_walked_keys_are_what_dvc_looks_up(workdir):
+    """The walk that replaces `dpath` for plain dotted keys returns what
+    DVC's own read_param_file(flatten=True) returns; any other key (a glob,
+    a list index, a missing one) is left to DVC."""
+    from dvc.dependency.param import read_param_file
+    from dvc.fs import LocalFileSystem
+
+    (workdir / "params.yaml").write_text(
+        "a: {b: {c: 1, d: [1, 2]}, e: null}\nprofile: x\nprofiles:\n  x: {n: 2, 'm': {k: v}}\nlst: [{q: 1}]\n")
+    fs, path = LocalFileSystem(), str(workdir / "params.yaml")
+    config = read_param_file(fs, path)
+    plain = ["a.b.c", "a.b.d", "a.e", "profile", "profiles.x.n", "profiles.x.m", "a.b"]
+    assert dvc_internals._walked(config, plain) == read_param_file(fs, path, plain, flatten=True)
+    for other in (["a.b.c", "a.nope"], ["lst.0.q"], ["a.*.c"], ["a..b"]):
+        assert dvc_internals._walked(config, other) is None, other
+    assert read_param_file(fs, path, ["lst.0.q"], flatten=True) == {"lst.0.q": 1}  # what DVC answers there

@@ -119,15 +119,18 @@ def _memoised_reads(repo: Any):
     once, where DVC does each of these once per stage, three times per stage
     and once per output: for the whole report, 239 parses of the 943-line
     params.yaml (~20 ms each), 726 key lookups that walk the whole tree
-    (``dpath``), and one read of the git index per output. Nothing is written to either in between; a params
-    file whose size or modification time changes is read again. Each caller
-    gets its own copy of what was read."""
+    (``dpath``), and one read of the git index per output. A stage's plain
+    dotted keys are looked up by walking the parsed file's mappings
+    (:func:`_walked`), where ``dpath`` walks every node of the tree for each
+    key; anything else goes to DVC's own lookup. Nothing is written to either
+    in between; a params file whose size or modification time changes is read
+    again. Each caller gets its own copy of what was read."""
     from dvc.dependency import param
 
     parse, lookup = param.load_path, param.read_param_file
     done: dict[tuple, Any] = {}
 
-    def memoised(fn: Any, path: str, key: tuple) -> Any:
+    def stored(fn: Any, path: str, key: tuple) -> Any:  # shared, never handed out as it is
         try:
             st = os.stat(path)
         except OSError:
@@ -135,16 +138,28 @@ def _memoised_reads(repo: Any):
         key = (path, st.st_mtime_ns, st.st_size, *key)
         if key not in done:
             done[key] = fn()
-        return copy.deepcopy(done[key])
+        return done[key]
+
+    def memoised(fn: Any, path: str, key: tuple) -> Any:
+        return copy.deepcopy(stored(fn, path, key))
+
+    def parsed(path: str, fs: Any, kwargs: dict[str, Any]) -> Any:
+        return stored(lambda: parse(path, fs, **kwargs), path, ("parse", tuple(sorted(kwargs.items()))))
 
     def load_path(path: str, fs: Any, **kwargs: Any) -> Any:
-        return memoised(lambda: parse(path, fs, **kwargs), path, ("parse", tuple(sorted(kwargs.items()))))
+        return copy.deepcopy(parsed(path, fs, kwargs))
 
     def read_param_file(fs: Any, path: str, key_paths: list[str] | None = None, flatten: bool = False,
                         **kwargs: Any) -> Any:
+        def look() -> Any:
+            if flatten and key_paths:
+                found = _walked(parsed(path, fs, kwargs), key_paths)
+                if found is not None:
+                    return found
+            return lookup(fs, path, key_paths, flatten, **kwargs)
+
         keys = None if key_paths is None else tuple(key_paths)
-        return memoised(lambda: lookup(fs, path, key_paths, flatten, **kwargs), path,
-                        ("keys", keys, flatten, tuple(sorted(kwargs.items()))))
+        return memoised(look, path, ("keys", keys, flatten, tuple(sorted(kwargs.items()))))
 
     from scmrepo.git import Git
 
@@ -159,6 +174,25 @@ def _memoised_reads(repo: Any):
         param.load_path, param.read_param_file = parse, lookup
         if memo:
             del scm.is_tracked
+
+
+def _walked(config: Any, key_paths: Iterable[str]) -> dict[str, Any] | None:
+    """``{key: value}`` for dotted keys made of plain names, found by walking
+    mappings: what ``read_param_file(..., flatten=True)`` returns through
+    ``dpath.get`` for such keys. None when a key is not plain (a glob
+    character, a number that could be a list index, an empty name) or not
+    found by the walk: DVC's own lookup answers those (and skips a missing
+    key, as here it would not)."""
+    found: dict[str, Any] = {}
+    for key in key_paths:
+        node = config
+        for name in key.split("."):
+            if not name or name.isdigit() or any(c in name for c in "*?[]") or not isinstance(node, Mapping) \
+                    or name not in node:
+                return None
+            node = node[name]
+        found[key] = node
+    return found
 
 
 def _tracked_in(root: str):
