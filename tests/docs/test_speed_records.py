@@ -488,3 +488,14 @@ def test_the_memoised_status_figures_are_the_record():
     for v, quoted in (("old", "about 10.2 s before"), ("new", "9.5 s after")):
         xs = sorted(x for w, x in record if w == v)
         assert f"{xs[1]:.1f}" in quoted and quoted in PAGE  # the median of three
+
+
+def test_the_lock_write_figures_are_the_record():
+    text = (RECORDS / "dvc_lock_write_2026-11-28.txt").read_text("utf-8")
+    assert len(set(re.findall(r"dvc.lock sha256 (\w+)", text))) == 1  # every commit wrote the same bytes
+    med = {v: (a, b) for v, a, b in re.findall(r"^(old|new): 239 stages median ([\d.]+) s; the report stage median ([\d.]+) s",
+                                               text, re.M)}
+    assert float(med["new"][0]) < float(med["old"][0]) and float(med["new"][1]) < float(med["old"][1])
+    assert f"recording all 239 stages took a median of {med['old'][0]} s before and {med['new'][0]} s after" in PAGE
+    assert f"one stage pays, {med['old'][1]} s before and {med['new'][1]} s after" in PAGE
+    assert f"with the lock's safe read, above, {med['new'][0]} s" in PAGE

@@ -6,6 +6,7 @@ together with pipeline/dvc_internals.py."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata as md
 import inspect
@@ -258,3 +259,44 @@ def test_walked_keys_are_what_dvc_looks_up(workdir):
     for other in (["a.b.c", "a.nope"], ["lst.0.q"], ["a.*.c"], ["a..b"]):
         assert dvc_internals._walked(config, other) is None, other
     assert read_param_file(fs, path, ["lst.0.q"], flatten=True) == {"lst.0.q": 1}  # what DVC answers there
+
+
+def _lock_project(workdir):
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text(
+        "x: {lr: 5.0e-5, flag: 'yes', none: null, text: \"Complex & Intelligent: a 'quoted' word\\nsecond line\", "
+        "uni: Zürich – «»}\ny: {n: 2, list: [1, '2', 3.0]}\n")
+    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
+        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x.lr, x.flag, x.none, x.text, x.uni, y]\n"
+        f"    outs: [o{i}.txt]\n" for i in range(2)))
+    for name in ("in.txt", "o0.txt", "o1.txt"):
+        (workdir / name).write_text("input\n")
+
+
+def test_a_commit_writes_the_lock_bytes_dvc_writes(workdir, monkeypatch):
+    """The lock read with the safe parser before the rewrite: the same bytes
+    as DVC's round-trip read gives; a lock with a comment keeps it."""
+    _lock_project(workdir)
+    with monkeypatch.context() as m:  # DVC's own reads of the lock
+        m.setattr(dvc_internals, "_lock_read_plain", contextlib.nullcontext)
+        dvc_internals.commit_stages(["s0"])
+        first = (workdir / "dvc.lock").read_bytes()
+        dvc_internals.commit_stages(["s1"])
+        by_dvc = (workdir / "dvc.lock").read_bytes()
+    from dvc.utils.serialize import _yaml
+
+    round_trips = []
+    real = _yaml.parse_yaml_for_update
+    monkeypatch.setattr(_yaml, "parse_yaml_for_update", lambda text, path: round_trips.append(path) or real(text, path))
+    (workdir / "dvc.lock").write_bytes(first)
+    dvc_internals.commit_stages(["s1"])
+    assert (workdir / "dvc.lock").read_bytes() == by_dvc
+    assert b"s1:" in by_dvc and b"Complex & Intelligent" in by_dvc
+    assert round_trips == []  # read with the safe parser
+    (workdir / "dvc.lock").write_bytes(first.replace(b"stages:\n", b"stages:\n  # kept by the round-trip read\n", 1))
+    dvc_internals.commit_stages(["s1"])
+    assert b"# kept by the round-trip read" in (workdir / "dvc.lock").read_bytes()
+    assert len(round_trips) == 1 and _yaml.parse_yaml_for_update.__name__ == "<lambda>"  # put back
+    assert dvc_internals.changed_stages() == set()

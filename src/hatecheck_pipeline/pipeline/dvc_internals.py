@@ -8,8 +8,8 @@ memoisation; ``dvc commit --force`` per stage re-reads the project and
 rewrites the lock each time: minutes). That needs DVC objects that are not
 its public API: ``Repo.index``, ``Stage.save`` / ``Stage.commit(relink=False)``,
 ``ProjectFile.dump_stages(update_pipeline=False)``, the repository lock
-(``dvc.lock.make_lock``), and the reads ``_memoised_reads`` and
-``_params_as_run`` replace.
+(``dvc.lock.make_lock``), and the reads ``_memoised_reads``,
+``_params_as_run`` and ``_lock_read_plain`` replace.
 They change between DVC versions without notice, hence the exact pin of
 ``dvc`` in pyproject.toml; ``tests/pipeline/test_dvc_internals.py`` checks
 each of them against the installed DVC and fails, naming the call, where
@@ -42,6 +42,9 @@ RELIED_ON = {
     ("dvc.lock", "LockError"): "the lock is held by another process",
     ("dvc.dependency.param", "load_path"): "what reads a params file (memoised during a commit)",
     ("dvc.utils.serialize", "load_path"): "what reads params.yaml for dvc.yaml's ${...} (with a run's overrides applied)",
+    ("dvc.utils.serialize._yaml", "parse_yaml_for_update"): "how DVC reads dvc.lock before rewriting it (safe parse during a commit)",
+    ("dvc.utils.serialize._yaml", "parse_yaml"): "DVC's safe YAML parse",
+    ("dvc.utils.serialize._yaml", "_dump"): "how DVC writes dvc.lock (the same bytes from a safe parse: tested)",
     ("dvc.dependency.param", "read_param_file"): "a stage's params looked up (memoised during a commit)",
     ("dvc.dependency.param.read_param_file", "flatten"): "read_param_file(fs, path, key_paths, flatten, **kwargs)",
     ("scmrepo.git.Git", "is_tracked"): "asked once per output (answered from one read of git's index during a commit)",
@@ -58,7 +61,7 @@ def commit_stages(names: Iterable[str], root: str | Path = ".", overrides: Mappi
     from dvc.repo import Repo
 
     wanted = set(names)
-    with Repo(str(root)) as repo, repo.lock, _params_as_run(root, overrides), _memoised_reads(repo):
+    with Repo(str(root)) as repo, repo.lock, _params_as_run(root, overrides), _memoised_reads(repo), _lock_read_plain():
         stages = [s for s in repo.index.stages if getattr(s, "name", None) in wanted]
         missing = wanted - {s.name for s in stages}
         if missing:
@@ -174,6 +177,31 @@ def _memoised_reads(repo: Any):
         param.load_path, param.read_param_file = parse, lookup
         if memo:
             del scm.is_tracked
+
+
+@contextmanager
+def _lock_read_plain():
+    """While a commit rewrites ``dvc.lock``, DVC reads it first with
+    ruamel's round-trip parser, which keeps comments and styles: pure
+    Python, about 2.8 s for the whole report's 20,000-line lock, against
+    about 0.5 s for the safe parser DVC uses everywhere else. A lock DVC
+    wrote has no comment and its own styles, so the safe parse dumps back
+    to the same bytes (``tests/pipeline/test_dvc_internals.py``); a lock
+    with a ``#`` anywhere is read round-trip, as DVC does."""
+    from dvc.utils.serialize import _yaml
+
+    round_trip = _yaml.parse_yaml_for_update
+
+    def parse_yaml_for_update(text: str, path: Any) -> Any:
+        if "#" in text or not os.fspath(path).endswith("dvc.lock"):
+            return round_trip(text, path)
+        return _yaml.parse_yaml(text, path)
+
+    _yaml.parse_yaml_for_update = parse_yaml_for_update
+    try:
+        yield
+    finally:
+        _yaml.parse_yaml_for_update = round_trip
 
 
 def _walked(config: Any, key_paths: Iterable[str]) -> dict[str, Any] | None:
