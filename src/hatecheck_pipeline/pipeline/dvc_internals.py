@@ -182,12 +182,13 @@ def _memoised_reads(repo: Any):
 @contextmanager
 def _lock_read_plain():
     """While a commit rewrites ``dvc.lock``, DVC reads it first with
-    ruamel's round-trip parser, which keeps comments and styles: pure
-    Python, about 2.8 s for the whole report's 20,000-line lock, against
-    about 0.5 s for the safe parser DVC uses everywhere else. A lock DVC
-    wrote has no comment and its own styles, so the safe parse dumps back
-    to the same bytes (``tests/pipeline/test_dvc_internals.py``); a lock
-    with a ``#`` anywhere is read round-trip, as DVC does."""
+    ruamel's round-trip parser, which keeps comments and styles and is pure
+    Python: several times slower on the whole report's lock than the safe
+    parser DVC reads it with everywhere else
+    (``benchmarks/records/dvc_lock_write_2026-11-28.txt``). A lock DVC wrote
+    has no comment and its own styles, so the safe parse dumps back to the
+    same bytes (``tests/pipeline/test_dvc_internals.py``); a lock with a
+    ``#`` anywhere is read round-trip, as DVC does."""
     from dvc.utils.serialize import _yaml
 
     round_trip = _yaml.parse_yaml_for_update
@@ -208,9 +209,9 @@ def _walked(config: Any, key_paths: Iterable[str]) -> dict[str, Any] | None:
     """``{key: value}`` for dotted keys made of plain names, found by walking
     mappings: what ``read_param_file(..., flatten=True)`` returns through
     ``dpath.get`` for such keys. None when a key is not plain (a glob
-    character, a number that could be a list index, an empty name) or not
-    found by the walk: DVC's own lookup answers those (and skips a missing
-    key, as here it would not)."""
+    character, a number that could be a list index, an empty name) or is
+    not found by the walk: DVC's own lookup then answers for all the keys
+    (it leaves a missing key out)."""
     found: dict[str, Any] = {}
     for key in key_paths:
         node = config
@@ -244,8 +245,8 @@ def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None =
     ``dvc status`` lists), stages never recorded included; ``overrides``:
     compared with params.yaml as a run sees it (:func:`commit_stages`).
     DVC's reads memoised as for a commit (params.yaml parsed once, not once
-    per stage): the same answer as ``dvc status``, in well under half its
-    time on the whole report (``docs/performance.md``)."""
+    per stage): the same answer as ``dvc status``, in less time
+    (``benchmarks/records/status_memoised_2026-11-28.txt``)."""
     from dvc.repo import Repo
 
     with Repo(str(root)) as repo, _params_as_run(root, overrides), _memoised_reads(repo):
