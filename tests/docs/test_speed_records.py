@@ -499,3 +499,11 @@ def test_the_lock_write_figures_are_the_record():
     assert f"recording all 239 stages took a median of {med['old'][0]} s before and {med['new'][0]} s after" in PAGE
     assert f"one stage pays, {med['old'][1]} s before and {med['new'][1]} s after" in PAGE
     assert f"with the lock's safe read, above, {med['new'][0]} s" in PAGE
+
+
+def test_the_gguf_read_once_figures_are_the_record():
+    text = (RECORDS / "gguf_read_once_2026-11-28.txt").read_text("utf-8")
+    assert len(re.findall(r"^round \d (each|once) .* same as the first: True$", text, re.M)) == 4
+    med = dict(re.findall(r"^(each|once)\s+median ([\d.]+) s", text, re.M))
+    assert float(med["once"]) < float(med["each"])
+    assert f"a median of {med['each']} s with a reader per load, {med['once']} s with one" in PAGE
