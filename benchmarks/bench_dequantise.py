@@ -4,8 +4,8 @@
 Runs the dequantisation of ``--gguf`` into a scratch folder, alternately
 with transformers' loads each parsing the GGUF (``each``: the tokenizer,
 the config and the weights each build their own ``gguf.GGUFReader``) and
-with one reader shared by the three (``once``: ``gguf_read_once``, what the
-pipeline runs), and checks that both write the same tensors
+with one reader shared by the three (``once``: ``models/llm_fetch.dequantise``,
+what ``fetch_llm_weights`` runs), and checks that both write the same tensors
 (``model.safetensors`` byte for byte) and the same tokenizer files.
 
     python benchmarks/bench_dequantise.py --gguf data/llm/weights/model.gguf [--rounds 2] [--scratch DIR]
@@ -14,7 +14,6 @@ pipeline runs), and checks that both write the same tensors
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import os
 import shutil
@@ -23,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hatecheck_pipeline.models import llm_fetch
 from hatecheck_pipeline.models import weights as W
 
 
@@ -47,21 +47,18 @@ def main() -> None:
     ap.add_argument("--scratch", type=Path, default=None, help="where the copies are written (deleted after)")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench_dequantise_", dir=args.scratch))
-    once = W.gguf_read_once
-    variants = {"each": contextlib.nullcontext, "once": once}
+    variants = {"each": W.dequantise, "once": llm_fetch.dequantise}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     digests: dict[str, dict[str, str]] = {}
     print(f"gguf: {args.gguf} ({args.gguf.stat().st_size:,} bytes)  dtype: {args.dtype}  cores: "
           f"{len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  rounds: {args.rounds} (alternating)")
     try:
         for r in range(args.rounds):
-            for name, reads in variants.items():
+            for name, dequantise in variants.items():
                 dest = scratch / f"{name}-{r}"
-                W.gguf_read_once = reads
                 start = time.perf_counter()
-                W.dequantise(args.gguf, dest, args.dtype, "0" * 64)
+                dequantise(args.gguf, dest, args.dtype, "0" * 64)
                 seconds[name].append(time.perf_counter() - start)
-                W.gguf_read_once = once
                 got = digest(dest)
                 digests.setdefault("first", got)
                 same = got == digests["first"]
@@ -71,7 +68,6 @@ def main() -> None:
                     raise SystemExit(f"{dest}: other bytes than the first copy: {got} against {digests['first']}")
                 shutil.rmtree(dest)
     finally:
-        W.gguf_read_once = once
         shutil.rmtree(scratch, ignore_errors=True)
     print("model.safetensors sha256 " + digests["first"].get("model.safetensors", "(none)")[:16] + ", the same in every copy")
     for name, values in seconds.items():

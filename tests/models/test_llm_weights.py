@@ -183,11 +183,11 @@ def test_the_dequantised_copy_loads_the_same_model_as_the_gguf(tmp_path):
     stage dequantises it once; LocalLM.load then reads the safetensors copy
     and gets the same tokens and the same logits as from the GGUF; a copy
     whose stamp names another dtype is not used (the GGUF is loaded)."""
+    import gguf
     import torch
 
+    from hatecheck_pipeline.models import llm_fetch
     from hatecheck_pipeline.models.llm import LocalLM
-
-    import gguf
 
     reg = W.load_registry()
     name = "smollm2-135m-instruct-q4_1"
@@ -195,7 +195,7 @@ def test_the_dequantised_copy_loads_the_same_model_as_the_gguf(tmp_path):
     real, parsed = gguf.GGUFReader, []
     with pytest.MonkeyPatch.context() as m:  # the dequantising load parses the GGUF once (tokenizer, config, weights)
         m.setattr(gguf, "GGUFReader", lambda path, *a, **kw: parsed.append(str(path)) or real(path, *a, **kw))
-        msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
+        msg = llm_fetch.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
         assert parsed == [str(out)] and gguf.GGUFReader.__name__ == "<lambda>"  # put back after
     assert "dequantised to bfloat16 safetensors" in msg
     dq = out.parent / W.DEQUANTISED

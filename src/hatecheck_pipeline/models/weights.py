@@ -49,7 +49,6 @@ import os
 import shutil
 import time
 import zipfile
-from contextlib import contextmanager
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -242,32 +241,6 @@ def dequantised_folder(folder: Path, info: Mapping[str, Any]) -> Path | None:
     return dq if _stamped(dq, stamp_of(info["sha256"], info.get("dtype", "float32"))) else None
 
 
-@contextmanager
-def gguf_read_once():
-    """While transformers loads a GGUF, one ``gguf.GGUFReader`` per file:
-    loading the tokenizer, the config and the weights each build one
-    (transformers imports it from ``gguf`` at each call), and each parses the
-    whole header, the tokenizer's vocabulary and merges included. The reader
-    only reads (a read-only memory map), so the three loads can share it.
-    ``benchmarks/records/gguf_read_once_2026-11-28.txt`` times it."""
-    import gguf
-
-    real = gguf.GGUFReader
-    readers: dict[tuple, Any] = {}
-
-    def reader(path: Any, *args: Any, **kwargs: Any) -> Any:
-        key = (os.path.realpath(os.fspath(path)), args, tuple(sorted(kwargs.items())))
-        if key not in readers:
-            readers[key] = real(path, *args, **kwargs)
-        return readers[key]
-
-    gguf.GGUFReader = reader
-    try:
-        yield
-    finally:
-        gguf.GGUFReader = real
-
-
 def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
     """The GGUF ``weights`` dequantised as transformers does when it loads
     it, cast to ``dtype`` and saved once to ``dest`` (safetensors, config,
@@ -283,9 +256,8 @@ def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
     tmp = dest.with_name(dest.name + ".part")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(dest, ignore_errors=True)
-    with gguf_read_once():
-        tok = AutoTokenizer.from_pretrained(weights.parent, gguf_file=weights.name)
-        net = AutoModelForCausalLM.from_pretrained(weights.parent, gguf_file=weights.name, dtype=getattr(torch, dtype))
+    tok = AutoTokenizer.from_pretrained(weights.parent, gguf_file=weights.name)
+    net = AutoModelForCausalLM.from_pretrained(weights.parent, gguf_file=weights.name, dtype=getattr(torch, dtype))
     # transformers refuses to save a model it loaded from a GGUF (its quantizer
     # is not serialisable), though the tensors it holds are plain dequantised ones
     net.hf_quantizer = None

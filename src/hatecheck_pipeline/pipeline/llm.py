@@ -29,7 +29,7 @@ from hatecheck_pipeline.pipeline.models import llm_mem_mb
 
 PHASE = "llm"
 SETS = "hatecheck_pipeline.data.ethos:build_sets"
-FETCH = "hatecheck_pipeline.models.weights:fetch_weights"
+FETCH = "hatecheck_pipeline.models.llm_fetch:fetch_weights"
 ETHOS_RUN = "hatecheck_pipeline.evaluation.llm:run_ethos"
 MISSPELLING_RUN = "hatecheck_pipeline.evaluation.llm_misspelling:run_misspelling"
 # The paper's Table 22 (the profanity strings and their edits) is read from the papers' figures.

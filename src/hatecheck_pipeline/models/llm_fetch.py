@@ -1,0 +1,55 @@
+"""The ``fetch_llm_weights`` stage: :func:`models.weights.fetch_weights`
+with the GGUF parsed once while transformers dequantises it.
+
+transformers loads a GGUF's tokenizer, config and weights one after the
+other, and each load builds its own ``gguf.GGUFReader``: a full parse of
+the header, the model's whole vocabulary and merges included. The reader
+only reads (a read-only memory map), so the three loads can share one
+(:func:`gguf_read_once`; ``benchmarks/records/gguf_read_once_2026-11-28.txt``
+times it). Kept apart from ``models/weights.py``, which every classifier
+stage imports (a change there re-runs them all): a change here re-runs the
+stage that fetches the LLM's weights only.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Mapping
+
+from hatecheck_pipeline.models import weights as W
+
+
+@contextmanager
+def gguf_read_once():
+    """While transformers loads GGUFs, one ``gguf.GGUFReader`` per file
+    (transformers imports the class from ``gguf`` at each load)."""
+    import gguf
+
+    real = gguf.GGUFReader
+    readers: dict[tuple, Any] = {}
+
+    def reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (os.path.realpath(os.fspath(path)), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = real(path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader = reader
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = real
+
+
+def dequantise(gguf_path: Path, dest: Path, dtype: str, sha256: str) -> str:
+    """:func:`models.weights.dequantise`, the GGUF parsed once."""
+    with gguf_read_once():
+        return W.dequantise(gguf_path, dest, dtype, sha256)
+
+
+def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str, Any], registry: Mapping[str, Any]) -> str:
+    """Stage ``fetch_llm_weights``: :func:`models.weights.fetch_weights`,
+    its dequantised copy made by :func:`dequantise`."""
+    return W.fetch_weights(weights, info, profile, profiles, registry, convert=dequantise)
