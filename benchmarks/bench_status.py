@@ -31,7 +31,7 @@ def main() -> None:
     args = ap.parse_args()
     os.chdir(args.project)
     memoised = dvc_internals._memoised_reads
-    variants = {"plain": lambda repo: contextlib.nullcontext(), "memoised": memoised}
+    variants = {"plain": lambda repo, **kwargs: contextlib.nullcontext(), "memoised": memoised}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     answers: set[tuple[str, ...]] = set()
     print(f"project: {Path.cwd()}  cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  "

@@ -168,8 +168,11 @@ def test_the_status_parses_the_params_file_once_and_finds_what_dvc_finds(workdir
     parses = []
     real = param.load_path
     monkeypatch.setattr(param, "load_path", lambda path, fs, **kw: parses.append(path) or real(path, fs, **kw))
+    index_reads = []
+    monkeypatch.setattr(dvc_internals, "_tracked_in", lambda root: index_reads.append(root))
     assert dvc_internals.changed_stages() == set()
     assert [p for p in parses if p.endswith("params.yaml")] == [str(workdir / "params.yaml")]  # 3 stages, 1 parse
+    assert index_reads == []  # a status never asks is_tracked: git's index is not read for it
     assert param.load_path.__name__ == "<lambda>"  # put back after the status
     (workdir / "params.yaml").write_text("x: {lr: 0.5}\ny: {n: 2}\n")
     assert dvc_internals.changed_stages() == {"s0", "s1"}

@@ -116,7 +116,7 @@ def _params_as_run(root: str | Path, overrides: Mapping[str, Any] | None):
 
 
 @contextmanager
-def _memoised_reads(repo: Any):
+def _memoised_reads(repo: Any, git_index: bool = True):
     """While stages are committed or their status is asked, parse each
     params file once, look each stage's keys up once, and read git's index
     once, where DVC does each of these once per stage, three times per stage
@@ -127,7 +127,9 @@ def _memoised_reads(repo: Any):
     (:func:`_walked`), where ``dpath`` walks every node of the tree for each
     key; anything else goes to DVC's own lookup. Nothing is written to either
     in between; a params file whose size or modification time changes is read
-    again. Each caller gets its own copy of what was read."""
+    again. Each caller gets its own copy of what was read. ``git_index``:
+    also answer ``is_tracked`` from one read of git's index (a commit asks it
+    per output; a status never does)."""
     from dvc.dependency import param
 
     parse, lookup = param.load_path, param.read_param_file
@@ -167,7 +169,7 @@ def _memoised_reads(repo: Any):
     from scmrepo.git import Git
 
     scm = repo.scm  # NoSCM (a project outside git, `dvc init --no-scm`) answers without git
-    memo = isinstance(scm, Git)
+    memo = git_index and isinstance(scm, Git)
     param.load_path, param.read_param_file = load_path, read_param_file
     if memo:
         scm.is_tracked = _tracked_in(scm.root_dir)
@@ -249,7 +251,7 @@ def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None =
     (``benchmarks/records/status_memoised_2026-11-28.txt``)."""
     from dvc.repo import Repo
 
-    with Repo(str(root)) as repo, _params_as_run(root, overrides), _memoised_reads(repo):
+    with Repo(str(root)) as repo, _params_as_run(root, overrides), _memoised_reads(repo, git_index=False):
         status = repo.status()
     return {name.split(":")[-1] for name in status}
 
