@@ -1,13 +1,11 @@
 """Cost of dequantising a GGUF once (``models/weights.dequantise``: what
 ``fetch_llm_weights`` and the first stage asking a package's GGUF pay).
 
-Runs the dequantisation of ``--gguf`` into a scratch folder, in turn
+Runs the dequantisation of ``--gguf`` into a scratch folder, alternately
 with transformers' loads each parsing the GGUF (``each``: the tokenizer,
-the config and the weights each build their own ``gguf.GGUFReader``), with
-one reader shared by the three, its tensors gguf's memmap slices
-(``once``), and with that reader's tensors as plain ndarray views of the
-same memory (``plain``: ``models/llm_fetch.dequantise``, what
-``fetch_llm_weights`` runs), and checks that all write the same tensors
+the config and the weights each build their own ``gguf.GGUFReader``) and
+with one reader shared by the three (``once``: ``models/llm_fetch.dequantise``,
+what ``fetch_llm_weights`` runs), and checks that both write the same tensors
 (``model.safetensors`` byte for byte) and the same tokenizer files.
 
     python benchmarks/bench_dequantise.py --gguf data/llm/weights/model.gguf [--rounds 2] [--scratch DIR]
@@ -16,7 +14,6 @@ same memory (``plain``: ``models/llm_fetch.dequantise``, what
 from __future__ import annotations
 
 import argparse
-import functools
 import hashlib
 import os
 import shutil
@@ -50,8 +47,7 @@ def main() -> None:
     ap.add_argument("--scratch", type=Path, default=None, help="where the copies are written (deleted after)")
     args = ap.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="bench_dequantise_", dir=args.scratch))
-    variants = {"each": W.dequantise, "once": functools.partial(llm_fetch.dequantise, plain=False),
-                "plain": llm_fetch.dequantise}
+    variants = {"each": W.dequantise, "once": llm_fetch.dequantise}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     digests: dict[str, dict[str, str]] = {}
     print(f"gguf: {args.gguf} ({args.gguf.stat().st_size:,} bytes)  dtype: {args.dtype}  cores: "

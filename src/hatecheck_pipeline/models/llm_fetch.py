@@ -6,11 +6,7 @@ other, and each load builds its own ``gguf.GGUFReader``: a full parse of
 the header, the model's whole vocabulary and merges included. The reader
 only reads (a read-only memory map), so the three loads can share one
 (:func:`gguf_read_once`; ``benchmarks/records/gguf_read_once_2026-11-28.txt``
-times it). Its tensors are handed to gguf's dequantiser as plain ndarray
-views of the map: the same bytes, without numpy's ``memmap`` subclass, whose
-Python ``__getitem__`` and ``__array_finalize__`` ran for each of the
-millions of row-group slices the dequantiser takes
-(``benchmarks/records/gguf_plain_arrays_2026-11-28.txt``). Kept apart from ``models/weights.py``, which every classifier
+times it). Kept apart from ``models/weights.py``, which every classifier
 stage imports (a change there re-runs them all): a change here re-runs the
 stage that fetches the LLM's weights only.
 """
@@ -26,13 +22,10 @@ from hatecheck_pipeline.models import weights as W
 
 
 @contextmanager
-def gguf_read_once(plain: bool = True):
+def gguf_read_once():
     """While transformers loads GGUFs, one ``gguf.GGUFReader`` per file
-    (transformers imports the class from ``gguf`` at each load). ``plain``:
-    each tensor's ``data`` a plain ndarray view of the memory map (the same
-    memory; ``False`` leaves gguf's memmap slices, as a reference)."""
+    (transformers imports the class from ``gguf`` at each load)."""
     import gguf
-    import numpy as np
 
     real = gguf.GGUFReader
     readers: dict[tuple, Any] = {}
@@ -41,8 +34,6 @@ def gguf_read_once(plain: bool = True):
         key = (os.path.realpath(os.fspath(path)), args, tuple(sorted(kwargs.items())))
         if key not in readers:
             readers[key] = real(path, *args, **kwargs)
-            if plain:
-                readers[key].tensors = [t._replace(data=t.data.view(np.ndarray)) for t in readers[key].tensors]
         return readers[key]
 
     gguf.GGUFReader = reader
@@ -52,10 +43,9 @@ def gguf_read_once(plain: bool = True):
         gguf.GGUFReader = real
 
 
-def dequantise(gguf_path: Path, dest: Path, dtype: str, sha256: str, plain: bool = True) -> str:
-    """:func:`models.weights.dequantise`, the GGUF parsed once (``plain``:
-    see :func:`gguf_read_once`)."""
-    with gguf_read_once(plain):
+def dequantise(gguf_path: Path, dest: Path, dtype: str, sha256: str) -> str:
+    """:func:`models.weights.dequantise`, the GGUF parsed once."""
+    with gguf_read_once():
         return W.dequantise(gguf_path, dest, dtype, sha256)
 
 
