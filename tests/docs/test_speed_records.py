@@ -195,6 +195,39 @@ def test_the_whole_report_figures_are_the_record():
     assert core and f"the set took {core[1]}x" in PAGE
 
 
+def test_the_latest_whole_report_figures_are_the_record():
+    """The Intel Xeon build of stop 51: the page quotes the record, the
+    targets are called met only if they are, and the host is named."""
+    text = (RECORDS / "bench_report_vs_51f316a_latest_2026-11-28.txt").read_text("utf-8")
+    assert "Model name: Intel(R) Xeon(R)" in text and "avx512_bf16=avx512_bf16" in text
+    (old_s, old_min), (new_s, new_min) = re.findall(WALL, text, re.M)
+    ratio = float(new_s) / float(old_s)
+    commit = re.search(r"^start \S+ load=[\d.]+ commit=(\w+)$", text.split("== candidate build")[1], re.M)
+    assert commit and (f"51f316a built its 212 stages in {old_s} s ({old_min} min), main ({commit[1]}) "
+                       f"its 239 stages in {new_s} s ({new_min} min), {ratio:.2f}x") in PAGE
+    common = re.search(r"the baseline's stages found here \(211 of 212\): summed wall ([\d,.]+) s against ([\d,.]+) s = ([\d.]+)x", text)
+    here, base = (float(common[k].replace(",", "")) for k in (1, 2))
+    assert f"{common[3]}x their time at 51f316a ({here:.0f} s against {base:.0f} s)" in PAGE
+    kinds = {k: (int(n), int(a), int(b)) for k, n, a, b in
+             re.findall(r"^(.+?): (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = [\d.]+x$", text, re.M)}
+    flat = PAGE
+    n, a, b = kinds["classifier predict stages"]
+    assert b > a and f"the {n} classifier predict stages" in flat and f"went from {a} s (51f316a, fp32) to {b} s ({b / a:.2f}x)" in flat
+    n, a, b = kinds["training stages"]
+    assert f"the {n} training stages {a} to {b} s ({b / a:.2f}x)" in flat
+    n, a, b = kinds["CrowS-Pairs stages"]
+    metrics = set(re.findall(r"^crows_pairs_smollm2-135m in wr_\w+: scoring [\d.]+ s; metric_score ([\d.]+)", text, re.M))
+    assert len(metrics) == 1 and f"CrowS-Pairs {a} to {b} s (the same metric, {metrics.pop()})" in flat
+    n, a, b = kinds["the other stages both have"]
+    assert f"the other {n} stages {a} to {b} s" in flat
+    loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
+    assert loads and f"fetch or load the 1.5B LLM summed {loads[1]} s" in flat
+    assert re.search(r"^the dequantised copy .*: the same bytes$", text, re.M)
+    assert re.search(r"^its candidates against .*: equal$", text, re.M)
+    met = "met" if ratio <= 1.0 and float(common[3]) <= 0.6 else "not met"
+    assert f"Both targets are **{met}** on this host" in flat
+
+
 def test_the_one_thread_predict_build_and_the_measurements_before_are_the_records():
     """The one-thread predict build and the cores no job reserved (the
     threads record), and the earlier whole-report measurements, kept."""
@@ -507,3 +540,34 @@ def test_the_gguf_read_once_figures_are_the_record():
     med = dict(re.findall(r"^(each|once)\s+median ([\d.]+) s", text, re.M))
     assert float(med["once"]) < float(med["each"])
     assert f"a median of {med['each']} s with a reader per load, {med['once']} s with one" in PAGE
+
+
+def test_the_xeon_bf16_and_plain_arrays_figures_are_the_records():
+    """Stop 51's Intel Xeon: bf16 slower than fp32 (the page quotes the
+    record and the EPYC ratio it compares with), and the plain-arrays
+    dequantisation measured and not kept (reverted: llm_fetch has no
+    ``plain``)."""
+    import inspect
+
+    from hatecheck_pipeline.models import llm_fetch
+
+    text = (RECORDS / "bf16_slower_xeon_2026-11-28.txt").read_text("utf-8")
+    assert "avx512_bf16" in text and "Intel(R) Xeon(R)" in text
+    fp32 = re.search(r"^predict stage code:\s+([\d.]+) cases/s", text, re.M)[1]
+    bf16 = re.search(r"^bf16 autocast:\s+([\d.]+) cases/s .* agree with fp32 on ([\d.]+)%", text, re.M)
+    assert float(bf16[1]) < float(fp32)
+    assert (f"ran {fp32} cases/s in fp32 and {bf16[1]} cases/s under bf16 autocast (labels equal on {bf16[2]}%): "
+            f"bf16 at {float(bf16[1]) / float(fp32):.2f}x of fp32") in PAGE
+    epyc = (RECORDS / "bench_predict_packed_2026-11-28.txt").read_text("utf-8")
+    e32 = float(re.search(r"^predict stage code:\s+([\d.]+) cases/s", epyc, re.M)[1])
+    e16 = float(re.search(r"^bf16 autocast:\s+([\d.]+) cases/s", epyc, re.M)[1])
+    assert f"where the EPYC hosts gave {e16 / e32:.1f}x" in PAGE
+    mm = re.search(r"^\(1024, 1024, 1024\) fp32 (\d+) GF/s  bf16 (\d+) GF/s", text, re.M)
+    assert mm and int(mm[2]) < int(mm[1]) and f"ran at {mm[1]} GFLOP/s in fp32 and {mm[2]} GFLOP/s in bf16" in PAGE
+
+    plain = (RECORDS / "gguf_plain_arrays_2026-11-28.txt").read_text("utf-8")
+    assert len(re.findall(r"^round \d (each|once|plain) .* same as the first: True$", plain, re.M)) == 6
+    med = dict(re.findall(r"^(each|once|plain)\s+median ([\d.]+) s", plain, re.M))
+    assert (f"a median of {med['plain']} s against {med['once']} s for the shared reader with memmap slices, "
+            f"{med['each']} s with a reader per load") in PAGE
+    assert "plain" not in inspect.signature(llm_fetch.gguf_read_once).parameters  # reverted
