@@ -210,22 +210,21 @@ def test_the_latest_whole_report_figures_are_the_record():
     assert f"{common[3]}x their time at 51f316a ({here:.0f} s against {base:.0f} s)" in PAGE
     kinds = {k: (int(n), int(a), int(b)) for k, n, a, b in
              re.findall(r"^(.+?): (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = [\d.]+x$", text, re.M)}
-    flat = PAGE
     n, a, b = kinds["classifier predict stages"]
-    assert b > a and f"the {n} classifier predict stages" in flat and f"went from {a} s (51f316a, fp32) to {b} s ({b / a:.2f}x)" in flat
+    assert b > a and f"the {n} classifier predict stages" in PAGE and f"went from {a} s (51f316a, fp32) to {b} s ({b / a:.2f}x)" in PAGE
     n, a, b = kinds["training stages"]
-    assert f"the {n} training stages {a} to {b} s ({b / a:.2f}x)" in flat
+    assert f"the {n} training stages {a} to {b} s ({b / a:.2f}x)" in PAGE
     n, a, b = kinds["CrowS-Pairs stages"]
     metrics = set(re.findall(r"^crows_pairs_smollm2-135m in wr_\w+: scoring [\d.]+ s; metric_score ([\d.]+)", text, re.M))
-    assert len(metrics) == 1 and f"CrowS-Pairs {a} to {b} s (the same metric, {metrics.pop()})" in flat
+    assert len(metrics) == 1 and f"CrowS-Pairs {a} to {b} s (the same metric, {metrics.pop()})" in PAGE
     n, a, b = kinds["the other stages both have"]
-    assert f"the other {n} stages {a} to {b} s" in flat
+    assert f"the other {n} stages {a} to {b} s" in PAGE
     loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
-    assert loads and f"fetch or load the 1.5B LLM summed {loads[1]} s" in flat
+    assert loads and f"fetch or load the 1.5B LLM summed {loads[1]} s" in PAGE
     assert re.search(r"^the dequantised copy .*: the same bytes$", text, re.M)
     assert re.search(r"^its candidates against .*: equal$", text, re.M)
     met = "met" if ratio <= 1.0 and float(common[3]) <= 0.6 else "not met"
-    assert f"Both targets are **{met}** on this host" in flat
+    assert f"Both targets are **{met}** on this host" in PAGE
 
 
 def test_the_one_thread_predict_build_and_the_measurements_before_are_the_records():
