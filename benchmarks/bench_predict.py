@@ -102,6 +102,7 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     from transformers import AutoModelForSequenceClassification
 
     from hatecheck_pipeline.core.cpu import native_bf16
+    from hatecheck_pipeline.models.bf16 import auto_bf16
     from hatecheck_pipeline.models.runtime import pack_linears
 
     def fresh():
@@ -125,6 +126,8 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     if native_bf16():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out["bf16 autocast"] = timed(fresh(), False)
+        on, why = auto_bf16()
+        print(f"predict_cpu_bf16: auto picks {'bf16' if on else 'fp32'} on this machine ({why}; models/bf16.py)")
     else:
         print("bf16 autocast: not measured (this CPU has no native bf16; emulated bf16 is slower than fp32)")
     return out

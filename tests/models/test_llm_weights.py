@@ -161,15 +161,18 @@ def test_a_stage_that_loads_the_weights_asks_for_their_memory():
 
 def test_llm_cpu_bf16_picks_the_dtype_the_manifest_names(served, tmp_path, monkeypatch):
     """profiles.<p>.llm_cpu_bf16: true = bfloat16, false = the entry's dtype,
-    auto = bfloat16 only on a CPU with native bf16; the manifest names the
-    dtype and the precision lineage prints."""
-    from hatecheck_pipeline.core import cpu
+    auto = bfloat16 only where native bf16 measured faster (models/bf16.py);
+    the manifest names the dtype and the precision lineage prints."""
+    from hatecheck_pipeline.models import bf16
 
     root, url = served
     doc = entry(root, url)
-    monkeypatch.setattr(cpu, "native_bf16", lambda: False)
+    monkeypatch.setattr(bf16, "native_bf16", lambda: False)
     assert W.run_dtype(doc, "auto") == "float32" and W.run_dtype(doc, True) == "bfloat16" and W.run_dtype(doc, False) == "float32"
-    monkeypatch.setattr(cpu, "native_bf16", lambda: True)
+    monkeypatch.setattr(bf16, "native_bf16", lambda: True)
+    monkeypatch.setattr(bf16, "bf16_speedup", lambda: 0.52)
+    assert W.run_dtype(doc, "auto") == "float32"  # native but measured slower
+    monkeypatch.setattr(bf16, "bf16_speedup", lambda: 4.5)
     assert W.run_dtype(doc, "auto") == "bfloat16"
     out, info, msg = run_stage(tmp_path, doc, llm_cpu_bf16="auto")
     got = read_json(info)

@@ -505,11 +505,14 @@ def test_layer_lr_decay_groups_and_training(base, data, tmp_path):
     assert 0 < moved[0.1] < moved[1.0] / 10
 
 
-def test_cpu_bf16_auto_runs_bf16_only_on_a_cpu_with_native_bf16(tmp_path, monkeypatch):
-    """cpu_bf16: auto (the embedded profile): bf16 autocast where the CPU's
-    flags name native bf16, fp32 elsewhere (emulated bf16 took 10x the fp32
-    step here), and the card's precision says which ran."""
+def test_cpu_bf16_auto_runs_bf16_only_where_native_bf16_measured_faster(tmp_path, monkeypatch):
+    """cpu_bf16: auto (the default profile): bf16 autocast where the CPU's
+    flags name native bf16 and the probe (models/bf16.py) measured it faster
+    than fp32; fp32 elsewhere (emulated bf16 took 10x the fp32 step here;
+    native bf16 on an Intel Xeon ran at 0.57x of fp32), and the card's
+    precision says which ran and why."""
     from hatecheck_pipeline.core import cpu
+    from hatecheck_pipeline.models import bf16
 
     flags = {"avx2 fma": False, "avx2 avx512f avx512_bf16": True, "avx2 amx_bf16 amx_tile": True}
     for i, (line, native) in enumerate(flags.items()):
@@ -522,13 +525,19 @@ def test_cpu_bf16_auto_runs_bf16_only_on_a_cpu_with_native_bf16(tmp_path, monkey
     assert cpu.native_bf16.__wrapped__(str(tmp_path / "missing")) is False
 
     device = torch.device("cpu")
-    monkeypatch.setattr(cpu, "native_bf16", lambda: False)
+    monkeypatch.setattr(bf16, "native_bf16", lambda: False)
+    monkeypatch.setattr(bf16, "bf16_speedup", lambda: 4.5)  # never asked without native bf16
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") is None
     assert runtime.precision(device, amp=False, cpu_bf16="auto") == "fp32 (cpu_bf16: auto; this CPU has no native bf16)"
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=True) == torch.bfloat16  # true forces it
-    monkeypatch.setattr(cpu, "native_bf16", lambda: True)
+    monkeypatch.setattr(bf16, "native_bf16", lambda: True)
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") == torch.bfloat16
     assert runtime.precision(device, amp=False, cpu_bf16="auto") == "bf16 autocast (CPU)"
+    monkeypatch.setattr(bf16, "bf16_speedup", lambda: 0.52)  # native, measured slower: fp32
+    assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") is None
+    assert runtime.precision(device, amp=False, cpu_bf16="auto") == (
+        "fp32 (cpu_bf16: auto; bf16 measured 0.5x of fp32 on this CPU, not faster than the 1.5x asked)")
+    assert runtime.autocast_dtype(device, amp=False, cpu_bf16=True) == torch.bfloat16  # true still forces it
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=False) is None
     with pytest.raises(ValueError, match="'yes' is not true, false or 'auto'"):
-        runtime.cpu_bf16_on("yes")
+        bf16.cpu_bf16_on("yes")

@@ -1,7 +1,7 @@
 """The CPU cores this machine really has, and thread counts bounded by them
 (a rule never runs more torch threads than there are cores, whatever a
 parameter or Snakemake's ``--cores`` says); whether the CPU computes bf16
-natively."""
+natively, and which CPU it is."""
 
 from __future__ import annotations
 
@@ -14,31 +14,40 @@ from pathlib import Path
 NATIVE_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 
 
+def _cpuinfo_fields(cpuinfo: str) -> dict[str, str]:
+    """The first processor's fields of /proc/cpuinfo (empty where unreadable)."""
+    path = Path(cpuinfo)
+    if not path.is_file():
+        return {}
+    fields: dict[str, str] = {}
+    for line in path.read_text("utf-8", errors="replace").splitlines():
+        if not line.strip():
+            if fields:
+                break
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
 @lru_cache(maxsize=1)
 def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     """True when the CPU computes bf16 natively (its flags name one of
     NATIVE_BF16_FLAGS). Without it, PyTorch emulates bf16 matmuls, far
     slower than fp32: a MiniLM training step under bf16 autocast took 10x
     the fp32 step on the AVX2-only EPYC here. False where the flags cannot
-    be read."""
-    path = Path(cpuinfo)
-    if not path.is_file():
-        return False
-    for line in path.read_text("utf-8", errors="replace").splitlines():
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-            return bool(NATIVE_BF16_FLAGS & set(value.split()))
-    return False
+    be read. Native is not fast: models/bf16.py measures that."""
+    fields = _cpuinfo_fields(cpuinfo)
+    flags = fields.get("flags", fields.get("Features", ""))
+    return bool(NATIVE_BF16_FLAGS & set(flags.split()))
 
 
-def cpu_bf16_on(cpu_bf16: bool | str) -> bool:
-    """``cpu_bf16``: True (always), False (never) or "auto" (only on a CPU
-    with native bf16, :func:`native_bf16`)."""
-    if cpu_bf16 == "auto":
-        return native_bf16()
-    if not isinstance(cpu_bf16, bool):
-        raise ValueError(f"cpu_bf16: {cpu_bf16!r} is not true, false or 'auto'")
-    return cpu_bf16
+def cpu_identity(cpuinfo: str = "/proc/cpuinfo") -> tuple[str, str]:
+    """This CPU's model name and its flags, sorted (what a measurement of its
+    speed holds for); ("unknown CPU", "") where /proc/cpuinfo cannot be read."""
+    fields = _cpuinfo_fields(cpuinfo)
+    flags = fields.get("flags", fields.get("Features", ""))
+    return fields.get("model name", "unknown CPU"), " ".join(sorted(set(flags.split())))
 
 
 def machine_cores() -> int:

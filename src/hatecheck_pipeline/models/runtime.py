@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from hatecheck_pipeline.core.cpu import cpu_bf16_on
+from hatecheck_pipeline.models.bf16 import auto_bf16, cpu_bf16_on
 
 
 def pick_device() -> torch.device:
@@ -36,7 +36,7 @@ def available_threads() -> int:
 def autocast_dtype(device: torch.device, amp: bool, cpu_bf16: bool | str = False) -> torch.dtype | None:
     """The autocast dtype of a training step or prediction: bf16 (fp16
     without bf16) on CUDA when ``amp``; bf16 on a CPU when ``cpu_bf16`` is
-    on (:func:`cpu_bf16_on`); None = fp32. Master weights and optimiser
+    on (models/bf16.cpu_bf16_on); None = fp32. Master weights and optimiser
     state stay fp32 either way."""
     if amp and device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
@@ -58,7 +58,7 @@ def precision(device: torch.device, amp: bool, cpu_bf16: bool | str = False) -> 
     """
     dtype = autocast_dtype(device, amp, cpu_bf16)
     if dtype is None:
-        return "fp32 (cpu_bf16: auto; this CPU has no native bf16)" if cpu_bf16 == "auto" and device.type == "cpu" else "fp32"
+        return f"fp32 (cpu_bf16: auto; {auto_bf16()[1]})" if cpu_bf16 == "auto" and device.type == "cpu" else "fp32"
     return f"{'bf16' if dtype == torch.bfloat16 else 'fp16'} autocast ({device.type.upper()})"
 
 

@@ -24,11 +24,11 @@ import torch
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.models.attention import Supervision, read_rationales
+from hatecheck_pipeline.models.bf16 import cpu_bf16_on
 from hatecheck_pipeline.models.checkpoints import save_dir_atomic
 from hatecheck_pipeline.models.grid import grid_search
 from hatecheck_pipeline.models.loop import train_loop
 from hatecheck_pipeline.models.recipe import BINARY, LabelSet, Recipe, budget, budget_note, effective_recipe
-from hatecheck_pipeline.models.runtime import cpu_bf16_on
 from hatecheck_pipeline.models.splits import load_splits
 from hatecheck_pipeline.models.trainable import load_for_training
 
@@ -80,7 +80,7 @@ def run(
     freeze = bool(profile.get("freeze_embeddings", False))
     lower = float(profile.get("freeze_lower_layers") or 0.0)
     bucketing = bool(profile.get("length_bucketing", False))
-    cpu_bf16 = profile.get("cpu_bf16", False)  # true | false | "auto" (models/runtime.py: cpu_bf16_on)
+    cpu_bf16 = profile.get("cpu_bf16", False)  # true | false | "auto" (models/bf16.py: cpu_bf16_on)
     labels = LabelSet.from_recipe(recipe_params)
     supervision = Supervision.from_recipe(recipe_params)
     train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed, labels, profile.get("max_train_per_dataset"))
@@ -105,7 +105,7 @@ def run(
     }
     if lower:
         fingerprint["freeze_lower_layers"] = lower
-    if cpu_bf16_on(cpu_bf16):  # what ran: "auto" without native bf16 trains the fp32 run
+    if cpu_bf16_on(cpu_bf16):  # what ran: "auto" where bf16 is not faster trains the fp32 run
         fingerprint["cpu_bf16"] = True
     if profile.get("max_train_per_dataset") is not None:
         fingerprint["max_train_per_dataset"] = profile["max_train_per_dataset"]

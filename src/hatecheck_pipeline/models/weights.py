@@ -209,9 +209,9 @@ def copy_from_package(entry: Mapping[str, Any], dest: Path) -> int:
 
 def run_dtype(entry: Mapping[str, Any], llm_cpu_bf16: bool | str) -> str:
     """The torch dtype the weights run in: bfloat16 when ``llm_cpu_bf16`` is
-    on (``auto``: a CPU with native bf16, core/cpu.cpu_bf16_on), else the
+    on (``auto``: where bf16 measured faster, models/bf16.cpu_bf16_on), else the
     entry's ``dtype`` (float32 unless it names another)."""
-    from hatecheck_pipeline.core.cpu import cpu_bf16_on
+    from hatecheck_pipeline.models.bf16 import cpu_bf16_on
 
     return "bfloat16" if cpu_bf16_on(llm_cpu_bf16) else entry.get("dtype", "float32")
 

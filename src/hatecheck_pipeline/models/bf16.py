@@ -1,0 +1,126 @@
+"""Whether bf16 pays on this CPU, measured: what ``auto`` means for
+training's ``cpu_bf16``, prediction's ``predict_cpu_bf16`` and the local
+LLM's ``llm_cpu_bf16``.
+
+A native-bf16 flag is not enough. On the AMD EPYC hosts of issue 32 (flag
+``avx512_bf16``) bf16 autocast predicted 1.5x faster than fp32; on an Intel
+Xeon VM with the same flag it ran at 0.57x of fp32 (benchmarks/records/
+bf16_slower_xeon_2026-11-28.txt). So ``auto`` turns bf16 on only where the
+flags name native bf16 (core/cpu.native_bf16; without it PyTorch emulates
+bf16, ~10x slower) *and* a probe measures bf16 at least
+:data:`MIN_SPEEDUP` times as fast as fp32 on one feed-forward product of the
+default encoders' shape. The probe takes ~0.3 s; its result is kept per
+machine (CPU model and flags, torch version) in a small JSON file
+(``$HATECHECK_PIPELINE_BF16_PROBE``, default under ``XDG_CACHE_HOME`` or
+``~/.cache``), so every stage of one machine makes the same choice, and a
+card's ``precision`` says which ran and why."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+
+from hatecheck_pipeline.core.cpu import cpu_identity, native_bf16
+
+PACKAGE = "hatecheck_pipeline"
+PROBE_ENV = "HATECHECK_PIPELINE_BF16_PROBE"  # the cache file
+PROBE_VERSION = 1  # of the probe's shape and method; results of another version are measured again
+# bf16's time over fp32's on the probe: the hosts measured read ~4.5x (AMD EPYC,
+# where prediction ran 1.5x faster) and ~0.52x (Intel Xeon, 0.57x): far on either side.
+MIN_SPEEDUP = 1.5
+# tokens x hidden -> intermediate: the feed-forward up-projection of MiniLM and
+# multilingual-e5-small (384 -> 1536) over a batch of 64 texts of 32 tokens.
+PROBE_SHAPE = (2048, 384, 1536)
+PROBE_REPEATS = 5
+
+
+def probe_file() -> Path:
+    if os.environ.get(PROBE_ENV):
+        return Path(os.environ[PROBE_ENV])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / PACKAGE / "bf16-probe.json"
+
+
+def machine_key() -> str:
+    """What the probe's result holds for: this CPU (model, flags), this torch
+    and this probe."""
+    ident = json.dumps([cpu_identity(), torch.__version__, PROBE_VERSION, PROBE_SHAPE])
+    return hashlib.sha256(ident.encode()).hexdigest()[:16]
+
+
+def measure_speedup(shape: tuple[int, int, int] = PROBE_SHAPE, repeats: int = PROBE_REPEATS) -> float:
+    """fp32's time over bf16 autocast's on one ``nn.Linear`` forward (best of
+    ``repeats`` after two warm-up calls each, at the current torch threads):
+    above 1, bf16 is faster."""
+    tokens, width, out = shape
+    gen = torch.Generator().manual_seed(0)
+    layer = torch.nn.Linear(width, out)
+    x = torch.randn(tokens, width, generator=gen)
+
+    def best(dtype: torch.dtype | None) -> float:
+        ctx = torch.autocast("cpu", dtype=dtype) if dtype is not None else torch.autocast("cpu", enabled=False)
+        times = []
+        with torch.inference_mode(), ctx:
+            for i in range(repeats + 2):
+                start = time.perf_counter()
+                layer(x)
+                if i >= 2:
+                    times.append(time.perf_counter() - start)
+        return min(times)
+
+    return best(None) / best(torch.bfloat16)
+
+
+def _read(path: Path) -> dict:
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):  # absent, unreadable or torn: measured again
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+@lru_cache(maxsize=1)
+def bf16_speedup() -> float:
+    """:func:`measure_speedup` on this machine, measured once and kept (see
+    the module's doc); a read-only home measures per process, same choice."""
+    path, key = probe_file(), machine_key()
+    doc = _read(path)
+    hit = doc.get(key)
+    if isinstance(hit, dict) and isinstance(hit.get("speedup"), (int, float)):
+        return float(hit["speedup"])
+    speedup = measure_speedup()
+    doc[key] = {"speedup": round(speedup, 3), "cpu": cpu_identity()[0], "torch": torch.__version__,
+                "shape": list(PROBE_SHAPE), "threads": torch.get_num_threads(), "probe": PROBE_VERSION}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(doc, indent=1), "utf-8")
+        os.replace(tmp, path)  # a reader sees the old file or the new one
+    except OSError:
+        pass
+    return round(speedup, 3)
+
+
+def auto_bf16() -> tuple[bool, str]:
+    """What ``auto`` picks here, and why (for cards and logs)."""
+    if not native_bf16():
+        return False, "this CPU has no native bf16"
+    speedup = bf16_speedup()
+    verdict = "faster" if speedup >= MIN_SPEEDUP else "not faster"
+    return speedup >= MIN_SPEEDUP, f"bf16 measured {speedup:.1f}x of fp32 on this CPU, {verdict} than the {MIN_SPEEDUP}x asked"
+
+
+def cpu_bf16_on(cpu_bf16: bool | str) -> bool:
+    """``cpu_bf16``: True (always), False (never) or "auto" (:func:`auto_bf16`:
+    a CPU with native bf16 where bf16 measured faster)."""
+    if cpu_bf16 == "auto":
+        return auto_bf16()[0]
+    if not isinstance(cpu_bf16, bool):
+        raise ValueError(f"cpu_bf16: {cpu_bf16!r} is not true, false or 'auto'")
+    return cpu_bf16
