@@ -87,3 +87,41 @@ def test_the_real_probe_measures_a_ratio():
     two timings (its direction is the machine's, so only its form is asserted)."""
     speedup = bf16.measure_speedup(shape=(256, 128, 256), repeats=2)
     assert math.isfinite(speedup) and speedup > 0
+
+
+def _probe_in_a_process(path: str, log: str, barrier) -> None:
+    """A stage's process on a fresh machine: it asks for the speedup, and
+    records each measurement it makes."""
+    import os
+    import time
+
+    os.environ[bf16.PROBE_ENV] = path
+    bf16.bf16_speedup.cache_clear()
+
+    def slow_measure():
+        with open(log, "a") as fh:
+            fh.write(f"{os.getpid()}\n")
+        time.sleep(0.5)
+        return 0.52
+
+    bf16.measure_speedup = slow_measure
+    barrier.wait()
+    assert bf16.bf16_speedup() == 0.52
+
+
+def test_stages_starting_together_measure_once(tmp_path):
+    """Two processes that ask at the same moment: one measures, the other
+    waits on the lock and reads the kept result."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(2)
+    path, log = tmp_path / "bf16-probe.json", tmp_path / "measured.log"
+    procs = [ctx.Process(target=_probe_in_a_process, args=(str(path), str(log), barrier)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert len(log.read_text().split()) == 1
+    assert len(json.loads(path.read_text())) == 1

@@ -17,6 +17,8 @@ card's ``precision`` says which ran and why."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -85,26 +87,50 @@ def _read(path: Path) -> dict:
     return doc if isinstance(doc, dict) else {}
 
 
+@contextlib.contextmanager
+def _locked(path: Path):
+    """One process at a time measures and writes ``path`` (stages that start
+    together on a fresh machine: the second reads the first's result); no
+    lock where the folder cannot be written."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(path.with_name(f".{path.name}.lock"), "a")
+    except OSError:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _kept(doc: dict, key: str) -> float | None:
+    hit = doc.get(key)
+    return float(hit["speedup"]) if isinstance(hit, dict) and isinstance(hit.get("speedup"), (int, float)) else None
+
+
 @lru_cache(maxsize=1)
 def bf16_speedup() -> float:
     """:func:`measure_speedup` on this machine, measured once and kept (see
-    the module's doc); a read-only home measures per process, same choice."""
+    the module's doc); a read-only home measures per process."""
     path, key = probe_file(), machine_key()
-    doc = _read(path)
-    hit = doc.get(key)
-    if isinstance(hit, dict) and isinstance(hit.get("speedup"), (int, float)):
-        return float(hit["speedup"])
-    speedup = measure_speedup()
-    doc[key] = {"speedup": round(speedup, 3), "cpu": cpu_identity()[0], "torch": torch.__version__,
-                "shape": list(PROBE_SHAPE), "threads": torch.get_num_threads(), "probe": PROBE_VERSION}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(doc, indent=1), "utf-8")
-        os.replace(tmp, path)  # a reader sees the old file or the new one
-    except OSError:
-        pass
-    return round(speedup, 3)
+    kept = _kept(_read(path), key)
+    if kept is not None:
+        return kept
+    with _locked(path):
+        doc = _read(path)
+        kept = _kept(doc, key)
+        if kept is not None:  # another process measured it while this one waited
+            return kept
+        speedup = round(measure_speedup(), 3)
+        doc[key] = {"speedup": speedup, "cpu": cpu_identity()[0], "torch": torch.__version__,
+                    "shape": list(PROBE_SHAPE), "threads": torch.get_num_threads(), "probe": PROBE_VERSION}
+        try:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(doc, indent=1), "utf-8")
+            os.replace(tmp, path)  # a reader sees the old file or the new one
+        except OSError:
+            pass
+    return speedup
 
 
 def auto_bf16() -> tuple[bool, str]:
