@@ -536,7 +536,7 @@ def test_cpu_bf16_auto_runs_bf16_only_where_native_bf16_measured_faster(tmp_path
     monkeypatch.setattr(bf16, "bf16_speedup", lambda: 0.52)  # native, measured slower: fp32
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") is None
     assert runtime.precision(device, amp=False, cpu_bf16="auto") == (
-        "fp32 (cpu_bf16: auto; bf16 measured 0.5x of fp32 on this CPU, not faster than the 1.5x asked)")
+        "fp32 (cpu_bf16: auto; bf16 measured 0.5x of fp32 on this CPU, not faster than the 1.2x asked)")
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=True) == torch.bfloat16  # true still forces it
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=False) is None
     with pytest.raises(ValueError, match="'yes' is not true, false or 'auto'"):
