@@ -570,3 +570,56 @@ def test_the_xeon_bf16_and_plain_arrays_figures_are_the_records():
     assert (f"a median of {med['plain']} s against {med['once']} s for the shared reader with memmap slices, "
             f"{med['each']} s with a reader per load") in PAGE
     assert "plain" not in inspect.signature(llm_fetch.gguf_read_once).parameters  # reverted
+
+
+def test_the_auto_measured_whole_report_figures_are_the_record():
+    """Stop 52's Intel Xeon build with ``auto`` measured: the page quotes the
+    record (times, kinds, the quality against the bf16 build), the probe
+    chose fp32 there and the cards say why, and the targets are called met
+    only if they are."""
+    text = (RECORDS / "bench_report_vs_51f316a_auto_measured_2026-11-28.txt").read_text("utf-8")
+    assert "Model name: Intel(R) Xeon(R)" in text and "avx512_bf16=avx512_bf16" in text
+    (old_s, old_min), (new_s, new_min) = re.findall(WALL, text, re.M)
+    ratio = float(new_s) / float(old_s)
+    assert (f"main built its 239 stages in {new_s} s ({new_min} min), 51f316a its 212 stages in {old_s} s "
+            f"({old_min} min), {ratio:.2f}x") in PAGE
+    common = re.search(r"the baseline's stages found here \(211 of 212\): summed wall ([\d,.]+) s against ([\d,.]+) s = ([\d.]+)x", text)
+    here, base = (float(common[k].replace(",", "")) for k in (1, 2))
+    assert f"Today's set of stages took {common[3]}x their time at 51f316a ({here:.0f} s against {base:.0f} s)" in PAGE
+    kinds = {k: (int(n), int(a), int(b)) for k, n, a, b in
+             re.findall(r"^(.+?): (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = [\d.]+x$", text, re.M)}
+    n, a, b = kinds["classifier predict stages"]
+    assert f"the {n} classifier predict stages took {b} s against 51f316a's {a} s ({b / a:.2f}x" in PAGE
+    n, a, b = kinds["training stages"]
+    assert f"{n} training stages {b} s against {a} s ({b / a:.2f}x" in PAGE
+    n, a, b = kinds["CrowS-Pairs stages"]
+    metrics = set(re.findall(r"^crows_pairs_smollm2-135m in wr_?\w+: scoring [\d.]+ s; metric_score ([\d.]+)", text, re.M))
+    assert len(metrics) == 1 and f"CrowS-Pairs took {b} s against {a} s (the same metric, {metrics.pop()})" in PAGE
+    n, a, b = kinds["LLM predict stages"]
+    assert f"({b} s against {a} s)" in PAGE
+    loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
+    assert loads and f"1.5B LLM ({loads[1]} s summed)" in PAGE
+    # the probe chose fp32 on this host, and the cards and predictions say why
+    probe = re.search(r'"speedup":([\d.]+),"cpu":"Intel', text)
+    assert probe and float(probe[1]) < 1.2 and f"the same choice at the {probe[1]}x this host read" in PAGE
+    assert "XTC card precision 'fp32 (cpu_bf16: auto; bf16 measured 0.5x of fp32 on this CPU" in text
+    means = re.findall(r"XTC MHC mean \(macro F1, 10 languages, mhc_t2\) ([\d.]+); XTC card precision '([^']+)'", text)
+    (fp32_mean, fp32_prec), (bf16_mean, bf16_prec) = means
+    assert fp32_prec.startswith("fp32") and bf16_prec == "bf16 autocast (CPU)"
+    assert f"XTC's MHC mean (macro F1 over the ten languages) {fp32_mean} against {bf16_mean}" in PAGE
+    inside = re.search(r"^inside the fp32 interval: (\d+)/(\d+)$", text, re.M)
+    assert f"{inside[1]} of the {inside[2]} report cells with an interval" in PAGE
+    pooled = re.search(r"labels agree on ([\d.]+)% pooled, lowest file ([\d.]+)%", text)
+    assert f"labels agree on {float(pooled[1]):.1f}% of cases pooled: {float(pooled[2]):.1f} to" in PAGE
+    assert re.search(r"^GPT-HateCheck candidates of the two builds: equal$", text, re.M)
+    assert re.search(r"^the dequantised LLM copy of the two builds: the same bytes$", text, re.M)
+    met = "met" if ratio <= 1.0 and float(common[3]) <= 0.6 else "not met"
+    assert f"Both targets are **{met}** on this host either: the whole report at {ratio:.2f}x of 51f316a" in PAGE
+    assert f"today's set at {common[3]}x (asked: 0.6x)" in PAGE
+
+
+def test_the_readme_quotes_the_auto_measured_build():
+    text = (RECORDS / "bench_report_vs_51f316a_auto_measured_2026-11-28.txt").read_text("utf-8")
+    new_min = re.findall(WALL, text, re.M)[1][1]
+    readme = " ".join((REPO / "README.md").read_text("utf-8").split())
+    assert f"(so `auto` trains and predicts in fp32 there), {new_min} min" in readme
