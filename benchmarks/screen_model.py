@@ -116,6 +116,7 @@ def record(model: str, overrides: list[str], cases: int, metrics: Mapping[str, M
         "profile": card["profile"],
         "seed": card["seed"],
         "train_seconds": card["train_seconds"],
+        "precision": card.get("precision"),  # what training ran in (models/bf16.py for auto)
         "device": card.get("device"),
         "git_commit": card.get("git_commit"),
         "mhc_cases_per_language": cases or None,

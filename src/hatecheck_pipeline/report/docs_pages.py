@@ -480,16 +480,22 @@ def _base_name(description: str) -> str:
 
 def screened_model(doc: Mapping[str, Any]) -> str:
     """What a screen record trained, as its table row names it: the base
-    model's name, and ``mean pooling`` when its classifier head read the
-    mean token state (records without ``pooling`` used the model's own head).
+    model's name, ``mean pooling`` when its classifier head read the mean
+    token state (records without ``pooling`` used the model's own head), and
+    the training precision where the record names one (records before it
+    name theirs in their note).
 
     >>> screened_model({"base_model": "EmbeddingGemma-300M (25 parts)", "pooling": "mean"})
     'EmbeddingGemma-300M, mean pooling'
     >>> screened_model({"base_model": "multilingual-e5-small, dequantised"})
     'multilingual-e5-small'
+    >>> screened_model({"base_model": "multilingual-e5-small", "precision": "fp32 (cpu_bf16: auto; bf16 measured 0.5x)"})
+    'multilingual-e5-small, fp32 training'
     """
     name = _base_name(doc["base_model"])
-    return name + (", mean pooling" if doc.get("pooling", "model") == "mean" else "")
+    name += ", mean pooling" if doc.get("pooling", "model") == "mean" else ""
+    precision = doc.get("precision")
+    return name + (f", {precision.split(' ')[0]} training" if precision else "")
 
 
 def screen_table(records: list[tuple[str, Mapping[str, Any]]]) -> str:
