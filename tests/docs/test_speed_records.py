@@ -5,6 +5,7 @@ with other figures fails this until the page says the same."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from conftest import REPO
 
@@ -130,6 +131,48 @@ def test_the_bf16_default_figures_are_the_records():
 WALL = r"^snakemake --cores 2 \(reports/mhc_xtc.html\): ([\d.]+) s wall \(([\d.]+) min\)"
 
 
+@dataclass(frozen=True)
+class WholeReport:
+    """A whole-report record, back to back with 51f316a: both walls, today's
+    set, the summed wall per kind of stage, CrowS-Pairs' metric, the stages
+    that fetch or load the 1.5B LLM."""
+
+    text: str
+    old_s: str
+    old_min: str
+    new_s: str
+    new_min: str
+    here: float  # today's set: its summed wall in the candidate, at 51f316a, and the ratio as printed
+    base: float
+    share: str
+    kinds: dict[str, tuple[int, int, int]]  # kind: (stages, 51f316a s, candidate s)
+    crows_metric: str
+    llm_loads: str
+
+    @property
+    def ratio(self) -> float:
+        return float(self.new_s) / float(self.old_s)
+
+    @property
+    def met(self) -> str:
+        return "met" if self.ratio <= 1.0 and float(self.share) <= 0.6 else "not met"
+
+
+def whole_report(name: str) -> WholeReport:
+    text = (RECORDS / name).read_text("utf-8")
+    assert "Model name: Intel(R) Xeon(R)" in text and "avx512_bf16=avx512_bf16" in text
+    (old_s, old_min), (new_s, new_min) = re.findall(WALL, text, re.M)
+    common = re.search(r"the baseline's stages found here \(211 of 212\): summed wall ([\d,.]+) s against ([\d,.]+) s = ([\d.]+)x", text)
+    here, base = (float(common[k].replace(",", "")) for k in (1, 2))
+    kinds = {k: (int(n), int(a), int(b)) for k, n, a, b in
+             re.findall(r"^(.+?): (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = [\d.]+x$", text, re.M)}
+    metrics = set(re.findall(r"^crows_pairs_smollm2-135m in wr_?\w+: scoring [\d.]+ s; metric_score ([\d.]+)", text, re.M))
+    assert len(metrics) == 1
+    loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
+    assert loads
+    return WholeReport(text, old_s, old_min, new_s, new_min, here, base, common[3], kinds, metrics.pop(), loads[1])
+
+
 def test_the_whole_report_figures_are_the_record():
     """Where the whole report stands against 51f316a: the page and the
     README quote the latest record, and the targets are called met only if
@@ -198,33 +241,23 @@ def test_the_whole_report_figures_are_the_record():
 def test_the_latest_whole_report_figures_are_the_record():
     """The Intel Xeon build of stop 51: the page quotes the record, the
     targets are called met only if they are, and the host is named."""
-    text = (RECORDS / "bench_report_vs_51f316a_latest_2026-11-28.txt").read_text("utf-8")
-    assert "Model name: Intel(R) Xeon(R)" in text and "avx512_bf16=avx512_bf16" in text
-    (old_s, old_min), (new_s, new_min) = re.findall(WALL, text, re.M)
-    ratio = float(new_s) / float(old_s)
-    commit = re.search(r"^start \S+ load=[\d.]+ commit=(\w+)$", text.split("== candidate build")[1], re.M)
-    assert commit and (f"51f316a built its 212 stages in {old_s} s ({old_min} min), main ({commit[1]}) "
-                       f"its 239 stages in {new_s} s ({new_min} min), {ratio:.2f}x") in PAGE
-    common = re.search(r"the baseline's stages found here \(211 of 212\): summed wall ([\d,.]+) s against ([\d,.]+) s = ([\d.]+)x", text)
-    here, base = (float(common[k].replace(",", "")) for k in (1, 2))
-    assert f"{common[3]}x their time at 51f316a ({here:.0f} s against {base:.0f} s)" in PAGE
-    kinds = {k: (int(n), int(a), int(b)) for k, n, a, b in
-             re.findall(r"^(.+?): (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = [\d.]+x$", text, re.M)}
-    n, a, b = kinds["classifier predict stages"]
+    rec = whole_report("bench_report_vs_51f316a_latest_2026-11-28.txt")
+    commit = re.search(r"^start \S+ load=[\d.]+ commit=(\w+)$", rec.text.split("== candidate build")[1], re.M)
+    assert commit and (f"51f316a built its 212 stages in {rec.old_s} s ({rec.old_min} min), main ({commit[1]}) "
+                       f"its 239 stages in {rec.new_s} s ({rec.new_min} min), {rec.ratio:.2f}x") in PAGE
+    assert f"{rec.share}x their time at 51f316a ({rec.here:.0f} s against {rec.base:.0f} s)" in PAGE
+    n, a, b = rec.kinds["classifier predict stages"]
     assert b > a and f"the {n} classifier predict stages" in PAGE and f"went from {a} s (51f316a, fp32) to {b} s ({b / a:.2f}x)" in PAGE
-    n, a, b = kinds["training stages"]
+    n, a, b = rec.kinds["training stages"]
     assert f"the {n} training stages {a} to {b} s ({b / a:.2f}x)" in PAGE
-    n, a, b = kinds["CrowS-Pairs stages"]
-    metrics = set(re.findall(r"^crows_pairs_smollm2-135m in wr_\w+: scoring [\d.]+ s; metric_score ([\d.]+)", text, re.M))
-    assert len(metrics) == 1 and f"CrowS-Pairs {a} to {b} s (the same metric, {metrics.pop()})" in PAGE
-    n, a, b = kinds["the other stages both have"]
+    n, a, b = rec.kinds["CrowS-Pairs stages"]
+    assert f"CrowS-Pairs {a} to {b} s (the same metric, {rec.crows_metric})" in PAGE
+    n, a, b = rec.kinds["the other stages both have"]
     assert f"the other {n} stages {a} to {b} s" in PAGE
-    loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
-    assert loads and f"fetch or load the 1.5B LLM summed {loads[1]} s" in PAGE
-    assert re.search(r"^the dequantised copy .*: the same bytes$", text, re.M)
-    assert re.search(r"^its candidates against .*: equal$", text, re.M)
-    met = "met" if ratio <= 1.0 and float(common[3]) <= 0.6 else "not met"
-    assert f"Both targets are **{met}** on this host" in PAGE
+    assert f"fetch or load the 1.5B LLM summed {rec.llm_loads} s" in PAGE
+    assert re.search(r"^the dequantised copy .*: the same bytes$", rec.text, re.M)
+    assert re.search(r"^its candidates against .*: equal$", rec.text, re.M)
+    assert f"Both targets are **{rec.met}** on this host" in PAGE
 
 
 def test_the_one_thread_predict_build_and_the_measurements_before_are_the_records():
@@ -577,28 +610,20 @@ def test_the_auto_measured_whole_report_figures_are_the_record():
     record (times, kinds, the quality against the bf16 build), the probe
     chose fp32 there and the cards say why, and the targets are called met
     only if they are."""
-    text = (RECORDS / "bench_report_vs_51f316a_auto_measured_2026-11-28.txt").read_text("utf-8")
-    assert "Model name: Intel(R) Xeon(R)" in text and "avx512_bf16=avx512_bf16" in text
-    (old_s, old_min), (new_s, new_min) = re.findall(WALL, text, re.M)
-    ratio = float(new_s) / float(old_s)
-    assert (f"main built its 239 stages in {new_s} s ({new_min} min), 51f316a its 212 stages in {old_s} s "
-            f"({old_min} min), {ratio:.2f}x") in PAGE
-    common = re.search(r"the baseline's stages found here \(211 of 212\): summed wall ([\d,.]+) s against ([\d,.]+) s = ([\d.]+)x", text)
-    here, base = (float(common[k].replace(",", "")) for k in (1, 2))
-    assert f"Today's set of stages took {common[3]}x their time at 51f316a ({here:.0f} s against {base:.0f} s)" in PAGE
-    kinds = {k: (int(n), int(a), int(b)) for k, n, a, b in
-             re.findall(r"^(.+?): (\d+), summed wall 51f316a (\d+) s, candidate (\d+) s = [\d.]+x$", text, re.M)}
-    n, a, b = kinds["classifier predict stages"]
+    rec = whole_report("bench_report_vs_51f316a_auto_measured_2026-11-28.txt")
+    text = rec.text
+    assert (f"main built its 239 stages in {rec.new_s} s ({rec.new_min} min), 51f316a its 212 stages in {rec.old_s} s "
+            f"({rec.old_min} min), {rec.ratio:.2f}x") in PAGE
+    assert f"Today's set of stages took {rec.share}x their time at 51f316a ({rec.here:.0f} s against {rec.base:.0f} s)" in PAGE
+    n, a, b = rec.kinds["classifier predict stages"]
     assert f"the {n} classifier predict stages took {b} s against 51f316a's {a} s ({b / a:.2f}x" in PAGE
-    n, a, b = kinds["training stages"]
+    n, a, b = rec.kinds["training stages"]
     assert f"{n} training stages {b} s against {a} s ({b / a:.2f}x" in PAGE
-    n, a, b = kinds["CrowS-Pairs stages"]
-    metrics = set(re.findall(r"^crows_pairs_smollm2-135m in wr_?\w+: scoring [\d.]+ s; metric_score ([\d.]+)", text, re.M))
-    assert len(metrics) == 1 and f"CrowS-Pairs took {b} s against {a} s (the same metric, {metrics.pop()})" in PAGE
-    n, a, b = kinds["LLM predict stages"]
+    n, a, b = rec.kinds["CrowS-Pairs stages"]
+    assert f"CrowS-Pairs took {b} s against {a} s (the same metric, {rec.crows_metric})" in PAGE
+    n, a, b = rec.kinds["LLM predict stages"]
     assert f"({b} s against {a} s)" in PAGE
-    loads = re.search(r"the candidate's stages that fetch or load the 1.5B LLM: .*; summed (\d+) s", text)
-    assert loads and f"1.5B LLM ({loads[1]} s summed)" in PAGE
+    assert f"1.5B LLM ({rec.llm_loads} s summed)" in PAGE
     # the probe chose fp32 on this host, and the cards and predictions say why
     probe = re.search(r'"speedup":([\d.]+),"cpu":"Intel', text)
     assert probe and float(probe[1]) < 1.2 and f"the same choice at the {probe[1]}x this host read" in PAGE
@@ -613,9 +638,8 @@ def test_the_auto_measured_whole_report_figures_are_the_record():
     assert f"labels agree on {float(pooled[1]):.1f}% of cases pooled: {float(pooled[2]):.1f} to" in PAGE
     assert re.search(r"^GPT-HateCheck candidates of the two builds: equal$", text, re.M)
     assert re.search(r"^the dequantised LLM copy of the two builds: the same bytes$", text, re.M)
-    met = "met" if ratio <= 1.0 and float(common[3]) <= 0.6 else "not met"
-    assert f"Both targets are **{met}** on this host either: the whole report at {ratio:.2f}x of 51f316a" in PAGE
-    assert f"today's set at {common[3]}x (asked: 0.6x)" in PAGE
+    assert f"Both targets are **{rec.met}** on this host either: the whole report at {rec.ratio:.2f}x of 51f316a" in PAGE
+    assert f"today's set at {rec.share}x (asked: 0.6x)" in PAGE
 
 
 def test_the_readme_quotes_the_auto_measured_build():

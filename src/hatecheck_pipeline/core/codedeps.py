@@ -16,10 +16,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from hatecheck_pipeline.core import usercache
 
 PACKAGE = "hatecheck_pipeline"
 SRC = Path(__file__).resolve().parents[2]  # .../src
@@ -30,10 +31,7 @@ CACHE_MAX = 4000  # entries kept (every version of every file parsed); past it, 
 
 
 def cache_file() -> Path:
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / PACKAGE / f"codedeps-v{CACHE_VERSION}.json"
+    return usercache.cache_file(f"codedeps-v{CACHE_VERSION}.json", CACHE_ENV)
 
 
 class _ParseCache:
@@ -64,13 +62,7 @@ class _ParseCache:
             return
         merged = {**(self.entries or {}), **self.used}
         keep = merged if len(merged) <= CACHE_MAX else self.used
-        target = cache_file()
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.{os.getpid()}")
-            tmp.write_text(json.dumps(keep), "utf-8")
-            os.replace(tmp, target)  # a reader sees the old file or the new one, never half of one
-        except OSError:
+        if not usercache.keep(json.dumps(keep), cache_file()):
             return  # a read-only home: no cache, same results
         self.entries, self.new = keep, 0
 

@@ -37,9 +37,7 @@ def native_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
     slower than fp32: a MiniLM training step under bf16 autocast took 10x
     the fp32 step on the AVX2-only EPYC here. False where the flags cannot
     be read. Native is not fast: models/bf16.py measures that."""
-    fields = _cpuinfo_fields(cpuinfo)
-    flags = fields.get("flags", fields.get("Features", ""))
-    return bool(NATIVE_BF16_FLAGS & set(flags.split()))
+    return bool(NATIVE_BF16_FLAGS & set(cpu_identity(cpuinfo)[1].split()))
 
 
 def cpu_identity(cpuinfo: str = "/proc/cpuinfo") -> tuple[str, str]:

@@ -21,16 +21,15 @@ import contextlib
 import fcntl
 import hashlib
 import json
-import os
 import time
 from functools import lru_cache
 from pathlib import Path
 
 import torch
 
+from hatecheck_pipeline.core import usercache
 from hatecheck_pipeline.core.cpu import cpu_identity, native_bf16
 
-PACKAGE = "hatecheck_pipeline"
 PROBE_ENV = "HATECHECK_PIPELINE_BF16_PROBE"  # the cache file
 PROBE_VERSION = 1  # of the probe's shape and method; results of another version are measured again
 # fp32's time over bf16's on the probe, at least: the Intel Xeon read 0.51-0.54
@@ -45,10 +44,7 @@ PROBE_REPEATS = 5
 
 
 def probe_file() -> Path:
-    if os.environ.get(PROBE_ENV):
-        return Path(os.environ[PROBE_ENV])
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / PACKAGE / "bf16-probe.json"
+    return usercache.cache_file("bf16-probe.json", PROBE_ENV)
 
 
 def machine_key() -> str:
@@ -126,12 +122,7 @@ def bf16_speedup() -> float:
         speedup = round(measure_speedup(), 3)
         doc[key] = {"speedup": speedup, "cpu": cpu_identity()[0], "torch": torch.__version__,
                     "shape": list(PROBE_SHAPE), "threads": torch.get_num_threads(), "probe": PROBE_VERSION}
-        try:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}")
-            tmp.write_text(json.dumps(doc, indent=1), "utf-8")
-            os.replace(tmp, path)  # a reader sees the old file or the new one
-        except OSError:
-            pass
+        usercache.keep(json.dumps(doc, indent=1), path)  # a read-only home measures per process
     return speedup
 
 
