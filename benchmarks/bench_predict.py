@@ -8,7 +8,8 @@ For one model on N MHC cases (default 2,000) it prints cases/s of
 - one batched pipeline call,
 
 and the ratios; the lower-precision paths (int8 dynamic quantisation,
-bf16 autocast where the CPU has native bf16) and fp32 with its linear
+bf16 autocast where the CPU has native bf16, fp16 autocast where it has
+native fp16) and fp32 with its linear
 layers packed for oneDNN, with their label agreement with fp32; training samples/s of the training loop's step; the fp32
 matmul peak measured in the same run and the share of it the predict code
 reaches (FLOPs estimated from the model's parameters and attention per
@@ -76,6 +77,10 @@ def flops(model, seqs) -> float:
     return 2 * dense * tokens + 4 * cfg.num_hidden_layers * cfg.hidden_size * pairs
 
 
+# /proc/cpuinfo flags of native fp16 arithmetic (x86): without one, fp16 is emulated.
+NATIVE_FP16_FLAGS = frozenset({"avx512_fp16", "amx_fp16"})
+
+
 def best_predict(model, tok, texts, args, amp: bool) -> tuple[float, np.ndarray]:
     """The predict stage's code on ``texts``: best seconds of ``args.repeats``
     after a warm-up, and its p(hateful)."""
@@ -95,13 +100,15 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     per-channel weights); fp32 with every Linear packed once for oneDNN
     (models/runtime.pack_linears, the local LLM's path); bf16 autocast
     only where the CPU has native bf16 (emulated bf16 ran ~10x slower than
-    fp32 on an AVX2-only EPYC)."""
+    fp32 on an AVX2-only EPYC); fp16 autocast only where it has native fp16
+    (AVX512-FP16 or AMX-FP16: the Intel Xeon whose bf16 ran at half fp32's
+    speed has it)."""
     import warnings
 
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
     from transformers import AutoModelForSequenceClassification
 
-    from hatecheck_pipeline.core.cpu import native_bf16
+    from hatecheck_pipeline.core.cpu import cpu_identity, native_bf16
     from hatecheck_pipeline.models.bf16 import auto_bf16
     from hatecheck_pipeline.models.runtime import pack_linears
 
@@ -130,6 +137,11 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
         print(f"predict_cpu_bf16: auto picks {'bf16' if on else 'fp32'} on this machine ({why}; models/bf16.py)")
     else:
         print("bf16 autocast: not measured (this CPU has no native bf16; emulated bf16 is slower than fp32)")
+    if NATIVE_FP16_FLAGS & set(cpu_identity()[1].split()):
+        with torch.autocast("cpu", dtype=torch.float16):
+            out["fp16 autocast"] = timed(fresh(), False)
+    else:
+        print("fp16 autocast: not measured (this CPU has no native fp16: " + ", ".join(sorted(NATIVE_FP16_FLAGS)) + ")")
     return out
 
 

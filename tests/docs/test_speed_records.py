@@ -647,3 +647,21 @@ def test_the_readme_quotes_the_auto_measured_build():
     new_min = re.findall(WALL, text, re.M)[1][1]
     readme = " ".join((REPO / "README.md").read_text("utf-8").split())
     assert f"(so `auto` trains and predicts in fp32 there), {new_min} min" in readme
+
+
+def test_the_fp16_figures_are_the_record():
+    """fp16 autocast on the Intel Xeon (stop 53): the page quotes the rates
+    and the agreement bench_predict.py printed and the 1024^3 products, and
+    calls fp16 not kept only while it is slower than fp32 there."""
+    text = (RECORDS / "bench_predict_fp16_xeon_2026-11-28.txt").read_text("utf-8")
+    assert "Model name: Intel(R) Xeon(R)" in text and "avx512_fp16" in text
+    fp32 = re.search(r"^predict stage code:\s+([\d.]+) cases/s", text, re.M)[1]
+    fp16 = re.search(r"^fp16 autocast:\s+([\d.]+) cases/s .* labels agree with fp32 on ([\d.]+)% .*, max \|dp\| = ([\d.]+)", text, re.M)
+    bf16 = re.search(r"^bf16 autocast:\s+([\d.]+) cases/s", text, re.M)[1]
+    assert fp16 and float(fp16[1]) < float(fp32) and float(fp16[2]) >= 99.5
+    assert (f"{fp16[1]} cases/s against {fp32} in fp32 ({float(fp16[1]) / float(fp32):.2f}x; bf16 autocast {bf16}), "
+            f"with {fp16[2]}% of labels equal to fp32's (max |dp| {fp16[3]})") in PAGE
+    mm = re.search(r"^\(1024, 1024, 1024\)  fp32 (\d+) GF/s  bf16 (\d+) GF/s  fp16 (\d+) GF/s", text, re.M)
+    assert mm and f"ran at {mm[3]} GFLOP/s in fp16 against {mm[1]} in fp32 and {mm[2]} in bf16" in PAGE
+    assert re.search(r"brg_matmul:avx10_1_512,src:f16", text) and re.search(r"brg_matmul:avx512_core_bf16,src:bf16", text)
+    assert "**fp16 on the same Xeon: measured, not kept**" in PAGE
