@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+import torch
 
 from hatecheck_pipeline.core import cpu
 from hatecheck_pipeline.models import bf16
@@ -92,6 +93,21 @@ def test_the_real_probe_measures_a_ratio():
     two timings (its direction is the machine's, so only its form is asserted)."""
     speedup = bf16.measure_speedup(shape=(256, 128, 256), repeats=2)
     assert math.isfinite(speedup) and speedup > 0
+
+
+def test_the_probe_takes_turns_between_the_precisions(monkeypatch):
+    """fp32 and bf16 calls alternate (a load that comes or goes midway
+    slows both alike), two warm-up rounds then ``repeats`` timed ones."""
+    seen = []
+
+    class Recording(torch.nn.Linear):
+        def forward(self, x):
+            seen.append(torch.is_autocast_enabled("cpu"))
+            return super().forward(x)
+
+    monkeypatch.setattr(bf16.torch.nn, "Linear", Recording)
+    bf16.measure_speedup(shape=(64, 32, 64), repeats=3)
+    assert seen == [False, True] * 5
 
 
 def _probe_in_a_process(path: str, log: str, barrier) -> None:

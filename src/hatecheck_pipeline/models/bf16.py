@@ -31,7 +31,7 @@ from hatecheck_pipeline.core import usercache
 from hatecheck_pipeline.core.cpu import cpu_identity, native_bf16
 
 PROBE_ENV = "HATECHECK_PIPELINE_BF16_PROBE"  # the cache file
-PROBE_VERSION = 1  # of the probe's shape and method; results of another version are measured again
+PROBE_VERSION = 2  # of the probe's shape and method; results of another version are measured again
 # fp32's time over bf16's on the probe, at least: the Intel Xeon read 0.51-0.54
 # (its bf16 prediction ran at 0.57x of fp32). Whole-model bf16 prediction ran 1.5x
 # as fast on the AMD EPYC hosts, so their matmuls, the part probed, ran faster
@@ -56,25 +56,25 @@ def machine_key() -> str:
 
 def measure_speedup(shape: tuple[int, int, int] = PROBE_SHAPE, repeats: int = PROBE_REPEATS) -> float:
     """fp32's time over bf16 autocast's on one ``nn.Linear`` forward (best of
-    ``repeats`` after two warm-up calls each, at the current torch threads):
-    above 1, bf16 is faster."""
+    ``repeats`` each after two warm-up rounds, at the current torch threads):
+    above 1, bf16 is faster. The two precisions take turns, call by call, so
+    a stage that starts or ends on the other core meanwhile slows both alike
+    rather than one of them."""
     tokens, width, out = shape
     gen = torch.Generator().manual_seed(0)
     layer = torch.nn.Linear(width, out)
     x = torch.randn(tokens, width, generator=gen)
-
-    def best(dtype: torch.dtype | None) -> float:
-        ctx = torch.autocast("cpu", dtype=dtype) if dtype is not None else torch.autocast("cpu", enabled=False)
-        times = []
-        with torch.inference_mode(), ctx:
-            for i in range(repeats + 2):
-                start = time.perf_counter()
-                layer(x)
+    best = {torch.float32: float("inf"), torch.bfloat16: float("inf")}
+    with torch.inference_mode():
+        for i in range(repeats + 2):
+            for dtype in best:
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+                    start = time.perf_counter()
+                    layer(x)
+                    took = time.perf_counter() - start
                 if i >= 2:
-                    times.append(time.perf_counter() - start)
-        return min(times)
-
-    return best(None) / best(torch.bfloat16)
+                    best[dtype] = min(best[dtype], took)
+    return best[torch.float32] / best[torch.bfloat16]
 
 
 def _read(path: Path) -> dict:
