@@ -294,3 +294,63 @@ def test_a_commit_writes_the_lock_bytes_dvc_writes(workdir, monkeypatch):
     assert b"# kept by the round-trip read" in (workdir / "dvc.lock").read_bytes()
     assert len(round_trips) == 1 and _yaml.parse_yaml_for_update.__name__ == "<lambda>"  # put back
     assert dvc_internals.changed_stages() == set()
+
+
+def _chain_project(workdir):
+    """s0 (param x.lr) -> s1 -> s3, and s2 (param y.n); all recorded by `dvc repro`."""
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    subprocess.run([*dvc, "init", "-q"], check=True)
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n"
+        "  s0: {cmd: cp in.txt o0.txt, deps: [in.txt], params: [x.lr], outs: [o0.txt]}\n"
+        "  s1: {cmd: cp o0.txt o1.txt, deps: [o0.txt], outs: [o1.txt]}\n"
+        "  s2: {cmd: cp in2.txt o2.txt, deps: [in2.txt], params: [y.n], outs: [o2.txt]}\n"
+        "  s3: {cmd: test -f ok.txt && cp o1.txt o3.txt, deps: [o1.txt], outs: [o3.txt]}\n")
+    for name in ("in.txt", "in2.txt", "ok.txt"):
+        (workdir / name).write_text("input\n")
+    subprocess.run([*dvc, "repro", "-q"], check=True)
+    return dvc
+
+
+def test_repro_runs_what_dvc_repro_runs_and_writes_the_same_lock(workdir):
+    """`hatecheck-pipeline repro` (dvc_internals.reproduce): after an input
+    and a parameter change, the same stages run as under `dvc repro` and the
+    lock is the same, byte for byte, though written once; run again, nothing
+    runs; a stage that fails leaves the stages that ran before it recorded."""
+    import shutil
+
+    dvc = _chain_project(workdir)
+    (workdir / "in.txt").write_text("changed\n")
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 3}\n")
+    twin = workdir.parent / (workdir.name + "_dvc")
+    shutil.copytree(workdir, twin, symlinks=True)
+    subprocess.run([*dvc, "repro", "-q"], check=True, cwd=twin)
+    assert sorted(dvc_internals.reproduce()) == ["s0", "s1", "s2", "s3"]
+    assert (workdir / "dvc.lock").read_bytes() == (twin / "dvc.lock").read_bytes()
+    assert (workdir / "o3.txt").read_text() == "changed\n"
+    assert dvc_internals.reproduce() == [] and dvc_internals.changed_stages() == set()
+    (workdir / "ok.txt").unlink()
+    (workdir / "in.txt").write_text("again\n")
+    with pytest.raises(Exception, match="s3"):
+        dvc_internals.reproduce()
+    assert dvc_internals.changed_stages() == {"s3"}  # s0 and s1 ran and were recorded
+    status = subprocess.run([*dvc, "status"], capture_output=True, text=True, check=True).stdout
+    assert "s3:" in status and "s0:" not in status and "s1:" not in status
+
+
+def test_the_repro_command_reports_what_ran(workdir):
+    from typer.testing import CliRunner
+
+    from hatecheck_pipeline.cli.app import app
+
+    _chain_project(workdir)
+    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 5}\n")
+    dry = CliRunner().invoke(app, ["repro", "--dry"])
+    assert dry.exit_code == 0 and dvc_internals.changed_stages() == {"s2"}  # a dry run runs nothing
+    done = CliRunner().invoke(app, ["repro"])
+    assert done.exit_code == 0 and "1 stage(s) ran and are recorded in dvc.lock" in done.output
+    assert dvc_internals.changed_stages() == set()
+    again = CliRunner().invoke(app, ["repro"])
+    assert again.exit_code == 0 and "up to date" in again.output

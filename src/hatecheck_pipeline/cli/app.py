@@ -8,6 +8,7 @@
   auditing a reported number; ``score-llm``: raw LLM answers (ETHOS prompts).
 - ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml``.
 - ``pull``: ``dvc pull`` of the stages ``dvc.lock`` records (docs/sharing.md).
+- ``repro``: ``dvc repro`` with less of DVC's own work per stage.
 - ``docs record``, ``docs render``: record a finished run, render the
   documentation's generated pages from it.
 """
@@ -70,6 +71,26 @@ def pull(
         fail(f"dvc pull of the {len(recorded)} stage(s) recorded in dvc.lock failed (see above)")
     typer.echo(f"pulled the outputs of the {len(recorded)} stage(s) recorded in dvc.lock"
                + (f"; {len(missing)} stage(s) of the pipeline are not recorded (not built by that run)" if missing else ""))
+
+
+@app.command("repro")
+def repro(
+    targets: Annotated[Optional[list[str]], typer.Argument(help="stages or dvc.yaml (default: every stage)")] = None,
+    force: Annotated[bool, typer.Option("--force", "-f", help="run the stages even if up to date")] = False,
+    dry: Annotated[bool, typer.Option("--dry", help="print what would run, run nothing")] = False,
+) -> None:
+    """`dvc repro`, the same stages run and the same dvc.lock written, with
+    less of DVC's work per stage: params.yaml parsed once, and the lock
+    written once at the end instead of after every stage (docs/performance.md,
+    "`dvc repro` after a parameter change")."""
+    from hatecheck_pipeline.pipeline import dvc_internals
+
+    try:
+        ran = dvc_internals.reproduce(targets or (), force=force, dry=dry)
+    except Exception as exc:  # DVC's own errors name the stage that failed
+        fail(exc)
+    if not dry:
+        typer.echo(f"{len(ran)} stage(s) ran and are recorded in dvc.lock" if ran else "Data and pipelines are up to date.")
 
 
 @app.command("run")
