@@ -665,3 +665,19 @@ def test_the_fp16_figures_are_the_record():
     assert mm and f"ran at {mm[3]} GFLOP/s in fp16 against {mm[1]} in fp32 and {mm[2]} in bf16" in PAGE
     assert re.search(r"brg_matmul:avx10_1_512,src:f16", text) and re.search(r"brg_matmul:avx512_core_bf16,src:bf16", text)
     assert "**fp16 on the same Xeon: measured, not kept**" in PAGE
+
+
+def test_the_repro_figures_are_the_record():
+    """`dvc repro`, `hatecheck-pipeline repro` and Snakemake after a
+    parameter change (stop 53): the page quotes the three walls of the
+    record, each runner ran the same stages and left `dvc status` clean."""
+    text = (RECORDS / "repro_after_param_change_2026-11-28.txt").read_text("utf-8")
+    rows = {runner: (wall, ran) for runner, wall, ran in re.findall(
+        r"^evaluation\.ci_level \S+ -> \S+: dvc status lists 91 stages; `([^`]+)`: rc 0, ([\d.]+) s wall.*?(\d+) (?:stages run|jobs).*"
+        r"then dvc status: Data and pipelines are up to date\.$", text, re.M)}
+    plain, ours, smk = rows["dvc repro"], rows["hatecheck-pipeline repro"], rows["snakemake --cores 8 reports/mhc_xtc.html"]
+    assert plain[1] == ours[1] == smk[1] == "98" and float(ours[0]) < float(plain[0])
+    assert (f"`dvc repro` {plain[0]} s, `hatecheck-pipeline repro` {ours[0]} s "
+            f"({float(plain[0]) / float(ours[0]):.1f}x less)") in PAGE
+    assert f"the {smk[1]} to `dvc.lock` in one process, {smk[0]} s" in PAGE
+    assert f"plain `dvc repro` took {plain[0]} s for them" in PAGE

@@ -341,16 +341,17 @@ def test_repro_runs_what_dvc_repro_runs_and_writes_the_same_lock(workdir):
 
 
 def test_the_repro_command_reports_what_ran(workdir):
-    from typer.testing import CliRunner
-
-    from hatecheck_pipeline.cli.app import app
-
+    """The command prints DVC's own messages as `dvc repro` does, then what
+    ran; --dry runs nothing."""
+    cli = [sys.executable, "-c", "from hatecheck_pipeline.cli.app import cli; cli()", "repro"]
     _chain_project(workdir)
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 5}\n")
-    dry = CliRunner().invoke(app, ["repro", "--dry"])
-    assert dry.exit_code == 0 and dvc_internals.changed_stages() == {"s2"}  # a dry run runs nothing
-    done = CliRunner().invoke(app, ["repro"])
-    assert done.exit_code == 0 and "1 stage(s) ran and are recorded in dvc.lock" in done.output
+    dry = subprocess.run([*cli, "--dry"], capture_output=True, text=True)
+    assert dry.returncode == 0 and "Running stage 's2'" in dry.stdout, dry.stderr
+    assert dvc_internals.changed_stages() == {"s2"}  # a dry run runs nothing
+    done = subprocess.run(cli, capture_output=True, text=True)
+    assert done.returncode == 0 and "1 stage(s) ran and are recorded in dvc.lock" in done.stdout, done.stderr
+    assert "Running stage 's2'" in done.stdout and "Stage 's0' didn't change, skipping" in done.stdout
     assert dvc_internals.changed_stages() == set()
-    again = CliRunner().invoke(app, ["repro"])
-    assert again.exit_code == 0 and "up to date" in again.output
+    again = subprocess.run(cli, capture_output=True, text=True)
+    assert again.returncode == 0 and "up to date" in again.stdout
