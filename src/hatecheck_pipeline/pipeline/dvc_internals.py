@@ -273,7 +273,7 @@ def reproduce(targets: Iterable[str] = (), root: str | Path = ".", show: bool = 
     written once at the end (also when a stage fails or the run is
     interrupted) where DVC rewrites the whole lock, through its pure-Python
     YAML emitter, after each stage: for the whole report's 20,000-line lock
-    about 2 s a stage. A run killed outright (SIGKILL, power) records none
+    most of a score stage's time. A run killed outright (SIGKILL, power) records none
     of the stages it ran; the next one runs them again. ``show``: print
     DVC's messages as ``dvc repro`` does (each stage run or skipped).
     Returns the names of the stages that ran."""
