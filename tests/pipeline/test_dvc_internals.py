@@ -50,10 +50,16 @@ def test_the_installed_dvc_is_the_pinned_one():
     assert md.version("dvc") == pin, f"dvc {md.version('dvc')} installed, pyproject pins {pin}"
 
 
-def test_commit_through_the_internals_records_a_clean_stage(workdir):
+def _git_dvc_project() -> list[str]:
+    """git init and dvc init in the working directory; returns the dvc command."""
     dvc = [sys.executable, "-m", "dvc"]
     subprocess.run(["git", "init", "-q"], check=True)
     subprocess.run([*dvc, "init", "-q"], check=True)
+    return dvc
+
+
+def test_commit_through_the_internals_records_a_clean_stage(workdir):
+    dvc = _git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 5.0e-5}\n")
     (workdir / "in.txt").write_text("input\n")
     (workdir / "dvc.yaml").write_text("stages:\n  s:\n    cmd: cp in.txt out.txt\n    deps: [in.txt]\n"
@@ -85,9 +91,7 @@ def test_a_commit_records_the_values_a_run_was_given(workdir):
     from dvc.dependency import param
     from dvc.utils import serialize
 
-    dvc = [sys.executable, "-m", "dvc"]
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run([*dvc, "init", "-q"], check=True)
+    dvc = _git_dvc_project()
     text = "profile: a\nprofiles:\n  a: {n: 1}\n  b: {n: 2}\n"
     (workdir / "params.yaml").write_text(text)
     (workdir / "dvc.yaml").write_text("stages:\n  s:\n    cmd: cp in.txt out.txt\n    deps: [in.txt]\n"
@@ -117,9 +121,7 @@ def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(wo
     from dvc.dependency import param
     from scmrepo.git import Git
 
-    dvc = [sys.executable, "-m", "dvc"]
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run([*dvc, "init", "-q"], check=True)
+    _git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
     stages = "".join(f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x, y]\n"
                      f"    outs: [o{i}.txt]\n" for i in range(3))
@@ -144,9 +146,7 @@ def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(wo
 def _three_recorded_stages(workdir):
     """A git + DVC project whose stages s0, s1 (param x.lr) and s2 (y.n)
     are recorded up to date; returns the dvc command."""
-    dvc = [sys.executable, "-m", "dvc"]
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run([*dvc, "init", "-q"], check=True)
+    dvc = _git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
     (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
         f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [{'x.lr' if i < 2 else 'y.n'}]\n"
@@ -181,9 +181,7 @@ def test_the_status_parses_the_params_file_once_and_finds_what_dvc_finds(workdir
 
 
 def test_the_recording_benchmark_runs_both_ways_on_a_small_project(workdir):
-    dvc = [sys.executable, "-m", "dvc"]
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run([*dvc, "init", "-q"], check=True)
+    _git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\n")
     (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
         f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x]\n    outs: [o{i}.txt]\n" for i in range(2)))
@@ -256,9 +254,7 @@ def test_walked_keys_are_what_dvc_looks_up(workdir):
 
 
 def _lock_project(workdir):
-    dvc = [sys.executable, "-m", "dvc"]
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run([*dvc, "init", "-q"], check=True)
+    _git_dvc_project()
     (workdir / "params.yaml").write_text(
         "x: {lr: 5.0e-5, flag: 'yes', none: null, text: \"Complex & Intelligent: a 'quoted' word\\nsecond line\", "
         "uni: Zürich – «»}\ny: {n: 2, list: [1, '2', 3.0]}\n")
@@ -298,9 +294,7 @@ def test_a_commit_writes_the_lock_bytes_dvc_writes(workdir, monkeypatch):
 
 def _chain_project(workdir):
     """s0 (param x.lr) -> s1 -> s3, and s2 (param y.n); all recorded by `dvc repro`."""
-    dvc = [sys.executable, "-m", "dvc"]
-    subprocess.run(["git", "init", "-q"], check=True)
-    subprocess.run([*dvc, "init", "-q"], check=True)
+    dvc = _git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
     (workdir / "dvc.yaml").write_text(
         "stages:\n"

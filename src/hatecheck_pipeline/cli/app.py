@@ -86,7 +86,7 @@ def repro(
     from hatecheck_pipeline.pipeline import dvc_internals
 
     try:
-        ran = dvc_internals.reproduce(targets or (), show=True, force=force, dry=dry)
+        ran = dvc_internals.reproduce(targets or (), force=force, dry=dry)
     except Exception as exc:  # DVC's own errors name the stage that failed
         fail(exc)
     if not dry:

@@ -55,7 +55,6 @@ RELIED_ON = {
     ("dvc.repo.reproduce", "_reproduce"): "runs the collected stages in order, under the repository lock",
     ("dvc.repo.reproduce._reproduce", "repro_fn"): "what runs one stage (passed through Repo.reproduce's kwargs)",
     ("dvc.repo.reproduce", "_reproduce_stage"): "runs one stage, then writes its lock entry (stage.dump)",
-    ("dvc.logger", "setup"): "DVC's console messages, as its command line sets them up",
     ("dvc.stage.Stage", "dump"): "a stage's lock entry written (one rewrite of dvc.lock per stage)",
 }
 
@@ -264,7 +263,7 @@ def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None =
     return {name.split(":")[-1] for name in status}
 
 
-def reproduce(targets: Iterable[str] = (), root: str | Path = ".", show: bool = False, **kwargs: Any) -> list[str]:
+def reproduce(targets: Iterable[str] = (), root: str | Path = ".", **kwargs: Any) -> list[str]:
     """``dvc repro [targets]`` (``kwargs``: ``Repo.reproduce``'s, e.g.
     ``force``, ``dry``), the same stages run and the same ``dvc.lock``
     written, with less of DVC's own work per stage: its params reads
@@ -274,9 +273,9 @@ def reproduce(targets: Iterable[str] = (), root: str | Path = ".", show: bool = 
     interrupted) where DVC rewrites the whole lock, through its pure-Python
     YAML emitter, after each stage: for the whole report's 20,000-line lock
     most of a score stage's time. A run killed outright (SIGKILL, power) records none
-    of the stages it ran; the next one runs them again. ``show``: print
-    DVC's messages as ``dvc repro`` does (each stage run or skipped).
-    Returns the names of the stages that ran."""
+    of the stages it ran; the next one runs them again. DVC's messages (each stage run or
+    skipped) print as ``dvc repro``'s do: importing DVC sets up its console
+    logging at INFO. Returns the names of the stages that ran."""
     from dvc.repo import Repo
     from dvc.repo import reproduce as repro_mod
 
@@ -302,42 +301,13 @@ def reproduce(targets: Iterable[str] = (), root: str | Path = ".", show: bool = 
             for dvcfile, group in by_file.items():
                 dvcfile.dump_stages(group, update_pipeline=False)
 
-    with _dvc_messages(show), Repo(str(root)) as repo, _memoised_reads(repo, git_index=False), _lock_read_plain():
+    with Repo(str(root)) as repo, _memoised_reads(repo, git_index=False), _lock_read_plain():
         repro_mod._reproduce = run_then_write
         try:
             repo.reproduce(targets=list(targets) or None, repro_fn=reproduce_stage, **kwargs)
         finally:
             repro_mod._reproduce = run_all
     return [s.name for s in ran]
-
-
-@contextmanager
-def _dvc_messages(show: bool):
-    """DVC's console messages at INFO, as its command line prints them,
-    while the block runs (importing DVC adds its console handlers; where
-    they are absent they are set up, and taken down after the block); the
-    loggers' levels are put back after it."""
-    if not show:
-        yield
-        return
-    import logging
-
-    names = ("dvc", "dvc_objects", "dvc_data")
-    loggers = [logging.getLogger(n) for n in names]
-    before = [(lg.level, list(lg.handlers)) for lg in loggers]
-    if not loggers[0].handlers:
-        from dvc.logger import setup
-
-        setup()
-    for lg in loggers:
-        lg.setLevel(logging.INFO)
-    try:
-        yield
-    finally:
-        for lg, (level, handlers) in zip(loggers, before):
-            lg.setLevel(level)
-            for handler in [h for h in lg.handlers if h not in handlers]:
-                lg.removeHandler(handler)
 
 
 def repository_lock(lockfile: str | Path):
