@@ -681,3 +681,23 @@ def test_the_repro_figures_are_the_record():
             f"({float(plain[0]) / float(ours[0]):.1f}x less)") in PAGE
     assert f"the {smk[1]} to `dvc.lock` in one process, {smk[0]} s" in PAGE
     assert f"plain `dvc repro` took {plain[0]} s for them" in PAGE
+
+
+def test_the_compile_figures_are_the_record():
+    """torch.compile against eager: the page quotes the range of the rounds'
+    ratios and the compile times of both runs as bench_compile.py printed
+    them, and the verdict holds (a compiled round never gains more than the
+    warm compile of one prediction round costs back within ~100 s)."""
+    text = (RECORDS / "bench_compile_2026-11-29.txt").read_text("utf-8")
+    pred = [float(x) for x in re.findall(r"^prediction round \d: eager [\d.]+ s, compiled [\d.]+ s, eager/compiled ([\d.]+)x$", text, re.M)]
+    train = [float(x) for x in re.findall(r"^training round \d: eager [\d.]+ s, compiled [\d.]+ s, eager/compiled ([\d.]+)x$", text, re.M)]
+    firsts = re.findall(r"^(prediction|training): first compiled round \(compiles\) ([\d.]+) s$", text, re.M)
+    assert len(pred) == len(train) == 6 and len(firsts) == 4
+    assert "labels equal 100.00%" in text and text.count("== done rc 0") == 2
+    cold = {k: v for k, v in firsts[:2]}
+    warm = {k: v for k, v in firsts[2:]}
+    assert f"compiled runs at {min(pred):.2f}x-{max(pred):.2f}x of eager, every label equal" in PAGE
+    assert f"{cold['prediction']} s of compilation with the cache empty and {warm['prediction']} s with it warm" in PAGE
+    assert f"{min(train):.2f}x-{max(train):.2f}x of eager, after {cold['training']} s of compilation ({warm['training']} s warm)" in PAGE
+    # the verdict: a 100 s stage gains less than the warm compilation costs
+    assert 100 * (1 - 1 / max(pred)) < float(warm["prediction"]) and max(train) < 1.05
