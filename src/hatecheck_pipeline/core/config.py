@@ -172,6 +172,36 @@ def is_llm(spec: Mapping[str, Any]) -> bool:
     return spec.get("kind") == "llm"
 
 
+# Classifiers that are already trained (no training stage, no text scheme:
+# they read the suites' texts as published): a sequence-classification model
+# directory or hub id, an ONNX file, a Python function.
+CLASSIFIER_KINDS = ("pretrained", "onnx", "python")
+# Datasets with a seeded test split (``heldout_<dataset>``): the training
+# datasets a fine-tuned model may name, and a classifier's held-out suites.
+HELDOUT_DATASETS = ("davidson2017", "founta2018", "hateval2019_es", "haspeede2020", "fortuna2019", "hatexplain")
+
+
+def model_kind(spec: Mapping[str, Any]) -> str:
+    """``finetuned`` (trained here; the default), ``llm`` or one of
+    :data:`CLASSIFIER_KINDS`.
+
+    >>> model_kind({"role": "bert"}), model_kind({"kind": "onnx"})
+    ('finetuned', 'onnx')
+    """
+    return str(spec.get("kind") or "finetuned")
+
+
+def is_finetuned(spec: Mapping[str, Any]) -> bool:
+    """Whether the pipeline trains the model (a train stage, a text scheme)."""
+    return model_kind(spec) == "finetuned"
+
+
+def is_classifier(spec: Mapping[str, Any]) -> bool:
+    """Whether the model is a classifier trained elsewhere (one of
+    :data:`CLASSIFIER_KINDS`), tested as it is."""
+    return model_kind(spec) in CLASSIFIER_KINDS
+
+
 def case_cap_key(spec: Mapping[str, Any], expanded: bool = False) -> str:
     """The profile key capping the cases a model predicts per suite (its
     predict stage draws them; score and bias stages read the same draw):
@@ -216,6 +246,22 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
                     errors.append(f"{where}.suites: {sname!r} is not a functional suite an llm model is asked about "
                                   f"(suites: {', '.join(sorted(functional))})")
             continue
+        if is_classifier(model):
+            heldout = {f"heldout_{d}" for d in HELDOUT_DATASETS if d in datasets}
+            for sname in model.get("suites", []):
+                if sname not in suites | heldout:
+                    errors.append(f"{where}.suites: {sname!r} is not a suite (suites: {', '.join(sorted(suites))}, heldout_<dataset>)")
+            for d in model.get("trained_on", []):
+                if d not in datasets:
+                    errors.append(f"{where}.trained_on: {d!r} is not a dataset (datasets: {', '.join(sorted(datasets))})")
+            if model.get("decision") == "argmax" and model.get("kind") == "python":
+                errors.append(f"{where}.decision: argmax needs class probabilities; a python classifier gives p(hateful) or labels")
+            classes = model.get("classes")
+            if classes is not None:
+                unknown = [h for h in model.get("hateful", []) if h not in classes]
+                if unknown:
+                    errors.append(f"{where}.hateful: {unknown} not among its classes {classes}")
+            continue
         if model.get("scheme") not in schemes:
             errors.append(f"{where}.scheme: {model.get('scheme')!r} is not a scheme (preprocessing.schemes: {', '.join(sorted(schemes))})")
         if model.get("recipe") not in recipes:
@@ -248,7 +294,7 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
     variants += [(f"bias.hatexplain.two_class[{i}]", e) for i, e in enumerate(hx.get("two_class") or [])]
     models = params.get("models", {})
     for where, entry in variants:  # models trained as variants of another model (BERT-HateXplain, the 2-class bias models)
-        if entry.get("from_model") not in models or is_llm(models[entry["from_model"]]):
+        if entry.get("from_model") not in models or not is_finetuned(models[entry["from_model"]]):
             errors.append(f"{where}.from_model: {entry.get('from_model')!r} is not a fine-tuned model (models: {', '.join(sorted(models))})")
         if entry.get("recipe") not in recipes:
             errors.append(f"{where}.recipe: {entry.get('recipe')!r} is not a recipe (training.recipes: {', '.join(sorted(recipes))})")

@@ -72,6 +72,11 @@ def model_card(model: str) -> str:
     return f"{MODELS}/{model}/model_card.json"
 
 
+def classifier_file(model: str, name: str) -> str:
+    """A pinned classifier's file, fetched by its ``classifier_<model>`` stage."""
+    return f"{MODELS}/{model}/classifier/{name}"
+
+
 def checkpoints(model: str) -> str:
     return f"{MODELS}/{model}/checkpoints"
 

@@ -410,9 +410,12 @@ def score(
     profiles: Mapping[str, Any],
     model_seed: int,
     cap_key: str = "max_cases_per_suite",
+    trained_on: list[str] | None = None,
 ) -> str:
     """Stage ``score_<model>_<suite>``: one model's predictions on one suite
-    -> METRICS.json. ``threshold`` None scores the predicted labels, else
+    -> METRICS.json. ``trained_on``: the datasets a classifier trained
+    elsewhere was trained on; its held-out set of one of them is marked
+    ``seen_in_training`` (the cases may be its training data). ``threshold`` None scores the predicted labels, else
     ``p_hateful >= threshold``. A profile that caps the cases predicted per
     suite (smoke) scores the same seeded subsample the predict stage drew
     (the profile's ``cap_key``: ``max_cases_per_suite``, or
@@ -425,4 +428,7 @@ def score(
         suite, predictions, metrics, "pred" if threshold is None else "p_hateful", threshold,
         samples, seed, level, gold=gold, replicates=replicates,
     )
+    if suite.heldout and suite.dataset in (trained_on or []):
+        doc["seen_in_training"] = True
+        write_metrics(doc, metrics)
     return f"{model}/{suite.name}: macro F1 {doc['overall']['macro_f1']['value']}"

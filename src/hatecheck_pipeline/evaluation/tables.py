@@ -108,12 +108,19 @@ def section_cells(table: str, loaded: list[tuple[Source, dict]], section: str, m
     return frame(out)
 
 
+# The ``setting`` of a held-out cell whose cases may be the model's own
+# training data (a classifier trained elsewhere on that dataset): shown
+# marked, never set beside the others as a held-out figure.
+SEEN_IN_TRAINING = "seen in training"
+
+
 def overall_cells(table: str, loaded: list[tuple[Source, dict]], metrics: list[str], row_of=lambda s: s.language or s.suite) -> pl.DataFrame:
     out = []
     for src, doc in loaded:
+        seen = {"setting": SEEN_IN_TRAINING} if doc.get("seen_in_training") else {}
         for metric in metrics:
             out.append(_cell(table, src, row_of(src), metric, doc["overall"].get(metric), doc["overall"]["n"], per_language=False,
-                             **boot(doc, doc["overall"])))
+                             **boot(doc, doc["overall"]), **seen))
     return frame(out)
 
 

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
 from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
+from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
 from hatecheck_pipeline.pipeline.models import supervised_model, two_class_models
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -108,7 +108,7 @@ def explained_models(params: Mapping[str, Any]) -> list[str]:
     """HateXplain classifiers the pipeline fine-tunes (models of ``models``,
     and the supervised one), explained by hatexplain_explain_<model>."""
     sup = supervised_model(params)
-    trained = {m for m, spec in params["models"].items() if not is_llm(spec)} | ({sup["model"]} if sup else set())
+    trained = {m for m, spec in params["models"].items() if is_finetuned(spec)} | ({sup["model"]} if sup else set())
     return [c for c in hatexplain_classifiers(params) if c in trained]
 
 

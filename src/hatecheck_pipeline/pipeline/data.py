@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_llm
+from hatecheck_pipeline.core.config import is_finetuned
 from hatecheck_pipeline.core.stage import Stage, metric, out
 from hatecheck_pipeline.data.sources import SOURCES_FILE, load_registry, outputs
 from hatecheck_pipeline.data.specs import DATASETS
@@ -24,7 +24,7 @@ def datasets_in_use(params: Mapping[str, Any]) -> dict[str, set[str]]:
     """(dataset -> schemes) needed by the configured models and suites."""
     needed: dict[str, set[str]] = {}
     for model in params["models"].values():
-        if is_llm(model):  # reads the suites' validated tables, no scheme
+        if not is_finetuned(model):  # an llm or a classifier trained elsewhere reads the suites' validated tables, no scheme
             continue
         for name in [*model["train"], *model["suites"]]:
             if name in DATASETS:

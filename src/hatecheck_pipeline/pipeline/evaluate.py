@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
+from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
 from hatecheck_pipeline.evaluation.tables import GROUPS, Source
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
@@ -78,6 +78,8 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     cap_key = case_cap_key(params["models"][model], suite.expanded)  # the profile key that capped the predicted cases
     keys = {**SCORE_PARAMS, **profile_params(params, [cap_key])}
     keys["model_seed"] = f"models.{model}.seed"
+    if suite.heldout and "trained_on" in params["models"][model]:
+        keys["trained_on"] = f"models.{model}.trained_on"
     return Stage(
         score_stage_name(model, suite.name),
         "evaluate",
@@ -132,7 +134,7 @@ def mhc_disagreement_stage() -> Stage:
 def multiclass_models(params: Mapping[str, Any]) -> list[str]:
     """Fine-tuned models whose recipe names its own classes (``labels``)."""
     return [m for m, spec in params["models"].items()
-            if not is_llm(spec) and (params["training"]["recipes"][spec["recipe"]].get("labels"))]
+            if is_finetuned(spec) and (params["training"]["recipes"][spec["recipe"]].get("labels"))]
 
 
 def multiclass_metrics(model: str, dataset: str) -> str:

@@ -21,9 +21,10 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import case_cap_key, is_llm, profile
+from hatecheck_pipeline.core.config import case_cap_key, is_classifier, is_finetuned, is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import memory_mb, weights_input
+from hatecheck_pipeline.models import external
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.models.recipe import BUDGET_KEYS
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
@@ -34,6 +35,9 @@ ERASER = "eraser"  # bias.hatexplain.supervised.train_rationales: derive them fr
 TRAIN = "hatecheck_pipeline.models.train:train"
 PREDICT = "hatecheck_pipeline.models.predict:predict"
 LLM_PREDICT = "hatecheck_pipeline.evaluation.llm_classifier:predict_suites"
+CLASSIFIER_REGISTER = "hatecheck_pipeline.models.external:register"
+CLASSIFIER_PREDICT = "hatecheck_pipeline.models.external:predict"
+CLASSIFIER_MEM_MB = {"onnx": 1000, "python": 2000, "pretrained": 3000}
 LLM_MEM_MB = 4000  # a stage on an endpoint backend, or weights that name no mem_mb
 
 
@@ -58,7 +62,7 @@ CONVERT_MEM_MB = 3000
 
 def pipeline_bases(params: Mapping[str, Any], model: str) -> set[str]:
     """Pipeline-built base models the model starts from under any profile."""
-    if is_llm(params["models"][model]):
+    if not is_finetuned(params["models"][model]):
         return set()
     refs = (base_ref({**params, "profile": name}, model) for name in params["profiles"])
     return {b for ref in refs if (b := pipeline_base(ref)) is not None}
@@ -243,9 +247,56 @@ def llm_predict_stage(params: Mapping[str, Any], model: str) -> Stage:
     )
 
 
+def classifier_stage(params: Mapping[str, Any], model: str) -> Stage:
+    """``classifier_<model>``: a classifier trained elsewhere located (a
+    pinned file fetched), checked to answer, and its card written."""
+    spec = params["models"][model]
+    fetched = external.fetched_file(model, spec)
+    source = external.local_source(spec)
+    outputs: dict[str, Any] = {"card": out(paths.model_card(model))}
+    if fetched:
+        outputs["fetched"] = out(fetched)
+    return Stage(
+        f"classifier_{model}",
+        "convert",
+        CLASSIFIER_REGISTER,
+        inputs={"source": source} if source else {},
+        outputs=outputs,
+        params={"spec": f"models.{model}", "profile": "profile"},
+        args={"model": model},
+        mem_mb=CLASSIFIER_MEM_MB.get(spec["kind"], PREDICT_MEM_MB),
+    )
+
+
+def classifier_predict_stage(params: Mapping[str, Any], model: str, group: str, suites: list[Suite]) -> Stage:
+    """``predict_<model>_<group>`` of a classifier trained elsewhere: the
+    suites' texts as published (their validated tables), one predictions
+    file per suite, the classifier loaded once."""
+    spec = params["models"][model]
+    cap_keys = sorted({case_cap_key(spec, s.expanded) for s in suites})
+    if len(cap_keys) != 1:
+        raise ValueError(f"predict_{model}_{group}: suites of one group read one case cap, not {cap_keys}")
+    read = external.reads(model, spec)
+    return Stage(
+        f"predict_{model}_{group}",
+        "predict",
+        CLASSIFIER_PREDICT,
+        inputs={"card": paths.model_card(model), "tables": {s.name: s.raw_table() for s in suites},
+                **({"model_file": read} if read else {})},
+        outputs={"predictions": tuple(out(paths.predictions(model, s.name)) for s in suites)},
+        params={"spec": f"models.{model}", "seed": f"models.{model}.seed", "threshold": "prediction.threshold",
+                "threads": "prediction.threads", **profile_params(params, cap_keys)},
+        args={"model": model, "suites": suites, "cap_key": cap_keys[0]},
+        threads=max(1, params["prediction"]["threads"]),
+        mem_mb=CLASSIFIER_MEM_MB.get(spec["kind"], PREDICT_MEM_MB),
+        gpu=profile(params).get("gpu", 0) if spec["kind"] == "pretrained" else 0,
+        runtime=profile(params).get("predict_runtime"),
+    )
+
+
 def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_ = convert_stages(params)
-    finetuned = [m for m, spec in params["models"].items() if not is_llm(spec)]
+    finetuned = [m for m, spec in params["models"].items() if is_finetuned(spec)]
     for model in finetuned:
         out_.append(train_stage(params, model))
     if (sup := supervised_model(params)) is not None:
@@ -257,4 +308,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
         for group, suites in suite_groups(params, model):
             out_.append(predict_stage(params, model, group, suites))
     out_ += [llm_predict_stage(params, m) for m, spec in params["models"].items() if is_llm(spec)]
+    for model in [m for m, spec in params["models"].items() if is_classifier(spec)]:
+        out_.append(classifier_stage(params, model))
+        out_ += [classifier_predict_stage(params, model, group, suites) for group, suites in suite_groups(params, model)]
     return out_

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.evaluation.tables import SEEN_IN_TRAINING, cell_id
 
 
 def fmt(value: Any) -> str:
@@ -44,14 +44,19 @@ def provenance(cell: Mapping[str, Any]) -> str:
     return f"{fmt(cell.get('value'))}{ci}{n}. From {cell['metrics_file']} (stage {cell['stage']}); lineage: hatecheck-pipeline lineage {cell['cell_id']}"
 
 
+SEEN_NOTE = " Not a held-out figure: the model was trained on this dataset (these cases may be its training data)."
+
+
 def td(cell: Mapping[str, Any] | None, below_mark: float | None) -> str:
     if cell is None:
         return '<td class="missing">–</td>'
     value = cell.get("value")
-    cls = ' class="below"' if below_mark is not None and value is not None and value < below_mark else ""
+    seen = cell.get("setting") == SEEN_IN_TRAINING
+    cls = ' class="seen"' if seen else (' class="below"' if below_mark is not None and value is not None and value < below_mark else "")
     return (
         f'<td{cls} data-cell-id="{escape(cell["cell_id"])}" data-metrics="{escape(cell["metrics_file"])}"'
-        f' data-stage="{escape(cell["stage"])}" title="{escape(provenance(cell))}">{fmt(value)}</td>'
+        f' data-stage="{escape(cell["stage"])}" title="{escape(provenance(cell) + (SEEN_NOTE if seen else ""))}">'
+        f'{fmt(value)}{" (training data)" if seen else ""}</td>'
     )
 
 

@@ -26,7 +26,9 @@ def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, 
             base = base.get("description") or base.get("ref") or "not stated"
             base += f" (sha256 {sha}…)" if sha else ""
         stand_in = card.get("stand_in")
-        if not card:
+        if card.get("classifier"):
+            kind = f"classifier trained elsewhere ({card.get('kind')}), tested as it is"
+        elif not card:
             kind = "missing model card"
         elif "stand_in" not in card:
             kind = "not stated in the model card"
@@ -37,7 +39,7 @@ def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, 
         langs = ", ".join(training_languages.get(name, [])) or "–"
         rows.append(
             f"<tr><td class='rowhead'>{escape(name)}</td><td class='rowhead'>{escape(str(base))}</td><td class='rowhead'>{escape(kind)}</td>"
-            f"<td class='rowhead'>{escape(str(card.get('profile', profile)))}</td><td class='rowhead'>{escape(', '.join(spec.get('train', [])))}</td>"
+            f"<td class='rowhead'>{escape(str(card.get('profile', profile)))}</td><td class='rowhead'>{escape(training_data(spec))}</td>"
             f"<td class='rowhead'>{escape(langs)}</td><td class='rowhead'>{escape(', '.join(spec.get('suites', [])))}</td>"
             f"<td class='rowhead'>{escape(str(card.get('budget_note', '–')))}</td>"
             f"<td>{escape(training_time(card))}</td></tr>"
@@ -47,6 +49,19 @@ def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, 
         '<th class="rowhead">profile</th><th class="rowhead">training data</th><th class="rowhead">training languages</th><th class="rowhead">suites</th><th class="rowhead">training budget</th><th>training time</th></tr></thead><tbody>'
         + "".join(rows) + "</tbody></table>"
     )
+
+
+def training_data(spec: Mapping[str, Any]) -> str:
+    """The training data column: what the pipeline trained the model on, or
+    what a classifier trained elsewhere was trained on.
+
+    >>> training_data({"train": ["davidson2017"]}), training_data({"kind": "onnx", "trained_on": ["davidson2017"]})
+    ('davidson2017', 'davidson2017 (trained elsewhere)')
+    """
+    if spec.get("train"):
+        return ", ".join(spec["train"])
+    seen = spec.get("trained_on") or []
+    return f"{', '.join(seen)} (trained elsewhere)" if seen else ""
 
 
 def training_time(card: Mapping[str, Any]) -> str:

@@ -1,0 +1,317 @@
+"""Classifiers trained elsewhere, tested as they are (``models.<name>.kind``):
+
+- ``pretrained``: a sequence-classification model (a ``save_pretrained``
+  directory or a hub id), run by the predict stage's batched, length-sorted
+  forward passes (:func:`hatecheck_pipeline.models.predict.predict_proba`'s
+  machinery); ``hateful`` names the classes (``id2label`` names or indices)
+  whose probabilities sum to p(hateful); ``trust_remote_code`` stays off;
+- ``onnx``: an ONNX text classifier run by onnxruntime: ``input`` (a string
+  tensor of texts), ``output`` (a [n, classes] float tensor or a sequence of
+  {class: probability} maps, as skl2onnx's ZipMap writes), ``classes`` (the
+  classes in the output's order) and ``hateful``;
+- ``python``: ``module:function`` taking a list of texts and returning, per
+  text, a label (``hateful``/``non-hateful``, 1/0, True/False) or a
+  probability of hateful in [0, 1].
+
+Every kind reads the suites' texts as published (no text scheme). Each
+loaded classifier has :meth:`identity` (what the model card and lineage
+name: a content hash, a hub id and revision, a module's file hash and
+package version) and :meth:`p_hateful`. Bad input stops with one line:
+:class:`ClassifierError` names the model, the file and the rule.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import math
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.files import sha256sum
+
+HATEFUL, NON_HATEFUL = "hateful", "non-hateful"
+# onnxruntime's StringNormalizer defaults to en_US.UTF-8, which minimal
+# Linux images lack; C.UTF-8 is always there (glibc >= 2.35).
+ONNX_LOCALE = "C.UTF-8"
+
+
+class ClassifierError(PipelineError, ValueError):
+    """A classifier that cannot be loaded or whose answers cannot be read."""
+
+
+def tree_sha256(folder: Path) -> str:
+    """sha256 over a folder's files (relative paths and contents, in sorted
+    order): a model directory's identity."""
+    digest = hashlib.sha256()
+    for f in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        digest.update(f.relative_to(folder).as_posix().encode() + b"\0" + sha256sum(f).encode() + b"\n")
+    return digest.hexdigest()
+
+
+# ---------------------------------------------------------------- python
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    module, sep, function = ref.partition(":")
+    if not sep or not module or not function:
+        raise ClassifierError(f"{ref!r}: a python classifier is named module:function (e.g. mypkg.clf:predict)")
+    return module, function
+
+
+def module_file(ref: str) -> Path | None:
+    """The source file of ``module:function``'s module, found without
+    importing it (None: not found, or not a file)."""
+    module, _ = split_ref(ref)
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin) if spec is not None and spec.origin and Path(spec.origin).is_file() else None
+
+
+def labels_to_p(model: str, answers: Any, n: int) -> np.ndarray:
+    """A function's answers as p(hateful): labels become 1.0 / 0.0,
+    probabilities are kept; one clear line on anything else."""
+    try:
+        values = list(answers)
+    except TypeError as exc:
+        raise ClassifierError(f"model {model}: the function returned {type(answers).__name__}, not a list of labels or probabilities") from exc
+    if len(values) != n:
+        raise ClassifierError(f"model {model}: the function returned {len(values)} answers for {n} texts")
+    out = np.empty(n, dtype=np.float64)
+    for i, v in enumerate(values):
+        if hasattr(v, "item"):  # numpy / torch scalars
+            v = v.item()
+        if isinstance(v, str):
+            label = v.strip().lower()
+            if label not in (HATEFUL, NON_HATEFUL):
+                raise ClassifierError(f"model {model}: answer {i} is {v!r}: a label must be 'hateful' or 'non-hateful' (or 1/0, or a probability)")
+            out[i] = 1.0 if label == HATEFUL else 0.0
+        elif isinstance(v, (bool, int, float)):
+            f = float(v)
+            if math.isnan(f) or not 0.0 <= f <= 1.0:
+                raise ClassifierError(f"model {model}: answer {i} is {v!r}: a probability must lie in [0, 1] (and not be NaN)")
+            out[i] = f
+        else:
+            raise ClassifierError(f"model {model}: answer {i} is a {type(v).__name__} ({v!r}): not a label or a probability")
+    return out
+
+
+class PythonClassifier:
+    def __init__(self, model: str, ref: str):
+        self.model, self.ref = model, ref
+        module, function = split_ref(ref)
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as exc:
+            raise ClassifierError(f"model {model}: cannot import {module!r} ({exc})") from exc
+        fn = getattr(mod, function, None)
+        if not callable(fn):
+            raise ClassifierError(f"model {model}: {module} has no function {function!r}")
+        self.fn: Callable[[list[str]], Any] = fn
+        self.file = Path(mod.__file__) if getattr(mod, "__file__", None) else None
+
+    def identity(self) -> dict[str, Any]:
+        top = self.ref.split(":")[0].split(".")[0]
+        dists = importlib.metadata.packages_distributions().get(top, [])
+        version = importlib.metadata.version(dists[0]) if dists else None
+        return {
+            "ref": self.ref,
+            "module_file": str(self.file) if self.file else None,
+            "content_sha256": sha256sum(self.file) if self.file else None,
+            "package": dists[0] if dists else None,
+            "package_version": version,
+        }
+
+    def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
+        return labels_to_p(self.model, self.fn(list(texts)), len(texts))
+
+    precision = "as the function computes"
+
+
+# ---------------------------------------------------------------- onnx
+
+
+def _locale_fixed(model_bytes: bytes) -> bytes:
+    """The ONNX model with every StringNormalizer that names no locale set
+    to :data:`ONNX_LOCALE` (the graph is otherwise unchanged)."""
+    import onnx
+
+    proto = onnx.load_from_string(model_bytes)
+    changed = False
+    for node in proto.graph.node:
+        if node.op_type == "StringNormalizer" and not any(a.name == "locale" for a in node.attribute):
+            node.attribute.append(onnx.helper.make_attribute("locale", ONNX_LOCALE))
+            changed = True
+    return proto.SerializeToString() if changed else model_bytes
+
+
+class OnnxClassifier:
+    def __init__(self, model: str, path: Path, spec: Mapping[str, Any], threads: int = 1, batch_size: int = 1024):
+        import onnxruntime as ort
+
+        self.model, self.path = model, Path(path)
+        if not self.path.is_file():
+            raise ClassifierError(f"model {model}: {self.path}: no such ONNX file")
+        self.classes = [str(c) for c in spec["classes"]]
+        self.hateful = [self.classes.index(str(h)) for h in spec["hateful"]]
+        self.input, self.output = spec["input"], spec["output"]
+        self.batch_size = batch_size
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(1, threads)
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        try:
+            self.session = ort.InferenceSession(_locale_fixed(self.path.read_bytes()), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise ClassifierError(f"model {model}: {self.path}: onnxruntime cannot load it ({' '.join(str(exc).split())[:300]})") from exc
+        inputs = {i.name: i.type for i in self.session.get_inputs()}
+        outputs = [o.name for o in self.session.get_outputs()]
+        if list(inputs) != [self.input] or inputs[self.input] != "tensor(string)":
+            raise ClassifierError(f"model {model}: {self.path}: its inputs are {inputs}; params name one string input {self.input!r}")
+        if self.output not in outputs:
+            raise ClassifierError(f"model {model}: {self.path}: no output {self.output!r} (outputs: {outputs})")
+
+    def identity(self) -> dict[str, Any]:
+        return {"file": str(self.path), "content_sha256": sha256sum(self.path), "runtime": f"onnxruntime {_ort_version()}",
+                "locale": ONNX_LOCALE}
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        """[n, classes] probabilities in the order of ``classes``."""
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = np.array(list(texts[start:start + self.batch_size]), dtype=object)
+            (raw,) = self.session.run([self.output], {self.input: batch})
+            parts.append(self._as_matrix(raw, len(batch)))
+        return np.concatenate(parts) if parts else np.zeros((0, len(self.classes)))
+
+    def _as_matrix(self, raw: Any, n: int) -> np.ndarray:
+        if isinstance(raw, list):  # a sequence of {class: probability} maps (ZipMap)
+            keys = sorted(raw[0]) if raw else []
+            if raw and all(isinstance(k, str) for k in keys):
+                order = [str(c) for c in self.classes]
+            else:
+                order = list(range(len(self.classes)))
+            missing = [k for k in order if raw and k not in raw[0]]
+            if missing:
+                raise ClassifierError(f"model {self.model}: {self.path}: output {self.output!r} has classes {keys}, params name {self.classes}")
+            matrix = np.array([[row[k] for k in order] for row in raw], dtype=np.float64)
+        else:
+            matrix = np.asarray(raw, dtype=np.float64)
+        if matrix.shape != (n, len(self.classes)):
+            raise ClassifierError(f"model {self.model}: {self.path}: output {self.output!r} has shape {matrix.shape}, "
+                                  f"expected ({n}, {len(self.classes)}) for the classes {self.classes}")
+        return matrix
+
+    def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
+        p = self.probabilities(texts)[:, self.hateful].sum(axis=1)
+        if p.size and not np.isfinite(p).all():
+            raise ClassifierError(f"model {self.model}: {self.path}: output {self.output!r} holds NaN or infinite probabilities")
+        return p
+
+    precision = "fp32 (onnxruntime, CPU)"
+
+
+def _ort_version() -> str:
+    import onnxruntime as ort
+
+    return ort.__version__
+
+
+# ---------------------------------------------------------------- pretrained
+
+
+def hateful_indices(model: str, config: Any, hateful: Sequence[Any]) -> list[int]:
+    """The class indices ``hateful`` names (``id2label`` names or indices)."""
+    id2label = {int(k): str(v) for k, v in (getattr(config, "id2label", None) or {}).items()}
+    by_name = {v: k for k, v in id2label.items()}
+    out = []
+    for h in hateful:
+        if isinstance(h, int) and h in id2label:
+            out.append(h)
+        elif str(h) in by_name:
+            out.append(by_name[str(h)])
+        else:
+            raise ClassifierError(f"model {model}: hateful class {h!r} is not one of its labels {id2label}")
+    return out
+
+
+class PretrainedClassifier:
+    def __init__(self, model: str, ref: str, spec: Mapping[str, Any], revision: str | None = None):
+        from transformers import AutoConfig, AutoModelForSequenceClassification
+
+        from hatecheck_pipeline.models.base import load_tokenizer
+        from hatecheck_pipeline.models.runtime import pick_device
+
+        self.model, self.ref, self.revision = model, ref, revision
+        local = Path(ref).exists()
+        if local and not (Path(ref) / "config.json").is_file():
+            raise ClassifierError(f"model {model}: {ref}: not a model directory (no config.json)")
+        extra = {} if local or not revision else {"revision": revision}
+        try:
+            config = AutoConfig.from_pretrained(ref, trust_remote_code=False, **extra)
+            self.net = AutoModelForSequenceClassification.from_pretrained(ref, trust_remote_code=False, **extra)
+            self.tokenizer = load_tokenizer(ref)
+        except (OSError, ValueError, KeyError) as exc:
+            raise ClassifierError(f"model {model}: {ref}: not a sequence-classification model ({' '.join(str(exc).split())[:300]})") from exc
+        self.hateful = hateful_indices(model, config, spec["hateful"])
+        self.max_length = int(spec.get("max_length") or 128)
+        self.batch_size = int(spec.get("batch_size") or 32)
+        self.net.to(pick_device()).eval()
+        self.local = local
+
+    def identity(self) -> dict[str, Any]:
+        if self.local:
+            return {"ref": self.ref, "content_sha256": tree_sha256(Path(self.ref))}
+        return {"ref": self.ref, "revision": self.revision or "main"}
+
+    def probabilities(self, texts: Sequence[str]) -> np.ndarray:
+        """[n, classes] softmax probabilities, in the order of ``id2label``."""
+        import torch
+
+        from hatecheck_pipeline.models.runtime import encode, forward_logits
+
+        if not texts:
+            return np.zeros((0, self.net.config.num_labels))
+        seqs = encode(self.tokenizer, texts, self.max_length)
+        logits = forward_logits(self.net, seqs, self.tokenizer.pad_token_id, self.batch_size, amp=False, progress=True)
+        return torch.softmax(logits.float(), dim=-1).numpy().astype(np.float64)
+
+    def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
+        return self.probabilities(texts)[:, self.hateful].sum(axis=1)
+
+    precision = "fp32"
+
+
+def decide(clf: Any, texts: Sequence[str], decision: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """p(hateful) per text and, for ``decision: argmax``, whether a hateful
+    class is the top class (None: the label is p(hateful) at the threshold).
+    A python classifier has no classes: argmax does not apply to it."""
+    if decision != "argmax":
+        return clf.p_hateful(texts), None
+    if not hasattr(clf, "probabilities"):
+        raise ClassifierError(f"model {clf.model}: decision argmax needs class probabilities; a {type(clf).__name__} gives p(hateful) only")
+    probs = clf.probabilities(texts)
+    p = probs[:, clf.hateful].sum(axis=1)
+    if p.size and not np.isfinite(p).all():
+        raise ClassifierError(f"model {clf.model}: NaN or infinite class probabilities")
+    return p, np.isin(probs.argmax(axis=1), clf.hateful) if p.size else np.zeros(0, dtype=bool)
+
+
+def load(model: str, spec: Mapping[str, Any], path: Path | None = None, threads: int = 1):
+    """The classifier ``spec`` describes; ``path``: the file or directory
+    its stage reads (a fetched or local ONNX file, a model directory)."""
+    kind = spec.get("kind")
+    if kind == "onnx":
+        return OnnxClassifier(model, path or Path(spec["model"]), spec, threads, int(spec.get("batch_size") or 1024))
+    if kind == "python":
+        return PythonClassifier(model, spec["model"])
+    if kind == "pretrained":
+        return PretrainedClassifier(model, str(path or spec["model"]), spec, spec.get("revision"))
+    raise ClassifierError(f"model {model}: kind {kind!r} is not a classifier kind this loader knows")
