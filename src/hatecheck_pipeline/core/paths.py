@@ -105,6 +105,11 @@ def report() -> str:
     return f"{REPORTS}/mhc_xtc.html"
 
 
+def model_page(model: str) -> str:
+    """One model's page (every suite it is scored on, per functional test)."""
+    return f"{REPORTS}/models/{model}.html"
+
+
 TABLES = f"{RESULTS}/tables"
 
 

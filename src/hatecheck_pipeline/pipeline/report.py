@@ -11,13 +11,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_llm
+from hatecheck_pipeline.core.config import is_classifier, is_llm
 from hatecheck_pipeline.core.stage import Stage, out
 from hatecheck_pipeline.data.specs import DATASETS
 from hatecheck_pipeline.evaluation.tables import GROUPS
 from hatecheck_pipeline.pipeline import evaluate
 
 REPORT = "hatecheck_pipeline.report.html:report"
+MODEL_PAGE = "hatecheck_pipeline.report.model_page:model_page"
 RESOURCES = "src/hatecheck_pipeline/resources"
 PUBLISHED = f"{RESOURCES}/published.yaml"
 FUNCTIONALITIES = f"{RESOURCES}/functionalities.yaml"
@@ -123,6 +124,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     inputs["published"] = PUBLISHED
     inputs["functionalities"] = FUNCTIONALITIES
     return [
+        *model_page_stages(params),
         Stage(
             "report",
             "report",
@@ -143,3 +145,26 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
             },
         )
     ]
+
+
+def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
+    """``model_page_<model>``: one page for a model, from its card and the
+    metrics of every suite it is scored on."""
+    from hatecheck_pipeline.suites.registry import suites_for_model
+
+    scored = {evaluate.score_stage_name(model, s.name): s for s in suites_for_model(params, model)}
+    return Stage(
+        f"model_page_{model}",
+        "report",
+        MODEL_PAGE,
+        inputs={"card": paths.model_card(model), "metrics": {k: paths.metrics(model, s.name) for k, s in scored.items()},
+                "published": PUBLISHED, "functionalities": FUNCTIONALITIES},
+        outputs={"page": out(paths.model_page(model))},
+        params={"below_mark": "evaluation.below_mark"},
+        args={"model": model, "scored": scored},
+    )
+
+
+def model_page_stages(params: Mapping[str, Any]) -> list[Stage]:
+    """A page for each classifier trained elsewhere (what `evaluate` writes)."""
+    return [model_page_stage(params, m) for m, spec in params["models"].items() if is_classifier(spec)]

@@ -145,6 +145,17 @@ def unrecorded(stages: Iterable[Stage], lock_path: str | Path = "dvc.lock") -> l
     return found
 
 
+def declared_stages(dvc_yaml: str | Path = "dvc.yaml") -> set[str]:
+    """The stage names dvc.yaml declares (none when there is no dvc.yaml)."""
+    import yaml
+
+    path = Path(dvc_yaml)
+    if not path.exists():
+        return set()
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return set((yaml.load(path.read_text("utf-8"), Loader=loader) or {}).get("stages") or {})
+
+
 def record_in_dvc(
     stages: Iterable[Stage], started: float, in_run: Iterable[str] | None = None, overrides: Mapping[str, Any] | None = None
 ) -> list[str]:
@@ -155,8 +166,14 @@ def record_in_dvc(
     date or not; those of them that an earlier, killed run finished and never
     recorded (:func:`unrecorded`) are committed too. ``overrides``: the
     run's ``--config`` values that params.yaml does not hold (dotted keys);
-    the lock records the values the stages ran with, not params.yaml's."""
+    the lock records the values the stages ran with, not params.yaml's; a
+    run whose overrides add a model records only the stages dvc.yaml declares."""
     stages = list(stages)
+    if any(k == "models" or k.startswith("models.") for k in overrides or {}):
+        # a model given on the command line (`hatecheck-pipeline evaluate`):
+        # its stages are not in dvc.yaml, the stages it needed of it are
+        declared = declared_stages()
+        stages = [s for s in stages if s.name in declared]
     ran = stages_that_ran(stages, started)
     if in_run is not None:
         names = set(in_run) - {s.name for s in ran}
