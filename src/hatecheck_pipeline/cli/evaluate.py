@@ -13,6 +13,7 @@ ran (the data stages) in ``dvc.lock``.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -91,7 +92,9 @@ def evaluate(
     if dry:
         cmd.insert(1, "-n")
     typer.echo(f"{name}: {spec['kind']} {spec['model']} on {', '.join(spec['suites'])}", err=True)
-    done = subprocess.run(cmd)
+    # a module:function in the working folder imports in every stage command
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(cmd, env=env)
     if done.returncode != 0:
         fail(f"snakemake stopped (exit {done.returncode}); the log of the stage that failed is under logs/")
     if not dry:

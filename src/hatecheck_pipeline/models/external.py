@@ -141,6 +141,7 @@ def predict(
     seed: int,
     cap_key: str = "max_cases_per_suite",
     model_file: Path | None = None,
+    validation: Sequence[Path] = (),
 ) -> str:
     """Stage ``predict_<model>_<group>``: p(hateful) of each suite's cases
     (the texts as published: ``tables[suite]`` is its validated table),
@@ -150,12 +151,14 @@ def predict(
     ``decision: argmax``, whether a hateful class is the top class. A
     profile capping
     ``max_cases_per_suite`` (or ``cap_key``) predicts a draw seeded with the
-    model's ``seed``, as every model's predict stage does. The card's
+    model's ``seed``, as every model's predict stage does (``validation``:
+    the suites' data-quality results, a dependency only). The card's
     identity and the precision that ran go into each file's metadata."""
     from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.models.predict import predictions_frame, set_threads
     from hatecheck_pipeline.suites.sample import drawn_cases
 
+    del validation  # a dependency only: validate_<dataset> fails on a bad table
     cap = active_profile(profile, profiles).get(cap_key)
     threshold = spec["threshold"] if spec.get("threshold") is not None else threshold
     set_threads(threads)

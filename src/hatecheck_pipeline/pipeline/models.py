@@ -282,6 +282,8 @@ def classifier_predict_stage(params: Mapping[str, Any], model: str, group: str, 
         "predict",
         CLASSIFIER_PREDICT,
         inputs={"card": paths.model_card(model), "tables": {s.name: s.raw_table() for s in suites},
+                # the suites' data-quality results: a failed validation stops prediction
+                "validation": sorted({paths.validation_json(s.dataset) for s in suites if not s.expanded}),
                 **({"model_file": read} if read else {})},
         outputs={"predictions": tuple(out(paths.predictions(model, s.name)) for s in suites)},
         params={"spec": f"models.{model}", "seed": f"models.{model}.seed", "threshold": "prediction.threshold",
