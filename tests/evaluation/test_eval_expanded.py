@@ -77,7 +77,7 @@ def test_pairing_keeps_expanded_out_of_paper_tables():
     score = stages["score_B-D_perturbed_hatecheck"]
     assert paths.expanded_table("perturbed_hatecheck") in score.deps
     assert paths.expanded_table("extended") in stages["score_B-D_extended_english"].deps
-    rep = ph_report.stages(params)[0]
+    rep = next(s for s in ph_report.stages(params) if s.name == "report")
     for dep in (paths.table("expanded_functionality"), paths.bias_summary(),
                 paths.expansion_file("reports", "perturbation_coverage.json"), paths.expansion_file("regenerated", "reproduction.json")):
         assert dep in rep.deps, dep

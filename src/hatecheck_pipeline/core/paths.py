@@ -105,6 +105,11 @@ def report() -> str:
     return f"{REPORTS}/mhc_xtc.html"
 
 
+def model_diff(a: str, b: str, suite: str) -> str:
+    """Per-functionality comparison of model b with model a on a suite."""
+    return f"{RESULTS}/diffs/{a}_vs_{b}/{suite}.json"
+
+
 def model_page(model: str) -> str:
     """One model's page (every suite it is scored on, per functional test)."""
     return f"{REPORTS}/models/{model}.html"

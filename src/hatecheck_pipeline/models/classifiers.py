@@ -256,7 +256,12 @@ class PretrainedClassifier:
         extra = {} if local or not revision else {"revision": revision}
         try:
             config = AutoConfig.from_pretrained(ref, trust_remote_code=False, **extra)
-            self.net = AutoModelForSequenceClassification.from_pretrained(ref, trust_remote_code=False, **extra)
+            if local:  # a directory this pipeline fine-tuned may hold its mean-pooled head
+                from hatecheck_pipeline.models.pooled import load_classifier
+
+                self.net = load_classifier(ref)
+            else:
+                self.net = AutoModelForSequenceClassification.from_pretrained(ref, trust_remote_code=False, **extra)
             self.tokenizer = load_tokenizer(ref)
         except (OSError, ValueError, KeyError) as exc:
             raise ClassifierError(f"model {model}: {ref}: not a sequence-classification model ({' '.join(str(exc).split())[:300]})") from exc

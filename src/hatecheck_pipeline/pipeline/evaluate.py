@@ -29,6 +29,7 @@ SCORE = "hatecheck_pipeline.evaluation.scoring:score"
 TABLES = "hatecheck_pipeline.evaluation.tables:tables"
 MHC_DISAGREEMENT = "hatecheck_pipeline.evaluation.annotators:mhc_disagreement"
 HELDOUT_MULTICLASS = "hatecheck_pipeline.evaluation.multiclass:heldout_multiclass"
+DIFF = "hatecheck_pipeline.evaluation.diff:diff"
 
 # argument of evaluation.scoring:score -> params key
 SCORE_PARAMS = {
@@ -173,8 +174,38 @@ def heldout_multiclass_stages(params: Mapping[str, Any]) -> list[Stage]:
     return out_
 
 
+def diff_stage_name(a: str, b: str, suite: str) -> str:
+    return f"diff_{a}_{b}_{suite}"
+
+
+def diff_stages(params: Mapping[str, Any]) -> list[Stage]:
+    """``diff_<a>_<b>_<suite>`` for each of ``evaluation.diffs``: what
+    changed from model a to model b per functional test."""
+    from hatecheck_pipeline.core.errors import PipelineError
+
+    out_ = []
+    scored_on = {(m, s.name): s for m, s in scored(params)}
+    for i, entry in enumerate(params["evaluation"].get("diffs") or []):
+        a, b, name = entry["a"], entry["b"], entry["suite"]
+        missing = [m for m in (a, b) if (m, name) not in scored_on]
+        if missing:
+            raise PipelineError(f"evaluation.diffs[{i}]: {', '.join(missing)} not scored on {name!r} (a model's suites name it)")
+        suite = scored_on[(a, name)]
+        out_.append(Stage(
+            diff_stage_name(a, b, name),
+            "evaluate",
+            DIFF,
+            inputs={"predictions_a": paths.predictions(a, name), "predictions_b": paths.predictions(b, name), "gold_table": suite.raw_table()},
+            outputs={"out": metric(paths.model_diff(a, b, name))},
+            params={"samples": "evaluation.diff_samples", "seed": "evaluation.seed", "level": "evaluation.ci_level"},
+            args={"suite": suite, "a": a, "b": b},
+        ))
+    return out_
+
+
 def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_: list[Stage] = [score_stage(params, model, suite) for model, suite in scored(params)]
+    out_ += diff_stages(params)
     out_ += [s for group in GROUPS if (s := tables_stage(params, group)) is not None]
     out_.append(mhc_disagreement_stage())
     out_ += heldout_multiclass_stages(params)

@@ -119,6 +119,13 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     misspelling = llm.misspelling_metrics_paths(params)
     if misspelling:
         inputs["llm_misspelling"] = misspelling
+    diffs = {evaluate.diff_stage_name(e["a"], e["b"], e["suite"]): paths.model_diff(e["a"], e["b"], e["suite"])
+             for e in params["evaluation"].get("diffs") or []}
+    if diffs:  # what changed between two models per functional test (evaluation.diffs)
+        inputs["diffs"] = diffs
+    pages = {s.args["model"]: s.outputs["page"].path for s in model_page_stages(params)}
+    if pages:  # each classifier trained elsewhere has its page, linked from the models section
+        inputs["model_pages"] = pages
     inputs["validation"] = {d: paths.validation_json(d) for d in DATASETS}
     llm_keys = {"llm_backends": "llm.backends"} if any(is_llm(s) for s in params["models"].values()) else {}
     inputs["published"] = PUBLISHED

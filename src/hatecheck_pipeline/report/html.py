@@ -10,6 +10,7 @@ attributes, and a ``title`` tooltip naming the metrics file and stage.
 from __future__ import annotations
 
 import json
+import os
 from html import escape
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,6 +24,7 @@ from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
+from hatecheck_pipeline.report.diff_view import diff_section
 from hatecheck_pipeline.report.gpt_hatecheck import section as gpt_hatecheck_section
 from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
 from hatecheck_pipeline.report.paper_tables import appf_section, label_heldout, mhc_t5_section
@@ -60,6 +62,7 @@ DOCS_ANCHORS = {
     "shots": "zero-shot-versus-many-shot", "contrast": "contrast-consistency", "other": "other-scores",
     "expanded": "expanded-suites-original-versus-expanded", "bias": "bias-and-explainability-audits",
     "llm": "prompted-llms-as-classifiers", "validation": "data-validation", "usage": "run-time-and-memory",
+    "diffs": "what-changed-between-models-per-functional-test",
 }
 GPT_DOCS = "../docs/gpt-hatecheck.md"
 
@@ -102,6 +105,8 @@ def build(
     usage: Mapping[str, Any] | None = None,
     paper_tables: Mapping[str, Any] | None = None,
     gpt: Mapping[str, Any] | None = None,
+    diffs: Mapping[str, Mapping[str, Any]] | None = None,
+    model_pages: Mapping[str, str] | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -160,7 +165,10 @@ def build(
     )
     section("summary", "Summary", summary)
     cards = {**cards, **{m: prompted_card(spec, llm_backends or {}) for m, spec in models.items() if is_llm(spec)}}
-    section("models", "Models that ran", models_section(models, cards, profile, training_languages))
+    pages = "".join(f'<li><a href="{escape(href)}">{escape(m)}</a></li>' for m, href in (model_pages or {}).items())
+    section("models", "Models that ran", models_section(models, cards, profile, training_languages)
+            + (f"<p>Pages of the classifiers trained elsewhere (every suite, each functional test beside the papers' models):</p>"
+               f"<ul id='model-pages'>{pages}</ul>" if pages else ""))
 
     # HateCheck
     hc = ""
@@ -223,6 +231,9 @@ def build(
         section("other", "Other scores", "<p class='note'>Macro F1 of every scored (model, suite) that no table above reads "
                 "(for example a held-out test set of a model tested on no functional suite).</p>"
                 + pivot(label_heldout(get("other_scores"))[0], "other-scores", "row", "model", None, caption="macro F1 (each row says what it scores)"))
+
+    if diffs:
+        section("diffs", "What changed between models, per functional test", diff_section(diffs))
 
     if expansion is not None:
         section("expanded", "Expanded suites: original versus expanded", expanded_section(
@@ -290,6 +301,8 @@ def run(
     multiclass_files: Mapping[str, str | Path] | None = None,
     llm_misspelling_files: Mapping[str, str | Path] | None = None,
     gpt_files: Mapping[str, str | Path] | None = None,
+    diff_files: Mapping[str, str | Path] | None = None,
+    model_pages: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -340,6 +353,9 @@ def run(
         paper_tables=paper_tables,
         gpt=None if gpt_files is None else {"docs": {k: _maybe_json(p) for k, p in gpt_files.items() if str(p).endswith(".json")},
                                             "files": {k: str(p) for k, p in gpt_files.items()}},
+        diffs={stage: {"doc": _maybe_json(p), "file": str(p), "stage": stage} for stage, p in (diff_files or {}).items()},
+        # links relative to the report's own folder
+        model_pages={m: os.path.relpath(p, Path(out).parent) for m, p in (model_pages or {}).items()},
     )
     return write_text(html, out)
 
@@ -367,6 +383,8 @@ def report(
     multiclass: Mapping[str, Path] | None = None,
     llm_misspelling: Mapping[str, Path] | None = None,
     gpt_hatecheck: Mapping[str, Path] | None = None,
+    diffs: Mapping[str, Path] | None = None,
+    model_pages: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -385,7 +403,9 @@ def report(
     ``multiclass``: "<model>/<dataset>" -> the all-class held-out metrics
     of the multiclass models (HateCheck appendix F).
     ``gpt_hatecheck``: GPT-HateCheck's generation, validation, quality and
-    comparison reports (None = no such section)."""
+    comparison reports (None = no such section); ``diffs``: stage name ->
+    the per-functionality comparison of two models (``evaluation.diffs``);
+    ``model_pages``: model -> its page (linked from the models section)."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -394,5 +414,6 @@ def report(
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,
+        diff_files=diffs, model_pages=model_pages,
     )
     return f"wrote {written}"
