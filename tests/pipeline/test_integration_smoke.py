@@ -84,6 +84,38 @@ def test_lineage_of_a_report_number_reaches_the_raw_files_right_after_the_build(
     assert "src/hatecheck_pipeline/models/train.py" in out  # the code that made it, with its hash
 
 
+def test_a_classifier_trained_elsewhere_stands_beside_the_papers_models(smoke):
+    """HateSonar (an ONNX file from its PyPI wheel, pinned): its rows in the
+    papers' tables, its Davidson held-out cell marked as its training data,
+    its page, the diff against B-D, and its lineage down to the wheel."""
+    html = (smoke / REPORT).read_text()
+    assert 'data-cell-id="hatecheck_t1:hatesonar:' in html and 'data-cell-id="mhc_t7:hatesonar:' in html
+    assert "classifier trained elsewhere (onnx)" in html
+    seen = re.search(r'<td class="seen" data-cell-id="hatecheck_heldout:hatesonar:davidson2017:macro_f1"[^>]*>([^<]*)</td>', html)
+    assert seen and "training data" in seen.group(1)
+    founta = re.search(r'<td[^>]*data-cell-id="hatecheck_heldout:hatesonar:founta2018:macro_f1"', html)
+    assert founta and 'class="seen"' not in founta.group(0)
+    assert 'id="diff-B-D-hatesonar-hatecheck"' in html and 'href="models/hatesonar.html"' in html
+    page = (smoke / "reports/models/hatesonar.html").read_text()
+    assert "hatesonar-0.1.0-py3-none-any.whl" in page and "<ul id='failing'>" in page
+    out = run([str(BIN / "hatecheck-pipeline"), "lineage", "hatecheck_t1:hatesonar:slur_h:accuracy"], smoke).stdout
+    assert "classifier_hatesonar" in out and "predict_hatesonar_hatecheck" in out
+    assert "models/hatesonar/classifier/model.onnx" in out
+
+
+def test_a_fine_tuned_directory_is_evaluated_as_a_classifier_and_diffed(smoke):
+    """The docs' walkthrough: B-D's trained directory tested on the texts as
+    published (no preprocessing scheme), then compared with B-D per test."""
+    run([str(BIN / "hatecheck-pipeline"), "evaluate", "models/B-D/final", "--suites", "hatecheck", "--name", "B-D-raw"], smoke)
+    card = json.loads((smoke / "models/B-D-raw/model_card.json").read_text())
+    assert card["kind"] == "pretrained" and card["identity"]["content_sha256"]
+    assert (smoke / "reports/models/B-D-raw.html").exists()
+    out = run([str(BIN / "hatecheck-pipeline"), "diff", "B-D", "B-D-raw", "--suite", "hatecheck", "--out", "diff.json"], smoke).stdout
+    doc = json.loads((smoke / "diff.json").read_text())
+    assert "flagged:" in out and doc["correction"] == "holm" and doc["by_functionality"]
+    assert "Data and pipelines are up to date" in run([str(BIN / "dvc"), "status", "report"], smoke).stdout
+
+
 def test_a_parameter_change_reruns_exactly_what_depends_on_it(smoke):
     git_commit_all(smoke, "baseline: the smoke report, its metrics and dvc.lock")
     stages = build_stages(load_params(smoke / "params.yaml"))

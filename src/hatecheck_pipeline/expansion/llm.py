@@ -11,13 +11,9 @@ suite expansion and chat models; ``completions`` posts
 ``{base_url}/completions`` (``prompt``, ``max_tokens``, ``temperature``; the
 answer in ``choices[0].text``), the only style davinci-style models answer.
 
-Retries, for real endpoints: a connection error, a timeout, HTTP 429 and
-HTTP 5xx are retried, waiting the server's ``Retry-After`` (seconds or an
-HTTP date) when it sends one, else an exponential backoff (``backoff_s``
-doubled per try, at most ``max_backoff_s``); any other 4xx is not retried
-(a bad request, a bad key or a missing model does not get better). After
-the last try, or at once for a 4xx, :class:`EndpointError` says in one line
-the URL, the status, the server's message (key scrubbed) and the tries.
+Retries, for real endpoints, are core/http.py's (429 and 5xx retried with
+the server's ``Retry-After`` or a capped exponential backoff, any other 4xx
+final, one line naming the URL, the status and the tries, key scrubbed).
 
 :class:`LocalChat` answers the same chat request bodies with a local causal
 LM (``models.llm.LocalLM``) in its chat format, through the same cache
@@ -27,25 +23,23 @@ what is wrong with a bad one."""
 
 from __future__ import annotations
 
-import email.utils
 import hashlib
 import json
 import os
 import re
 import time
-from datetime import timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import requests
-
-from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.http import (  # noqa: F401  (re-exported: the LLM clients' errors and retry rules)
+    EndpointError,
+    RetryingPoster,
+    backoff_s,
+    retry_after_s,
+    retryable,
+)
 
 API_PATHS = {"chat": "/chat/completions", "completions": "/completions"}
-
-
-class EndpointError(PipelineError, RuntimeError):
-    pass
 
 
 def request_body(model: str, system: str, prompt: str, temperature: float, max_tokens: int, seed: int | None) -> dict:
@@ -74,60 +68,6 @@ def cache_key(base_url: str, body: dict, api: str = "chat") -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def retry_after_s(value: str | None, now: float | None = None) -> float | None:
-    """Seconds the server asks to wait (``Retry-After``: delta-seconds or an
-    HTTP date); None when absent or unreadable.
-
-    >>> retry_after_s("3"), retry_after_s(None), retry_after_s("soon")
-    (3.0, None, None)
-    >>> from datetime import datetime
-    >>> retry_after_s("Wed, 21 Oct 2015 07:28:10 GMT", now=datetime(2015, 10, 21, 7, 28, 0, tzinfo=timezone.utc).timestamp())
-    10.0
-    """
-    if value is None or not value.strip():
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def backoff_s(attempt: int, base: float, cap: float) -> float:
-    """Wait before try ``attempt + 1`` (attempt counts from 1): base * 2^(attempt-1), at most cap.
-
-    >>> [backoff_s(a, 1.0, 8.0) for a in (1, 2, 3, 4, 5)]
-    [1.0, 2.0, 4.0, 8.0, 8.0]
-    """
-    return min(cap, base * 2 ** (attempt - 1))
-
-
-def retryable(status: int) -> bool:
-    """429 and 5xx are retried; every other status is final.
-
-    >>> [retryable(s) for s in (400, 401, 404, 408, 429, 500, 503)]
-    [False, False, False, False, True, True, True]
-    """
-    return status == 429 or status >= 500
-
-
-def _server_message(resp: requests.Response) -> str:
-    try:
-        doc = resp.json()
-        err = doc.get("error") if isinstance(doc, dict) else None
-        msg = (err.get("message") if isinstance(err, dict) else err) or ""
-    except ValueError:
-        msg = resp.text
-    return " ".join(str(msg).split())[:200]
-
-
 class ChatClient:
     """A kept HTTP session against ``{base_url}/chat/completions`` (``api:
     chat``) or ``{base_url}/completions`` (``api: completions``)."""
@@ -147,45 +87,17 @@ class ChatClient:
         self.max_backoff = max_backoff_s
         self.max_retry_after = max_retry_after_s
         self.sleep = sleep
-        self.session = requests.Session()
         self._key = os.environ.get(api_key_env) if api_key_env else None
+        self.poster = RetryingPoster(self.url, timeout_s, self.retries, backoff_s, max_backoff_s, max_retry_after_s, sleep, secret=self._key)
+        self.session = self.poster.session
         if self._key:
             self.session.headers["Authorization"] = f"Bearer {self._key}"
+        self.waits = self.poster.waits
         self.queried = 0
         self.cached = 0
-        self.waits: list[float] = []
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
 
     def _post(self, body: dict) -> dict:
-        last = ""
-        for attempt in range(1, self.retries + 1):
-            wait = None
-            try:
-                resp = self.session.post(self.url, json=body, timeout=self.timeout_s)
-            except requests.RequestException as exc:
-                last = type(exc).__name__
-            else:
-                if resp.status_code == 200:
-                    try:
-                        return resp.json()
-                    except ValueError:
-                        raise EndpointError(f"{self.url}: HTTP 200 with a body that is not JSON") from None
-                message = self._scrub(_server_message(resp))
-                last = f"HTTP {resp.status_code}" + (f" ({message})" if message else "")
-                if not retryable(resp.status_code):
-                    raise EndpointError(f"{self.url}: {last}; not retried (a {resp.status_code} does not change on a retry)")
-                wait = retry_after_s(resp.headers.get("Retry-After"))
-                if wait is not None and wait > self.max_retry_after:
-                    raise EndpointError(f"{self.url}: {last}; the server asks to retry after {wait:.0f} s "
-                                        f"(more than {self.max_retry_after:.0f} s): gave up after {attempt} tries")
-            if attempt == self.retries:
-                break
-            wait = backoff_s(attempt, self.backoff, self.max_backoff) if wait is None else wait
-            self.waits.append(wait)
-            self.sleep(wait)
-        raise EndpointError(f"{self.url}: {last}; gave up after {self.retries} tries")
+        return self.poster.post(body)
 
     def complete(self, body: dict) -> dict:
         key = cache_key(self.base_url, body, self.api)
