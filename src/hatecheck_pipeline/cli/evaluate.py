@@ -53,7 +53,7 @@ def model_name(ref: str) -> str:
 
 
 def evaluate(
-    model: Annotated[str, typer.Argument(help="a model directory, a hub id, an .onnx file or module:function")],
+    model: Annotated[str, typer.Argument(help="a model directory, a hub id, an .onnx file, module:function or a scoring API's URL")],
     suites: Annotated[str, typer.Option(help="comma-separated: hatecheck, mhc:all, mhc:<language>, heldout_<dataset>, an expanded suite group")] = "hatecheck,mhc:all",
     name: Annotated[Optional[str], typer.Option(help="the model's name in results/ and reports/models/ (default: from MODEL)")] = None,
     hateful: Annotated[Optional[str], typer.Option(help="comma-separated classes counted hateful (labels or indices; default: guessed from the labels)")] = None,
@@ -64,6 +64,8 @@ def evaluate(
     revision: Annotated[Optional[str], typer.Option(help="hub id: the revision")] = None,
     max_length: Annotated[Optional[int], typer.Option(help="pretrained: tokens per text (default 128)")] = None,
     batch_size: Annotated[Optional[int], typer.Option(help="texts per forward pass")] = None,
+    api_format: Annotated[Optional[str], typer.Option("--format", help="a scoring API's format: perspective (default) or json")] = None,
+    key_env: Annotated[Optional[str], typer.Option(help="a scoring API: the environment variable holding its key")] = None,
     cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
     dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
 ) -> None:
@@ -81,7 +83,7 @@ def evaluate(
         spec = external.classifier_spec(
             model, hateful=hateful.split(",") if hateful else None, classes=classes.split(",") if classes else None,
             input_name=input_name, output=output, decision=decision, revision=revision, max_length=max_length,
-            batch_size=batch_size, suites=suite_entries(suites),
+            batch_size=batch_size, api_format=api_format, key_env=key_env, suites=suite_entries(suites),
         )
         apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
     except (external.classifiers.ClassifierError, ConfigError) as exc:

@@ -174,8 +174,8 @@ def is_llm(spec: Mapping[str, Any]) -> bool:
 
 # Classifiers that are already trained (no training stage, no text scheme:
 # they read the suites' texts as published): a sequence-classification model
-# directory or hub id, an ONNX file, a Python function.
-CLASSIFIER_KINDS = ("pretrained", "onnx", "python")
+# directory or hub id, an ONNX file, a Python function, a scoring API.
+CLASSIFIER_KINDS = ("pretrained", "onnx", "python", "http")
 # Datasets with a seeded test split (``heldout_<dataset>``): the training
 # datasets a fine-tuned model may name, and a classifier's held-out suites.
 HELDOUT_DATASETS = ("davidson2017", "founta2018", "hateval2019_es", "haspeede2020", "fortuna2019", "hatexplain")
@@ -254,8 +254,8 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
             for d in model.get("trained_on", []):
                 if d not in datasets:
                     errors.append(f"{where}.trained_on: {d!r} is not a dataset (datasets: {', '.join(sorted(datasets))})")
-            if model.get("decision") == "argmax" and model.get("kind") == "python":
-                errors.append(f"{where}.decision: argmax needs class probabilities; a python classifier gives p(hateful) or labels")
+            if model.get("decision") == "argmax" and model.get("kind") in ("python", "http"):
+                errors.append(f"{where}.decision: argmax needs class probabilities; a {model['kind']} classifier gives p(hateful) or labels")
             classes = model.get("classes")
             if classes is not None:
                 unknown = [h for h in model.get("hateful", []) if h not in classes]

@@ -11,7 +11,8 @@
   classes in the output's order) and ``hateful``;
 - ``python``: ``module:function`` taking a list of texts and returning, per
   text, a label (``hateful``/``non-hateful``, 1/0, True/False) or a
-  probability of hateful in [0, 1].
+  probability of hateful in [0, 1];
+- ``http``: a scoring API such as Perspective (:class:`HttpClassifier`).
 
 Every kind reads the suites' texts as published (no text scheme). Each
 loaded classifier has :meth:`identity` (what the model card and lineage
@@ -294,6 +295,116 @@ class PretrainedClassifier:
     precision = "fp32"
 
 
+# ---------------------------------------------------------------- http
+
+
+def dotted(doc: Any, path: str) -> Any:
+    """The value at a dotted path of a JSON answer (list indices as numbers).
+
+    >>> dotted({"a": {"b": [{"c": 0.7}]}}, "a.b.0.c")
+    0.7
+    """
+    for part in path.split("."):
+        doc = doc[int(part)] if isinstance(doc, list) else doc[part]
+    return doc
+
+
+class HttpClassifier:
+    """A scoring API: one POST per text, the answer's score read as
+    p(hateful). ``format: perspective`` asks Perspective's comments:analyze
+    for ``attribute`` (the papers ran IDENTITY_ATTACK at a 50% cutoff) with
+    ``doNotStore``; ``format: json`` posts ``{"text": ...}`` and reads the
+    dotted ``score`` path. The key comes from the environment variable
+    ``key_env`` (a query parameter ``key`` or a bearer header, ``key_in``) and
+    is never written: not in the cache (keyed by the URL and the request
+    body), the card, a log or an error. Answers are cached
+    content-addressed under ``cache_dir``, so a re-run or a resumed run asks
+    nothing twice; real requests are spaced to ``rate_per_s``."""
+
+    def __init__(self, model: str, spec: Mapping[str, Any], cache_dir: Path | None = None,
+                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] | None = None):
+        import os
+        import time
+
+        from hatecheck_pipeline.core.http import RetryingPoster
+
+        self.model, self.url = model, str(spec["model"])
+        self.format = spec.get("format", "perspective")
+        self.attribute = spec.get("attribute", "IDENTITY_ATTACK")
+        self.score_path = spec.get("score") or (f"attributeScores.{self.attribute}.summaryScore.value" if self.format == "perspective" else "score")
+        key_env = spec.get("key_env")
+        key = os.environ.get(key_env) if key_env else None
+        if key_env and not key:
+            raise ClassifierError(f"model {model}: its API key is read from the environment variable {key_env}, which is not set")
+        self.key_in = spec.get("key_in", "query" if self.format == "perspective" else "header")
+        self.sleep = sleep or time.sleep
+        self.clock = clock or time.monotonic
+        self.poster = RetryingPoster(self.url, timeout_s=float(spec.get("timeout_s", 60)), retries=int(spec.get("retries", 5)),
+                                     sleep=self.sleep, secret=key)
+        self.params = {"key": key} if key and self.key_in == "query" else None
+        if key and self.key_in == "header":
+            self.poster.session.headers["Authorization"] = f"Bearer {key}"
+        self.interval = 1.0 / float(spec.get("rate_per_s") or 1.0)
+        self.cache_dir = Path(cache_dir or spec.get("cache_dir") or f"data/classifier_cache/{model}")
+        self.last: float | None = None
+        self.asked = self.cached = 0
+
+    def body(self, text: str) -> dict[str, Any]:
+        if self.format == "perspective":
+            return {"comment": {"text": text}, "requestedAttributes": {self.attribute: {}}, "doNotStore": True}
+        return {"text": text}
+
+    def _cache_file(self, body: Mapping[str, Any]) -> Path:
+        import json
+
+        key = hashlib.sha256(json.dumps({"url": self.url, "body": body}, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def ask(self, text: str) -> Any:
+        import json
+
+        body = self.body(text)
+        path = self._cache_file(body)
+        if path.exists():
+            self.cached += 1
+            return json.loads(path.read_text("utf-8"))["response"]
+        if self.last is not None:  # the rate limit: real requests at most rate_per_s
+            wait = self.interval - (self.clock() - self.last)
+            if wait > 0:
+                self.sleep(wait)
+        try:
+            answer = self.poster.post(body, params=self.params)
+        finally:
+            self.last = self.clock()
+        self.asked += 1
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"request": body, "response": answer}, ensure_ascii=False), "utf-8")
+        tmp.replace(path)
+        return answer
+
+    def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
+        from tqdm import tqdm
+
+        out = np.empty(len(texts), dtype=np.float64)
+        for i, text in enumerate(tqdm(texts, desc=f"{self.model} requests", mininterval=10, disable=len(texts) < 50)):
+            answer = self.ask(text)
+            try:
+                value = float(dotted(answer, self.score_path))
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                raise ClassifierError(f"model {self.model}: {self.url}: the answer to text {i} has no number at "
+                                      f"{self.score_path!r} ({' '.join(str(answer).split())[:160]})") from exc
+            if math.isnan(value) or not 0.0 <= value <= 1.0:
+                raise ClassifierError(f"model {self.model}: {self.url}: the score of text {i} is {value}, not a probability in [0, 1]")
+            out[i] = value
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        return {"url": self.url, "format": self.format, "score": self.score_path}
+
+    precision = "as the API computes"
+
+
 def decide(clf: Any, texts: Sequence[str], decision: str) -> tuple[np.ndarray, np.ndarray | None]:
     """p(hateful) per text and, for ``decision: argmax``, whether a hateful
     class is the top class (None: the label is p(hateful) at the threshold).
@@ -319,4 +430,6 @@ def load(model: str, spec: Mapping[str, Any], path: Path | None = None, threads:
         return PythonClassifier(model, spec["model"])
     if kind == "pretrained":
         return PretrainedClassifier(model, str(path or spec["model"]), spec, spec.get("revision"))
+    if kind == "http":
+        return HttpClassifier(model, spec)
     raise ClassifierError(f"model {model}: kind {kind!r} is not a classifier kind this loader knows")

@@ -201,8 +201,11 @@ def guess_hateful(labels: Sequence[str]) -> list[str]:
 def classifier_spec(ref: str, *, hateful: Sequence[str] | None = None, classes: Sequence[str] | None = None,
                     input_name: str | None = None, output: str | None = None, decision: str | None = None,
                     revision: str | None = None, max_length: int | None = None, batch_size: int | None = None,
+                    api_format: str | None = None, key_env: str | None = None,
                     suites: Sequence[str], seed: int = 42) -> dict[str, Any]:
-    """A ``models.<name>`` entry for ``ref``, as ``evaluate`` reads it: an
+    """A ``models.<name>`` entry for ``ref``, as ``evaluate`` reads it: a
+    scoring API's URL (``http``, Perspective's format unless ``api_format``
+    says ``json``; the key from the environment variable ``key_env``), an
     ``.onnx`` file (its one string input and its probabilities output found
     in the file), a model directory or a hub id (``pretrained``; hateful
     classes guessed from its ``id2label`` when not given), or
@@ -210,7 +213,11 @@ def classifier_spec(ref: str, *, hateful: Sequence[str] | None = None, classes: 
     naming the option to give."""
     path = Path(ref)
     spec: dict[str, Any] = {"suites": list(suites), "seed": seed}
-    if ref.endswith(".onnx") or path.is_file():
+    if ref.startswith(("http://", "https://")):  # a scoring API (Perspective-style by default)
+        spec |= {"kind": "http", "model": ref, "format": api_format or "perspective"}
+        if key_env:
+            spec["key_env"] = key_env
+    elif ref.endswith(".onnx") or path.is_file():
         if not path.is_file():
             raise classifiers.ClassifierError(f"{ref}: no such ONNX file")
         import onnxruntime as ort
