@@ -80,3 +80,23 @@ def test_bad_input_is_one_clear_line_and_no_page(project, args, message):
     assert done.returncode == 1
     assert message in done.stdout + done.stderr
     assert not (project / f"reports/models/{args[args.index('--name') + 1]}.html").exists()
+
+
+def test_export_then_score_one_file_covering_several_suites(project):
+    """The route for a model run elsewhere: export the suites' cases, add a
+    `pred` column, score every suite from that one file."""
+    run([str(BIN / "hatecheck-pipeline"), "export", "--suite", "hatecheck,mhc:german", "--out", "cases.csv"], project)
+    cases = pl.read_csv(project / "cases.csv", infer_schema=False)
+    assert set(cases.columns) == {"suite", "id", "text", "language", "functionality", "gold_label"}
+    assert set(cases["suite"]) == {"hatecheck", "mhc_german"}
+    # a perfect "model": its predictions are the gold labels
+    cases.with_columns(pl.col("gold_label").alias("pred")).select("suite", "id", "pred").write_csv(project / "preds.csv")
+    out = run([str(BIN / "hatecheck-pipeline"), "score", "--suite", "hatecheck,mhc:german", "--predictions", "preds.csv",
+               "--out", "scored"], project).stdout
+    for suite in ("hatecheck", "mhc_german"):
+        doc = json.loads((project / f"scored/{suite}.json").read_text())
+        assert doc["overall"]["accuracy"]["value"] == 100.0 and doc["overall"]["n"] == (cases["suite"] == suite).sum()
+        assert f"{suite}: n=" in out
+    done = run([str(BIN / "hatecheck-pipeline"), "score", "--suite", "hatecheck,mhc:german", "--predictions", "cases.csv",
+                "--out", "x", "--pred-column", "nope"], project, check=False)
+    assert done.returncode == 1 and "no prediction column 'nope'" in done.stdout + done.stderr

@@ -17,38 +17,118 @@ import typer
 from hatecheck_pipeline.cli.state import fail, load
 
 
+def resolve_suites(names: str, params) -> list:
+    """``hatecheck,mhc:all,mhc:german,...`` as suites (``mhc:all``: every MHC language)."""
+    from hatecheck_pipeline.evaluation import scoring
+
+    out = []
+    for name in (n.strip() for n in names.split(",") if n.strip()):
+        if name == "mhc:all":
+            out += [scoring.resolve_suite(f"mhc:{lang}", params) for lang in params["datasets"]["mhc"]["languages"]]
+        else:
+            out.append(scoring.resolve_suite(name, params))
+    return list({s.name: s for s in out}.values())
+
+
+def ensure_tables(params, suites) -> None:
+    """The suites' gold tables (and their validation), built through the
+    pipeline's own stages when this workspace does not have them yet (a
+    table built here is validated by great-expectations before it is used)."""
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.pipeline.runners import build_missing
+
+    echo = lambda line: typer.echo(line, err=True)  # noqa: E731
+    for suite in suites:
+        if build_missing(params, [suite.raw_table()], echo) and not suite.expanded:
+            build_missing(params, [paths.validation_json(suite.dataset)], echo)
+
+
 def score(
-    suite: Annotated[str, typer.Option(help="hatecheck, mhc:<language> (e.g. mhc:german) or a registered suite name")],
+    suite: Annotated[str, typer.Option(help="hatecheck, mhc:<language> (e.g. mhc:german), mhc:all or a registered suite name; "
+                                            "several, comma-separated, when the file has a `suite` column (as `export` writes it)")],
     predictions: Annotated[Path, typer.Option(help="CSV or Parquet: the suite's id column (or `id`) and a prediction column")],
-    out: Annotated[Path, typer.Option(help="METRICS.json to write")],
+    out: Annotated[Path, typer.Option(help="METRICS.json to write; with several suites a folder (<suite>.json each)")],
     pred_column: Annotated[str, typer.Option(help="column holding hateful/non-hateful, 1/0 or a probability")] = "pred",
     threshold: Annotated[Optional[float], typer.Option(help="probability threshold: p >= threshold is hateful")] = None,
 ) -> None:
-    """Score any predictions file against a suite's gold labels."""
-    from hatecheck_pipeline.core import paths
+    """Score any predictions file against a suite's gold labels (or several
+    suites' from one file with a `suite` column)."""
+    import tempfile
+
+    import polars as pl
+
     from hatecheck_pipeline.evaluation import scoring
-    from hatecheck_pipeline.pipeline.runners import build_missing
 
     params = load()
     ev = params["evaluation"]
     try:
-        resolved = scoring.resolve_suite(suite, params)
+        suites = resolve_suites(suite, params)
         if not predictions.exists():
             fail(f"{predictions}: predictions file not found")
-        # The suite's gold table (and its validation), built through the
-        # pipeline's own stages when this workspace does not have it yet.
-        # A table built here is also validated (great-expectations) before it is used.
-        echo = lambda line: typer.echo(line, err=True)  # noqa: E731
-        if build_missing(params, [resolved.raw_table()], echo) and not resolved.expanded:
-            build_missing(params, [paths.validation_json(resolved.dataset)], echo)
-        doc = scoring.run(
-            resolved, predictions, out, pred_column, threshold,
-            ev["bootstrap_samples"], ev["seed"], ev["ci_level"],
-        )
+        ensure_tables(params, suites)
+        if len(suites) == 1 and not _has_suite_column(predictions):
+            docs = [(scoring.run(suites[0], predictions, out, pred_column, threshold, ev["bootstrap_samples"], ev["seed"], ev["ci_level"]), out)]
+        else:
+            frame = scoring.read_table(predictions)
+            if "suite" not in frame.columns:
+                fail(f"{predictions}: several suites need a `suite` column naming each row's suite (as `export` writes it)")
+            unknown = sorted(set(frame["suite"].cast(pl.String).unique().to_list()) - {s.name for s in suites})
+            if unknown:
+                fail(f"{predictions}: column 'suite' names {unknown}, not among the suites asked for ({', '.join(s.name for s in suites)})")
+            docs = []
+            with tempfile.TemporaryDirectory() as tmp:
+                for s in suites:
+                    part = Path(tmp) / f"{s.name}.parquet"
+                    frame.filter(pl.col("suite").cast(pl.String) == s.name).drop("suite").write_parquet(part)
+                    target = out if len(suites) == 1 else out / f"{s.name}.json"
+                    docs.append((scoring.run(s, part, target, pred_column, threshold, ev["bootstrap_samples"], ev["seed"], ev["ci_level"]), target))
     except scoring.ScoringError as exc:
         fail(exc)
-    o = doc["overall"]
-    typer.echo(f"{doc['suite']}: n={o['n']} accuracy={o['accuracy']['value']} macro F1={o['macro_f1']['value']} -> {out}")
+    for doc, target in docs:
+        o = doc["overall"]
+        typer.echo(f"{doc['suite']}: n={o['n']} accuracy={o['accuracy']['value']} macro F1={o['macro_f1']['value']} -> {target}")
+
+
+def _has_suite_column(path: Path) -> bool:
+    from hatecheck_pipeline.evaluation import scoring
+
+    try:
+        return "suite" in scoring.read_table(path).columns
+    except scoring.ScoringError:
+        return False  # scoring.run names the problem
+
+
+def export(
+    suite: Annotated[str, typer.Option(help="comma-separated: hatecheck, mhc:all, mhc:<language> or a registered suite name")],
+    out: Annotated[Path, typer.Option(help="CSV or Parquet to write")],
+) -> None:
+    """Write suites' cases (suite, id, text, language, functionality, gold
+    label) for running a model elsewhere; `score --suite ... --predictions`
+    reads its predictions back (a `pred` column added to this file)."""
+    import polars as pl
+
+    from hatecheck_pipeline.core.files import write_csv, write_parquet
+    from hatecheck_pipeline.evaluation import scoring
+
+    params = load()
+    try:
+        suites = resolve_suites(suite, params)
+        ensure_tables(params, suites)
+    except scoring.ScoringError as exc:
+        fail(exc)
+    parts = []
+    for s in suites:
+        frame = s.load_raw()
+        names = frame.collect_schema().names()
+        parts.append(frame.select(
+            pl.lit(s.name).alias("suite"), pl.col(s.id_column).cast(pl.String).alias("id"), pl.col("text"),
+            (pl.col("language") if "language" in names else pl.lit(None, pl.String)).alias("language"),
+            (pl.col("functionality") if "functionality" in names else pl.lit(None, pl.String)).alias("functionality"),
+            pl.col("label").alias("gold_label"),
+        ).collect())
+    cases = pl.concat(parts)
+    (write_parquet if out.suffix.lower() == ".parquet" else write_csv)(cases, out)
+    typer.echo(f"{cases.height} cases of {len(suites)} suite(s) -> {out}")
 
 
 def compare(
@@ -56,10 +136,11 @@ def compare(
     model: Annotated[str, typer.Option(help="the published model to compare with, e.g. Perspective, SiftNinja, B-D, XTC")],
     out: Annotated[Optional[Path], typer.Option(help="CSV with every compared cell")] = None,
     tolerance: Annotated[float, typer.Option(help="largest |ours - paper| (percentage points) that counts as equal")] = 0.05,
+    check: Annotated[bool, typer.Option("--check", help="exit 1 when a cell differs (a reproduction check)")] = False,
 ) -> None:
     """Compare a metrics file with the papers' published tables (HateCheck
-    Tables 1-4, MHC Tables 1, 2, 3, 7) for one published model; exit 1 when
-    a cell differs."""
+    Tables 1-4, MHC Tables 1, 2, 3, 7) for one published model: the cells
+    that differ are reported; with ``--check`` a difference exits 1."""
     import json
 
     import polars as pl
@@ -83,7 +164,9 @@ def compare(
     for row in differing.head(20).iter_rows(named=True):
         typer.echo(f"  differs: {row['table']} {row['row']} / {row['column']}: ours {row['ours']} vs paper {row['paper']}")
     if differing.height:
-        raise typer.Exit(1)
+        if check:
+            raise typer.Exit(1)
+        return
     typer.echo(f"{metrics}: reproduces every published cell of {model} ({cells.height})")
 
 

@@ -130,16 +130,9 @@ def _check_utf8(path: Path) -> None:
                            "(a binary file, or another encoding: save the predictions as UTF-8 CSV)") from None
 
 
-def read_predictions(
-    path: str | Path,
-    id_column: str,
-    pred_column: str = "pred",
-    threshold: float | None = None,
-) -> pl.DataFrame:
-    """``id`` (string) and ``pred`` (0/1) from a CSV or Parquet file.
-
-    The id column is the suite's own (``case_id``, ``mhc_case_id``) or ``id``.
-    """
+def read_table(path: str | Path) -> pl.DataFrame:
+    """A predictions file (CSV, TSV or Parquet) as read, every problem one
+    line naming the file."""
     path = Path(path)
     if not path.exists():
         raise ScoringError(f"{path}: predictions file not found")
@@ -158,6 +151,21 @@ def read_predictions(
     except (pl.exceptions.PolarsError, OSError) as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ScoringError(f"{path}: not a readable {suffix[1:].upper()} predictions file ({reason})") from None
+    return frame
+
+
+def read_predictions(
+    path: str | Path,
+    id_column: str,
+    pred_column: str = "pred",
+    threshold: float | None = None,
+) -> pl.DataFrame:
+    """``id`` (string) and ``pred`` (0/1) from a CSV or Parquet file.
+
+    The id column is the suite's own (``case_id``, ``mhc_case_id``) or ``id``.
+    """
+    path = Path(path)
+    frame = read_table(path)
     ids = next((c for c in (id_column, "id") if c in frame.columns), None)
     if ids is None:
         raise ScoringError(f"{path}: no id column ({id_column!r} or 'id'); columns: {frame.columns}")
