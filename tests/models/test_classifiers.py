@@ -209,3 +209,15 @@ def test_register_and_predict_write_a_card_and_predictions_in_every_model_s_layo
     assert preds["pred"].to_list() == ["non-hateful", "hateful", "hateful"]
     meta = pl.read_parquet_metadata(out)
     assert doc["identity"]["content_sha256"] in meta["classifier_identity"]
+
+
+def test_the_evaluate_benchmark_compares_the_same_answers(tiny_classifier, cpu_only):
+    """benchmarks/bench_evaluate.py on the tiny random classifier: both ways
+    give the same p(hateful), and both rates are measured."""
+    from pipeline_utils import load_benchmark
+
+    bench = load_benchmark("bench_evaluate")
+    texts = ["the cat sat", "a dog ran far away", "x", "more words here now and then"] * 5
+    out = bench.measure(tiny_classifier, texts, batch_size=4, max_length=32, repeats=1, hateful=["HATE"])
+    assert out["cases"] == 20 and out["max_abs_diff"] < 1e-5
+    assert out["kind_cases_per_s"] > 0 and out["pipeline_cases_per_s"] > 0
