@@ -7,13 +7,11 @@ requests spaced to the rate limit. No traffic leaves 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import threading
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
 
 import polars as pl
 import pytest
+from fake_openai import serve_json
 
 from hatecheck_pipeline.core.http import EndpointError
 from hatecheck_pipeline.models import classifiers, external
@@ -25,46 +23,16 @@ KEY = "sk-test-secret-0123456789"
 
 @contextmanager
 def fake_perspective(calls: list, script=()):
-    """Perspective-shaped answers: IDENTITY_ATTACK 0.9 for a text with
-    'hate', else 0.1; the first ``len(script)`` requests get the scripted
-    (status, headers, body)."""
-    pending = list(script)
-    lock = threading.Lock()
+    """Perspective-shaped answers: the attribute asked scores 0.9 for a text
+    with 'hate', else 0.1; ``calls`` records each request (its query's key too)."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def _send(self, status, headers, payload):
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+    def respond(path, query, body):
+        attr = next(iter(body["requestedAttributes"]))
+        value = 0.9 if "hate" in body["comment"]["text"].lower() else 0.1
+        return 200, {}, {"attributeScores": {attr: {"summaryScore": {"value": value, "type": "PROBABILITY"}}}}
 
-        def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            query = parse_qs(urlparse(self.path).query)
-            calls.append({"path": urlparse(self.path).path, "key": query.get("key", [None])[0], "body": body})
-            with lock:
-                scripted = pending.pop(0) if pending else None
-            if scripted is not None:
-                return self._send(*scripted)
-            attr = next(iter(body["requestedAttributes"]))
-            value = 0.9 if "hate" in body["comment"]["text"].lower() else 0.1
-            self._send(200, {}, {"attributeScores": {attr: {"summaryScore": {"value": value, "type": "PROBABILITY"}}}})
-
-        def log_message(self, *args):
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=srv.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{srv.server_port}/v1alpha1/comments:analyze"
-    finally:
-        srv.shutdown()
-        srv.server_close()
+    with serve_json(respond, calls, script) as root:
+        yield f"{root}/v1alpha1/comments:analyze"
 
 
 def spec(url, tmp_path, **extra):
@@ -78,7 +46,7 @@ def test_scores_are_read_the_key_sent_and_never_written(tmp_path, monkeypatch):
     with fake_perspective(calls) as url:
         clf = classifiers.load("P", spec(url, tmp_path))
         assert clf.p_hateful(["I hate them", "nice day"]).tolist() == [0.9, 0.1]
-        assert [c["key"] for c in calls] == [KEY, KEY]
+        assert [c["query"].get("key") for c in calls] == [KEY, KEY]
         assert calls[0]["body"] == {"comment": {"text": "I hate them"}, "requestedAttributes": {"IDENTITY_ATTACK": {}}, "doNotStore": True}
         again = classifiers.load("P", spec(url, tmp_path))
         assert again.p_hateful(["nice day", "I hate them"]).tolist() == [0.1, 0.9]

@@ -81,14 +81,8 @@ class ChatClient:
         self.api = api
         self.url = self.base_url + API_PATHS[api]
         self.cache_dir = Path(cache_dir)
-        self.timeout_s = timeout_s
-        self.retries = max(1, retries)
-        self.backoff = backoff_s
-        self.max_backoff = max_backoff_s
-        self.max_retry_after = max_retry_after_s
-        self.sleep = sleep
         self._key = os.environ.get(api_key_env) if api_key_env else None
-        self.poster = RetryingPoster(self.url, timeout_s, self.retries, backoff_s, max_backoff_s, max_retry_after_s, sleep, secret=self._key)
+        self.poster = RetryingPoster(self.url, timeout_s, retries, backoff_s, max_backoff_s, max_retry_after_s, sleep, secret=self._key)
         self.session = self.poster.session
         if self._key:
             self.session.headers["Authorization"] = f"Bearer {self._key}"
