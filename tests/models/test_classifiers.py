@@ -221,3 +221,12 @@ def test_the_evaluate_benchmark_compares_the_same_answers(tiny_classifier, cpu_o
     out = bench.measure(tiny_classifier, texts, batch_size=4, max_length=32, repeats=1, hateful=["HATE"])
     assert out["cases"] == 20 and out["max_abs_diff"] < 1e-5
     assert out["kind_cases_per_s"] > 0 and out["pipeline_cases_per_s"] > 0
+
+
+def test_a_pretrained_model_follows_the_predict_stages_precision_rule(tiny_classifier, cpu_only):
+    spec = {"kind": "pretrained", "model": str(tiny_classifier), "hateful": ["HATE"], "max_length": 32, "batch_size": 4}
+    texts = ["the cat sat", "a dog ran far away"]
+    fp32 = classifiers.load("tiny", spec)
+    bf16 = classifiers.load("tiny", spec, cpu_bf16=True)
+    assert fp32.precision == "fp32" and bf16.precision == "bf16 autocast (CPU)"
+    assert np.allclose(fp32.p_hateful(texts), bf16.p_hateful(texts), atol=0.05)

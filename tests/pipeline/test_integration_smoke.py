@@ -141,6 +141,12 @@ def test_a_parameter_change_reruns_exactly_what_depends_on_it(smoke):
     assert "Data and pipelines are up to date" in run([str(BIN / "dvc"), "status", "report"], smoke).stdout
     assert snakemake_is_a_noop(smoke)
 
+    # what the new split changed in B-D, per functional test, against the baseline commit (DVC's cache at HEAD)
+    out = run([str(BIN / "hatecheck-pipeline"), "diff", "B-D", "--rev", "HEAD", "--suite", "hatecheck", "--out", "rev_diff.json"], smoke).stdout
+    doc = json.loads((smoke / "rev_diff.json").read_text())
+    assert doc["a"]["model"] == "B-D@HEAD" and doc["b"]["model"] == "B-D" and "flagged:" in out
+    (smoke / "rev_diff.json").unlink()
+
     # a plain edit of params.yaml and `dvc repro`: only the report reads report.title
     set_param(smoke, "report.title", "Smoke report, retitled")
     repro = run([str(BIN / "dvc"), "repro", "report"], smoke, timeout=3600)

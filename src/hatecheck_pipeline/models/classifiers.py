@@ -244,7 +244,8 @@ def hateful_indices(model: str, config: Any, hateful: Sequence[Any]) -> list[int
 
 
 class PretrainedClassifier:
-    def __init__(self, model: str, ref: str, spec: Mapping[str, Any], revision: str | None = None):
+    def __init__(self, model: str, ref: str, spec: Mapping[str, Any], revision: str | None = None, cpu_bf16: bool | str = False,
+                 amp: bool = True):
         from transformers import AutoConfig, AutoModelForSequenceClassification
 
         from hatecheck_pipeline.models.base import load_tokenizer
@@ -271,6 +272,7 @@ class PretrainedClassifier:
         self.batch_size = int(spec.get("batch_size") or 32)
         self.net.to(pick_device()).eval()
         self.local = local
+        self.cpu_bf16, self.amp = cpu_bf16, amp
 
     def identity(self) -> dict[str, Any]:
         if self.local:
@@ -286,13 +288,19 @@ class PretrainedClassifier:
         if not texts:
             return np.zeros((0, self.net.config.num_labels))
         seqs = encode(self.tokenizer, texts, self.max_length)
-        logits = forward_logits(self.net, seqs, self.tokenizer.pad_token_id, self.batch_size, amp=False, progress=True)
+        logits = forward_logits(self.net, seqs, self.tokenizer.pad_token_id, self.batch_size, amp=self.amp, progress=True,
+                                cpu_bf16=self.cpu_bf16)
         return torch.softmax(logits.float(), dim=-1).numpy().astype(np.float64)
 
     def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
         return self.probabilities(texts)[:, self.hateful].sum(axis=1)
 
-    precision = "fp32"
+    @property
+    def precision(self) -> str:
+        """What the forward passes run in, as the predict stage names it."""
+        from hatecheck_pipeline.models.runtime import precision
+
+        return precision(next(self.net.parameters()).device, self.amp, self.cpu_bf16)
 
 
 # ---------------------------------------------------------------- http
@@ -420,16 +428,19 @@ def decide(clf: Any, texts: Sequence[str], decision: str) -> tuple[np.ndarray, n
     return p, np.isin(probs.argmax(axis=1), clf.hateful) if p.size else np.zeros(0, dtype=bool)
 
 
-def load(model: str, spec: Mapping[str, Any], path: Path | None = None, threads: int = 1):
+def load(model: str, spec: Mapping[str, Any], path: Path | None = None, threads: int = 1, cpu_bf16: bool | str = False,
+         amp: bool = True):
     """The classifier ``spec`` describes; ``path``: the file or directory
-    its stage reads (a fetched or local ONNX file, a model directory)."""
+    its stage reads (a fetched or local ONNX file, a model directory);
+    ``cpu_bf16``: a transformers model's bf16 autocast on a CPU (the
+    predict stage's rule, models/bf16.py); ``amp``: its autocast on CUDA."""
     kind = spec.get("kind")
     if kind == "onnx":
         return OnnxClassifier(model, path or Path(spec["model"]), spec, threads, int(spec.get("batch_size") or 1024))
     if kind == "python":
         return PythonClassifier(model, spec["model"])
     if kind == "pretrained":
-        return PretrainedClassifier(model, str(path or spec["model"]), spec, spec.get("revision"))
+        return PretrainedClassifier(model, str(path or spec["model"]), spec, spec.get("revision"), cpu_bf16, amp)
     if kind == "http":
         return HttpClassifier(model, spec)
     raise ClassifierError(f"model {model}: kind {kind!r} is not a classifier kind this loader knows")

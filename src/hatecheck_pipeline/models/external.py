@@ -145,6 +145,7 @@ def predict(
     cap_key: str = "max_cases_per_suite",
     model_file: Path | None = None,
     validation: Sequence[Path] = (),
+    amp: bool = True,
 ) -> str:
     """Stage ``predict_<model>_<group>``: p(hateful) of each suite's cases
     (the texts as published: ``tables[suite]`` is its validated table),
@@ -155,17 +156,21 @@ def predict(
     profile capping
     ``max_cases_per_suite`` (or ``cap_key``) predicts a draw seeded with the
     model's ``seed``, as every model's predict stage does (``validation``:
-    the suites' data-quality results, a dependency only). The card's
+    the suites' data-quality results, a dependency only; ``amp``: a
+    transformers model's autocast on CUDA, as training.amp). The card's
     identity and the precision that ran go into each file's metadata."""
     from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.models.predict import predictions_frame, set_threads
     from hatecheck_pipeline.suites.sample import drawn_cases
 
     del validation  # a dependency only: validate_<dataset> fails on a bad table
-    cap = active_profile(profile, profiles).get(cap_key)
+    chosen = active_profile(profile, profiles)
+    cap = chosen.get(cap_key)
     threshold = spec["threshold"] if spec.get("threshold") is not None else threshold
     set_threads(threads)
-    clf = classifiers.load(model, spec, Path(model_file) if model_file is not None else None, max(1, threads))
+    # a transformers model predicts in the fine-tuned models' precision (the profile's predict_cpu_bf16; absent: fp32)
+    cpu_bf16 = chosen.get("predict_cpu_bf16", False) if spec["kind"] == "pretrained" else False
+    clf = classifiers.load(model, spec, Path(model_file) if model_file is not None else None, max(1, threads), cpu_bf16=cpu_bf16, amp=amp)
     identity = read_json(card)["identity"]
     lines = []
     for suite, out in zip(suites, predictions, strict=True):
