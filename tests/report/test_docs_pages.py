@@ -190,3 +190,29 @@ def test_screen_table_rows_and_seed_means():
     # the mean of a base model's seeds; a single-seed base gets none
     assert table[5] == "| multilingual-e5-small, mean of 2 seeds |  | 305 | 71.0 | 52.0 | 61.0 | **56.5** |  |  |"
     assert len(table) == 6
+
+
+def test_a_classifier_trained_elsewhere_and_a_diff_in_the_results_page(workspace):
+    """A classifier's card names it as such, its held-out set of its own
+    training data is marked, and a recorded per-functionality comparison
+    becomes a table whose figures are the diff file's."""
+    card = workspace / "models/sonar/model_card.json"
+    card.parent.mkdir(parents=True)
+    card.write_text(json.dumps({"model": "sonar", "kind": "onnx", "classifier": True, "profile": "smoke",
+                                "base_model": {"description": "a TF-IDF classifier"}, "budget_note": "not trained here"}))
+    make_metrics(workspace, "sonar", Suite("heldout_davidson2017", "davidson2017", "case_id", HELDOUT, split="test"), 0.9, 5)
+    held = workspace / "results/sonar/heldout_davidson2017/metrics.json"
+    held.write_text(json.dumps({**json.loads(held.read_text()), "seen_in_training": True}))
+    diff = workspace / "results/diffs/B-D_vs_sonar/hatecheck.json"
+    diff.parent.mkdir(parents=True)
+    test = {"n": 140, "accuracy_a": 80.0, "accuracy_b": 20.0, "difference": -60.0, "ci_low": -70.1, "ci_high": -49.9,
+            "p_value": 0.001, "holm_level": 0.998, "holm_ci_low": -75.0, "holm_ci_high": -45.0, "flagged": True}
+    diff.write_text(json.dumps({"suite": "hatecheck", "a": {"model": "B-D"}, "b": {"model": "sonar"}, "correction": "holm",
+                                "bootstrap": {"samples": 2000, "resampling_unit": "template"},
+                                "by_functionality": {"slur_h": test}, "flagged": ["slur_h"]}))
+    docs_record.record(workspace, workspace / "docs/runs/smoke", "smoke", "smoke")
+    results = docs_pages.render(Path("docs/runs/smoke"))["results"]
+    assert "| sonar | a TF-IDF classifier | classifier trained elsewhere (onnx) |" in results
+    assert "| sonar | davidson2017 (its training data: not held out) |" in results
+    assert "#### sonar minus B-D on hatecheck" in results and "1 of 1 functional tests flagged (holm correction" in results
+    assert "| F7 slur_h | 140 | 80.0 | 20.0 | -60.0 [-70.1, -49.9] | flagged |" in results

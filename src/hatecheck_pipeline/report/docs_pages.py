@@ -89,7 +89,7 @@ def run_header(info: Mapping[str, Any], record: str) -> str:
 def _metrics(record: Path) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
     """(model, suite) -> (record-relative path, metrics document)."""
     out = {}
-    for path in sorted(record.glob("results/*/*/metrics.json")):
+    for path in sorted(p for p in record.glob("results/*/*/metrics.json") if p.parent.parent.name != "diffs"):
         rel = path.relative_to(record).as_posix()
         out[(path.parent.parent.name, path.parent.name)] = (rel, _json(path))
     return out
@@ -113,10 +113,12 @@ def models_table(record: Path) -> str:
     for model, (rel, card) in _cards(record).items():
         base = card.get("base_model") or {}
         minutes = card.get("train_seconds")
+        kind = f"classifier trained elsewhere ({card.get('kind')})" if card.get("classifier") else \
+            "stand-in" if base.get("stand_in") else "paper model"
         rows.append([
             model,
             str(base.get("description") or base.get("ref") or "–"),
-            "stand-in" if base.get("stand_in") else "paper model",
+            kind,
             str(card.get("budget_note") or "–"),
             "–" if minutes is None else f"{minutes / 60:.1f} min ({card.get('device', '?')})",
             _code(rel),
@@ -133,8 +135,9 @@ def heldout_table(metrics: Mapping[tuple[str, str], tuple[str, dict]], published
             continue
         dataset = str(doc.get("dataset") or suite.removeprefix("heldout_"))
         paper, source = _paper(("hatecheck_heldout", "mhc_t6"), model, dataset, "macro_f1", published)
+        seen = " (its training data: not held out)" if doc.get("seen_in_training") else ""
         rows.append([
-            model, dataset, f"{doc['overall']['n']:,}", _with_ci(_figure(doc, "overall", None, "macro_f1")),
+            model, dataset + seen, f"{doc['overall']['n']:,}", _with_ci(_figure(doc, "overall", None, "macro_f1")),
             _num(_figure(doc, "overall", None, "f1_hateful").get("value")), _num(paper), source or "–", _code(rel),
         ])
     if not rows:
@@ -196,11 +199,32 @@ def mhc_table(metrics: Mapping[tuple[str, str], tuple[str, dict]], published: Ma
     )
 
 
+def diff_tables(record: Path) -> str:
+    """Each recorded comparison of two models per functional test
+    (``results/diffs/<a>_vs_<b>/<suite>.json``); empty when there is none."""
+    parts = []
+    for path in sorted(record.glob("results/diffs/*/*.json")):
+        doc = _json(path)
+        a, b, suite = doc["a"]["model"], doc["b"]["model"], doc["suite"]
+        dataset = "mhc" if suite.startswith("mhc_") else "hatecheck"
+        tests = doc.get("by_functionality", {})
+        rows = [[P.functionality_label(code, dataset, short=True), f"{t['n']:,}", _num(t["accuracy_a"]), _num(t["accuracy_b"]),
+                 f"{t['difference']:+.1f} [{_num(t['ci_low'])}, {_num(t['ci_high'])}]", "flagged" if t["flagged"] else ""]
+                for code, t in sorted(tests.items(), key=lambda kv: P.functionality_order(kv[0], dataset))]
+        flagged = doc.get("flagged") or []
+        parts.append(f"#### {b} minus {a} on {suite}\n\n{len(flagged)} of {len(tests)} functional tests flagged "
+                     f"({doc['correction']} correction, paired {doc['bootstrap']['resampling_unit']}-level bootstrap, "
+                     f"{doc['bootstrap']['samples']:,} resamples); from {_code(path.relative_to(record).as_posix())}.\n\n"
+                     + _table(["functional test", "n", f"{a} (A)", f"{b} (B)", "B − A [95% CI]", ""], rows))
+    return "\n\n".join(parts)
+
+
 def results_page(record: Path, published: Mapping[str, Any] | None = None) -> str:
     record = Path(record)
     published = P.load() if published is None else published
     info = docs_record.load(record)
     metrics = _metrics(record)
+    diffs = diff_tables(record)
     return "\n\n".join([
         run_header(info, record.as_posix()),
         "### Models that ran\n\nFrom each model's card.\n\n" + models_table(record),
@@ -209,6 +233,9 @@ def results_page(record: Path, published: Mapping[str, Any] | None = None) -> st
         + heldout_table(metrics, published),
         "### HateCheck: accuracy per gold label (HateCheck Table 2)\n\n" + hatecheck_table(metrics, published),
         "### Multilingual HateCheck: macro F1 per language (MHC Table 7)\n\n" + mhc_table(metrics, published),
+        *(["### What changed between models, per functional test\n\nAccuracy of B minus accuracy of A, in percentage "
+           "points, with the paired interval; flagged where Holm's correction over the tests still excludes zero "
+           "([method](../your-classifier.md#what-changed-between-two-models-diff)).\n\n" + diffs] if diffs else []),
     ]) + "\n"
 
 

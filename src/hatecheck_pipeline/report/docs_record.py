@@ -5,7 +5,9 @@ A record is a folder (``docs/runs/<name>/``) holding byte-identical copies
 of a workspace's files, at the same relative paths:
 
 - ``results/<model>/<suite>/metrics.json`` of the held-out test sets,
-  HateCheck and the MHC languages (what the results page reads);
+  HateCheck and the MHC languages, and ``results/diffs/<a>_vs_<b>/<suite>.json``
+  (what changed between two models per functional test): what the results
+  page reads;
 - ``models/<model>/model_card.json`` (which base model ran, its budget);
 - ``data/validation/<dataset>.json`` (row counts and validation outcome);
 - ``logs/benchmarks/<stage>.json``: every stage's time and memory record;
@@ -35,7 +37,8 @@ from hatecheck_pipeline.core.files import write_text
 
 RUN_FILE = "run.json"
 # Workspace-relative globs of the files a record keeps.
-METRICS_GLOBS = ("results/*/heldout_*/metrics.json", "results/*/hatecheck/metrics.json", "results/*/mhc_*/metrics.json")
+METRICS_GLOBS = ("results/*/heldout_*/metrics.json", "results/*/hatecheck/metrics.json", "results/*/mhc_*/metrics.json",
+                 "results/diffs/*/*.json")
 CARD_GLOB = "models/*/model_card.json"
 VALIDATION_GLOB = "data/validation/*.json"
 BENCHMARK_GLOB = "logs/benchmarks/*.json"
