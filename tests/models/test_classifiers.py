@@ -230,3 +230,21 @@ def test_a_pretrained_model_follows_the_predict_stages_precision_rule(tiny_class
     bf16 = classifiers.load("tiny", spec, cpu_bf16=True)
     assert fp32.precision == "fp32" and bf16.precision == "bf16 autocast (CPU)"
     assert np.allclose(fp32.p_hateful(texts), bf16.p_hateful(texts), atol=0.05)
+
+
+def test_evaluate_reads_what_it_can_from_the_model_and_names_what_it_cannot(tmp_path, tiny_classifier):
+    from hatecheck_pipeline.models.classifier_spec import classifier_spec
+
+    onnx_file = keyword_onnx(tmp_path / "kw.onnx")
+    spec = classifier_spec(str(onnx_file), classes=["neither", "hateful"], suites=["hatecheck"])
+    assert spec | {"model": None} == {"kind": "onnx", "model": None, "input": "text", "output": "probs",
+                                      "classes": ["neither", "hateful"], "hateful": ["hateful"], "suites": ["hatecheck"], "seed": 42}
+    with pytest.raises(ClassifierError, match="--classes"):
+        classifier_spec(str(onnx_file), suites=["hatecheck"])
+    with pytest.raises(ClassifierError, match="give --hateful"):
+        classifier_spec(str(onnx_file), classes=["a", "b"], suites=["hatecheck"])
+    assert classifier_spec(str(tiny_classifier), suites=["mhc"])["hateful"] == ["HATE"]
+    assert classifier_spec(str(tiny_classifier), hateful=["1"], suites=["mhc"])["hateful"] == [1]
+    assert classifier_spec("pkg.mod:fn", suites=["mhc"])["kind"] == "python"
+    api = classifier_spec("https://api.example/v1:analyze", key_env="K", suites=["mhc"])
+    assert api["kind"] == "http" and api["format"] == "perspective" and api["key_env"] == "K"

@@ -73,20 +73,20 @@ def evaluate(
     HTML page (reports/models/<name>.html)."""
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.core.config import ConfigError, apply_and_validate, dumps
-    from hatecheck_pipeline.models import external
+    from hatecheck_pipeline.models import classifier_spec, classifiers
 
     params = load()
     name = name or model_name(model)
     if name in params["models"]:
         fail(f"model {name!r} is already in params.yaml's models: pick another --name")
     try:
-        spec = external.classifier_spec(
+        spec = classifier_spec.classifier_spec(
             model, hateful=hateful.split(",") if hateful else None, classes=classes.split(",") if classes else None,
             input_name=input_name, output=output, decision=decision, revision=revision, max_length=max_length,
             batch_size=batch_size, api_format=api_format, key_env=key_env, suites=suite_entries(suites),
         )
         apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
-    except (external.classifiers.ClassifierError, ConfigError) as exc:
+    except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)
     overrides = [f"models.{name}={dumps(spec)}", *STATE["overrides"]]
     page = paths.model_page(name)
