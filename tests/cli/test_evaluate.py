@@ -67,6 +67,26 @@ def test_an_onnx_file_is_tested_with_its_classes(project):
     assert (project / "reports/models/kwonnx.html").exists()
 
 
+def test_a_model_directory_is_tested_with_its_labels(project, tmp_path):
+    """A tiny random BERT sequence classifier (no results: a check of the
+    code) saved as a user would save theirs; its hateful class is read from
+    its labels."""
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+    from models_helpers import tiny_bert
+
+    base = tiny_bert(tmp_path / "base")
+    config = BertConfig.from_pretrained(base, num_labels=2, id2label={0: "normal", 1: "hateful"}, label2id={"normal": 0, "hateful": 1})
+    folder = tmp_path / "my-classifier"
+    BertForSequenceClassification(config).save_pretrained(folder)
+    AutoTokenizer.from_pretrained(base).save_pretrained(folder)
+    evaluate(project, str(folder), "--suites", "hatecheck")
+    card = json.loads((project / "models/my-classifier/model_card.json").read_text())
+    assert card["kind"] == "pretrained" and card["hateful"] == ["hateful"] and card["identity"]["content_sha256"]
+    preds = pl.read_parquet(project / "results/my-classifier/hatecheck/predictions.parquet")
+    assert preds["p_hateful"].is_between(0, 1).all() and (project / "reports/models/my-classifier.html").exists()
+    assert pl.read_parquet_metadata(project / "results/my-classifier/hatecheck/predictions.parquet")["hatecheck_pipeline.precision"]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
