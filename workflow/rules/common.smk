@@ -40,10 +40,11 @@ OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), PARAMS
 os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 STAGES = hc_registry.build_stages(PARAMS)
 CORES = machine_cores()
-# Never more threads at once than the machine has, whatever --cores says
-# (local runs only: on a cluster the scheduler places jobs on its nodes).
-if workflow.local_exec and "cpu_cores" not in workflow.global_resources:
-    workflow.register_resource("cpu_cores", CORES)
+# Never more threads at once than the machine has, whatever --cores says, and
+# never stages whose declared memory together exceeds what it has available
+# (HATECHECK_PIPELINE_MEM_MB or --resources mem_mb=... overrides; local runs
+# only: on a cluster the scheduler places jobs on its nodes).
+hc_runners.register_local_resources(workflow, CORES)
 # One file per stage with its parameter values, rewritten only when they change.
 PARAMS_CHANGED = hc_runners.sync_params_files(STAGES, PARAMS)
 # Outputs DVC pulled or checked out carry the time they were written: where

@@ -25,10 +25,12 @@ both runners keep it true:
   behind; :func:`clear_stale_locks` removes them once no run is alive
   (:func:`register_run`), and the default workflow profile
   (``profiles/default``) re-runs jobs left incomplete.
-- **Threads.** ``core.cpu.machine_cores`` is what the machine really has; local
+- **Threads and memory.** ``core.cpu.machine_cores`` is what the machine really has; local
   rules never ask for more (:func:`rule_threads`; on a cluster the stage's own
   threads), and a global ``cpu_cores`` resource stops Snakemake from running
-  more threads at once than there are cores, whatever ``--cores`` says.
+  more threads at once than there are cores, whatever ``--cores`` says; a
+  global ``mem_mb`` resource (:func:`machine_memory_mb`) stops it from
+  running stages whose declared memory together exceeds the machine's.
 """
 
 from __future__ import annotations
@@ -46,6 +48,52 @@ from hatecheck_pipeline.pipeline import dvc_internals
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
 OLD = 0  # modification time of a params file the lock already records (the epoch)
+
+
+MEM_ENV = "HATECHECK_PIPELINE_MEM_MB"  # the memory a local run may use, in MB (default: what the machine has available)
+
+
+def machine_memory_mb(meminfo: str | Path = "/proc/meminfo") -> int | None:
+    """The memory a local run may fill, in MB: ``$HATECHECK_PIPELINE_MEM_MB``
+    when set, else the machine's available memory at start (``MemAvailable``
+    of /proc/meminfo, else ``MemTotal``); None where neither can be read.
+    """
+    override = os.environ.get(MEM_ENV)
+    if override:
+        try:
+            return max(1, int(float(override)))
+        except ValueError:
+            raise PipelineError(f"{MEM_ENV}={override!r}: give the memory in MB, a number") from None
+    try:
+        text = Path(meminfo).read_text("utf-8")
+    except OSError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    for key in ("MemAvailable", "MemTotal"):
+        if key in fields:
+            return int(fields[key].split()[0]) // 1024
+    return None
+
+
+def register_local_resources(workflow: Any, cores: int) -> dict[str, int]:
+    """Bound a local run as the machine is bound: ``cpu_cores`` (never more
+    threads at once than the cores) and ``mem_mb`` (never stages whose
+    declared memory together exceeds :func:`machine_memory_mb`), each unless
+    the user gave it (``--resources``). A stage declaring more than the
+    bound is capped to it and runs alone. Through Snakemake's public
+    ``workflow.register_resource`` (the Snakefile's ``workflow`` object).
+    Returns what it registered."""
+    registered: dict[str, int] = {}
+    if not workflow.local_exec:
+        return registered  # on a cluster the scheduler places jobs on its nodes
+    if "cpu_cores" not in workflow.global_resources:
+        registered["cpu_cores"] = cores
+    memory = machine_memory_mb()
+    if "mem_mb" not in workflow.global_resources and memory:
+        registered["mem_mb"] = memory
+    for name, value in registered.items():
+        workflow.register_resource(name, value)
+    return registered
 
 
 def params_file(stage: Stage) -> str:
