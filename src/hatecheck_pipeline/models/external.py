@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
-import polars as pl
-
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import PRECISION_KEY, read_json, write_json, write_parquet
-from hatecheck_pipeline.models import classifiers
 from hatecheck_pipeline.models.weights import assemble_parts, entry_of, load_registry
 from hatecheck_pipeline.suites.registry import Suite
+
+# numpy, polars and the classifiers (onnxruntime, transformers) are imported
+# where a stage runs: the registry (every runner's no-op) reads this module
+# for the stages' paths only.
 
 PINNED = "pinned:"
 REGISTRY_FILE = "src/hatecheck_pipeline/resources/classifiers.yaml"
@@ -57,6 +57,8 @@ def local_source(spec: Mapping[str, Any]) -> str | None:
         return None
     kind, ref = spec.get("kind"), str(spec.get("model", ""))
     if kind == "python":
+        from hatecheck_pipeline.models import classifiers
+
         found = classifiers.module_file(ref)
         return str(found) if found is not None else None
     if kind in ("onnx", "pretrained") and Path(ref).exists():
@@ -114,6 +116,8 @@ def register(model: str, spec: Mapping[str, Any], card: Path, profile: str, fetc
     it is read from (a dependency only: its content sha256 is in the card);
     ``entry``: a pinned file's entry of resources/classifiers.yaml (a
     parameter, read again here through the registry)."""
+    from hatecheck_pipeline.models import classifiers
+
     del entry
     started = time.perf_counter()
     pinned = pinned_entry(spec)
@@ -159,7 +163,11 @@ def predict(
     the suites' data-quality results, a dependency only; ``amp``: a
     transformers model's autocast on CUDA, as training.amp). The card's
     identity and the precision that ran go into each file's metadata."""
+    import numpy as np
+    import polars as pl
+
     from hatecheck_pipeline.core.config import active_profile
+    from hatecheck_pipeline.models import classifiers
     from hatecheck_pipeline.models.predict import predictions_frame, set_threads
     from hatecheck_pipeline.suites.sample import drawn_cases
 

@@ -235,7 +235,7 @@ def results_page(record: Path, published: Mapping[str, Any] | None = None) -> st
         "### Multilingual HateCheck: macro F1 per language (MHC Table 7)\n\n" + mhc_table(metrics, published),
         *(["### What changed between models, per functional test\n\nAccuracy of B minus accuracy of A, in percentage "
            "points, with the paired interval; flagged where Holm's correction over the tests still excludes zero "
-           "([method](../your-classifier.md#what-changed-between-two-models-diff)).\n\n" + diffs] if diffs else []),
+           "([method](your-classifier.md#what-changed-between-two-models-diff)).\n\n" + diffs] if diffs else []),
     ]) + "\n"
 
 
