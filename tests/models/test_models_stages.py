@@ -63,6 +63,9 @@ def test_models_stage_functions_take_exactly_their_declared_arguments():
         if s.run == models_phase.RATIONALES:  # HateXplain's ERASER rationales: supervision targets for training
             assert s.module == "hatecheck_pipeline.models.eraser", s.name
             continue
+        if s.run in (models_phase.CLASSIFIER_REGISTER, models_phase.CLASSIFIER_PREDICT):  # a classifier trained elsewhere
+            assert s.module == "hatecheck_pipeline.models.external" and config.is_classifier(p["models"][s.args["model"]]), s.name
+            continue
         prefix = s.name.split("_", 1)[0]
         assert s.function == prefix and s.module == f"hatecheck_pipeline.models.{prefix}", s.name
 
@@ -84,12 +87,14 @@ def test_one_predict_stage_per_suite_group_and_one_output_per_suite():
         if config.is_llm(p["models"][model]):  # one stage for all its suites (tests/evaluation/test_llm_classifier.py)
             assert stages[f"predict_{model}"].all_outs[:-1] == [paths.predictions(model, s.name) for s in suites.suites_for_model(p, model)]
             continue
+        classifier = config.is_classifier(p["models"][model])  # trained elsewhere: the texts as published, its card
         outs = []
         for group, members in suites.suite_groups(p, model):
             st = stages[f"predict_{model}_{group}"]
             assert st.all_outs == [paths.predictions(model, s.name) for s in members]
-            assert {s.table(p["models"][model]["scheme"]) for s in members} <= set(st.deps)
-            assert paths.model_dir(model) in st.deps
+            tables = {s.raw_table() if classifier else s.table(p["models"][model]["scheme"]) for s in members}
+            assert tables <= set(st.deps)
+            assert (paths.model_card(model) if classifier else paths.model_dir(model)) in st.deps
             for key in st.param_keys:
                 config.get_key(p, key)
             outs += st.all_outs

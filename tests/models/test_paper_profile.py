@@ -65,7 +65,7 @@ def trained_recipes(params, profile: str, monkeypatch) -> dict[str, tuple[dict, 
 
     monkeypatch.setattr(T, "run", record)
     for name, spec in params["models"].items():
-        if config.is_llm(spec):
+        if not config.is_finetuned(spec):  # a prompted LLM or a classifier trained elsewhere: no training
             continue
         T.train(name, [], {}, Path("m"), Path("c"), Path("k"), Path("l"), profile, params["profiles"], spec,
                 params["training"]["recipes"][spec["recipe"]], amp=True, threads=1)
