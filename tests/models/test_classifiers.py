@@ -16,6 +16,7 @@ import pytest
 from models_helpers import tiny_bert
 
 from hatecheck_pipeline.models import classifiers, external
+from hatecheck_pipeline.models.base import content_hash
 from hatecheck_pipeline.models.classifiers import ClassifierError
 from hatecheck_pipeline.suites.registry import Suite
 
@@ -172,7 +173,7 @@ def test_a_pretrained_directory_is_read_with_its_label_names(tiny_classifier, cp
     probs = clf.probabilities(texts)
     p = clf.p_hateful(texts)
     assert p.shape == (4,) and np.allclose(p, probs[:, 1]) and np.allclose(probs.sum(axis=1), 1, atol=1e-5)
-    assert clf.identity()["content_sha256"] == classifiers.tree_sha256(tiny_classifier)
+    assert clf.identity()["content_sha256"] == content_hash(tiny_classifier)
     by_index = classifiers.load("tiny", {**spec, "hateful": [1]})
     assert np.allclose(by_index.p_hateful(texts), p)
 

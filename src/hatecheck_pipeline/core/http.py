@@ -14,8 +14,10 @@ server's message and the tries, with the API key scrubbed from all of it.
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from datetime import timezone
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import requests
@@ -134,3 +136,24 @@ class RetryingPoster:
 
     def close(self) -> None:
         self.session.close()
+
+
+# The content-addressed answer cache: one JSON file per request key
+# (a sha256), under a two-character folder, replaced whole.
+
+
+def cache_path(cache_dir: Path, key: str) -> Path:
+    return Path(cache_dir) / key[:2] / f"{key}.json"
+
+
+def cache_read(cache_dir: Path, key: str) -> dict | None:
+    path = cache_path(cache_dir, key)
+    return json.loads(path.read_text("utf-8"))["response"] if path.exists() else None
+
+
+def cache_write(cache_dir: Path, key: str, body: dict, response: dict) -> None:
+    path = cache_path(cache_dir, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"request": body, "response": response}, ensure_ascii=False, indent=1), "utf-8")
+    tmp.replace(path)

@@ -31,10 +31,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from hatecheck_pipeline.core.http import (  # noqa: F401  (re-exported: the LLM clients' errors and retry rules)
+from hatecheck_pipeline.core.http import (  # noqa: F401  (re-exported: the LLM clients' errors, retry rules and answer cache)
     EndpointError,
     RetryingPoster,
     backoff_s,
+    cache_path,
+    cache_read,
+    cache_write,
     retry_after_s,
     retryable,
 )
@@ -95,7 +98,7 @@ class ChatClient:
 
     def complete(self, body: dict) -> dict:
         key = cache_key(self.base_url, body, self.api)
-        path = self.cache_dir / key[:2] / f"{key}.json"
+        path = cache_path(self.cache_dir, key)
         if path.exists():
             self.cached += 1
             return json.loads(path.read_text("utf-8"))["response"]
@@ -130,23 +133,6 @@ def messages_of(response: dict) -> list[str]:
             if line:
                 out.append(line)
     return out
-
-
-def cache_path(cache_dir: Path, key: str) -> Path:
-    return Path(cache_dir) / key[:2] / f"{key}.json"
-
-
-def cache_read(cache_dir: Path, key: str) -> dict | None:
-    path = cache_path(cache_dir, key)
-    return json.loads(path.read_text("utf-8"))["response"] if path.exists() else None
-
-
-def cache_write(cache_dir: Path, key: str, body: dict, response: dict) -> None:
-    path = cache_path(cache_dir, key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"request": body, "response": response}, ensure_ascii=False, indent=1), "utf-8")
-    tmp.replace(path)
 
 
 def chat_prompt(tokenizer, system: str | None, user: str) -> str:

@@ -46,15 +46,6 @@ class ClassifierError(PipelineError, ValueError):
     """A classifier that cannot be loaded or whose answers cannot be read."""
 
 
-def tree_sha256(folder: Path) -> str:
-    """sha256 over a folder's files (relative paths and contents, in sorted
-    order): a model directory's identity."""
-    digest = hashlib.sha256()
-    for f in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        digest.update(f.relative_to(folder).as_posix().encode() + b"\0" + sha256sum(f).encode() + b"\n")
-    return digest.hexdigest()
-
-
 # ---------------------------------------------------------------- python
 
 
@@ -275,8 +266,10 @@ class PretrainedClassifier:
         self.cpu_bf16, self.amp = cpu_bf16, amp
 
     def identity(self) -> dict[str, Any]:
+        from hatecheck_pipeline.models.base import content_hash
+
         if self.local:
-            return {"ref": self.ref, "content_sha256": tree_sha256(Path(self.ref))}
+            return {"ref": self.ref, "content_sha256": content_hash(self.ref)}
         return {"ref": self.ref, "revision": self.revision or "main"}
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
@@ -362,20 +355,20 @@ class HttpClassifier:
             return {"comment": {"text": text}, "requestedAttributes": {self.attribute: {}}, "doNotStore": True}
         return {"text": text}
 
-    def _cache_file(self, body: Mapping[str, Any]) -> Path:
+    def _cache_key(self, body: Mapping[str, Any]) -> str:
         import json
 
-        key = hashlib.sha256(json.dumps({"url": self.url, "body": body}, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-        return self.cache_dir / key[:2] / f"{key}.json"
+        return hashlib.sha256(json.dumps({"url": self.url, "body": body}, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
     def ask(self, text: str) -> Any:
-        import json
+        from hatecheck_pipeline.core.http import cache_read, cache_write
 
         body = self.body(text)
-        path = self._cache_file(body)
-        if path.exists():
+        key = self._cache_key(body)
+        cached = cache_read(self.cache_dir, key)
+        if cached is not None:
             self.cached += 1
-            return json.loads(path.read_text("utf-8"))["response"]
+            return cached
         if self.last is not None:  # the rate limit: real requests at most rate_per_s
             wait = self.interval - (self.clock() - self.last)
             if wait > 0:
@@ -385,10 +378,7 @@ class HttpClassifier:
         finally:
             self.last = self.clock()
         self.asked += 1
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"request": body, "response": answer}, ensure_ascii=False), "utf-8")
-        tmp.replace(path)
+        cache_write(self.cache_dir, key, body, answer)
         return answer
 
     def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
