@@ -55,3 +55,64 @@ def test_only_float32_cpu_networks_are_packed():
     assert not can_pack_linears(half) and pack_linears(half, 4) == 0
     assert any(isinstance(m, torch.nn.Linear) for m in half.modules())
     assert can_pack_linears(net)
+
+
+def test_packing_frees_each_dense_weight_as_its_layer_is_packed():
+    """The peak of packing is the network plus one layer: a dense weight
+    nothing else holds is gone once its layer is packed, not at the end."""
+    import weakref
+
+    net, _ = tiny_causal_lm(WORDS, arch="llama")
+    weights = [weakref.ref(m.weight) for m in net.modules() if isinstance(m, torch.nn.Linear)]
+    alive_while_packing = []
+    real = PackedLinear.__init__
+
+    def counting(self, linear, batch_hint):
+        real(self, linear, batch_hint)
+        alive_while_packing.append(sum(w() is not None for w in weights))
+
+    PackedLinear.__init__ = counting
+    try:
+        pack_linears(net, 4)
+    finally:
+        PackedLinear.__init__ = real
+    # while layer k is packed, the k-1 already packed have let go of their dense weights
+    assert alive_while_packing == [len(weights) - k for k in range(len(weights))]
+    assert all(w() is None for w in weights)
+
+
+def test_a_saved_model_read_into_memory_is_the_saved_model(tmp_path):
+    """models/llm.read_into_memory (weights read, the input embedding
+    mapped): the same parameters and outputs as transformers' own load of
+    the folder, and packed afterwards, the dense outputs."""
+    from transformers import AutoModelForCausalLM
+
+    from hatecheck_pipeline.models.llm import read_into_memory
+
+    net, tok = tiny_causal_lm(WORDS, arch="llama")
+    net.save_pretrained(tmp_path)
+    got = read_into_memory(tmp_path, torch.float32).eval()
+    want = AutoModelForCausalLM.from_pretrained(tmp_path, dtype=torch.float32).eval()
+    assert got.name_or_path == str(tmp_path)
+    assert {k: v.tolist() for k, v in got.state_dict().items()} == {k: v.tolist() for k, v in want.state_dict().items()}
+    ids = torch.tensor([tok("is the following text sexist ? women a joke", add_special_tokens=False)["input_ids"]])
+    pack_linears(got, 1)
+    with torch.inference_mode():
+        assert torch.allclose(got(input_ids=ids).logits, want(input_ids=ids).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_released_pages_of_a_mapped_file_read_back_unchanged(tmp_path):
+    """models/llm_fetch.release_pages drops a read-only mapping's resident
+    pages (what dequantising a GGUF does tensor by tensor); the data reads
+    back the same, from the file."""
+    import numpy as np
+
+    from hatecheck_pipeline.models.llm_fetch import release_pages
+
+    data = np.arange(3 * 4096, dtype=np.float32)
+    (tmp_path / "x.bin").write_bytes(data.tobytes())
+    mapped = np.memmap(tmp_path / "x.bin", dtype=np.float32, mode="r")
+    assert float(mapped.sum()) == float(data.sum())
+    release_pages(mapped[100:9000])
+    release_pages(mapped)
+    assert np.array_equal(np.asarray(mapped), data)

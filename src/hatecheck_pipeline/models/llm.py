@@ -113,6 +113,41 @@ def stand_in_of(model: str, fallback: str | None) -> str | None:
     return info["stand_in"] if info else fallback
 
 
+def read_into_memory(folder: Path, dtype: Any):
+    """A causal LM saved by ``save_pretrained`` in ``folder``, its weights
+    read with plain reads (safetensors' ``pread`` backend) rather than
+    memory-mapped, except the input embedding's.
+
+    - Read weights: a tensor freed later (a dense weight replaced by its
+      packed copy, models/runtime.pack_linears) gives its memory back,
+      where a mapped file's touched pages stay resident while any tensor
+      of the file lives.
+    - The input embedding stays mapped: a lookup touches the rows of the
+      tokens read, so the vocabulary's other rows (about 0.9 GB for a
+      150k-token, 1,536-wide float32 table) are never resident.
+
+    Built by transformers' documented route for a config and a state dict
+    (``from_pretrained(None, config=..., state_dict=...)``)."""
+    import torch
+    from safetensors import safe_open
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(folder)
+    with torch.device("meta"):  # the architecture's class and parameter names, no weights allocated
+        skeleton = AutoModelForCausalLM.from_config(config)
+    lookup = skeleton.get_input_embeddings().weight
+    mapped = {name for name, p in skeleton.named_parameters() if p is lookup}
+    state: dict[str, Any] = {}
+    for file in sorted(Path(folder).glob("*.safetensors")):
+        with safe_open(str(file), framework="pt", device="cpu", backend="pread") as f:
+            state.update((k, f.get_tensor(k)) for k in f.keys() if k not in mapped)
+        with safe_open(str(file), framework="pt", device="cpu") as f:
+            state.update((k, f.get_tensor(k)) for k in f.keys() if k in mapped)
+    net = type(skeleton).from_pretrained(None, config=config, state_dict=state, dtype=dtype)
+    net.name_or_path = net.config._name_or_path = str(folder)  # where it was read from, as a folder load names it
+    return net
+
+
 class LocalLM:
     """A causal LM with its tokenizer, on the CPU (or CUDA when present).
 
@@ -140,7 +175,10 @@ class LocalLM:
         package's GGUF (``pkg:``) from its copy in the cache
         (models/weights.package_gguf_copy). Float32 weights on a CPU have
         their linear layers packed for oneDNN (models/runtime.pack_linears;
-        ``pack=False``: left dense, as a reference)."""
+        ``pack=False``: left dense, as a reference). A saved folder's
+        weights are read into memory (:func:`read_into_memory`), so that
+        packing frees each dense weight: the loaded model holds one copy of
+        its weights, not a packed copy beside a mapped file's pages."""
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -157,7 +195,11 @@ class LocalLM:
         kw = {"gguf_file": gguf} if gguf else {}
         tok = AutoTokenizer.from_pretrained(where, **kw)
         dtype = getattr(torch, info.get("dtype", "float32"))
-        net = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kw).eval().to(pick_device())
+        if gguf:
+            net = AutoModelForCausalLM.from_pretrained(where, dtype=dtype, **kw)
+        else:
+            net = read_into_memory(Path(where), dtype)
+        net = net.eval().to(pick_device())
         if pack:  # float32 on a CPU: weights packed for oneDNN once (the same products up to rounding, faster)
             pack_linears(net, batch_size)
         return cls(net, tok, batch_size, info.get("prompt_format", "plain"))

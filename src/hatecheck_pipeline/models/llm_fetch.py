@@ -1,5 +1,6 @@
 """The ``fetch_llm_weights`` stage: :func:`models.weights.fetch_weights`
-with the GGUF parsed once while transformers dequantises it.
+with the GGUF parsed once while transformers dequantises it, and each
+quantised tensor's pages of the mapped file let go once it is dequantised.
 
 transformers loads a GGUF's tokenizer, config and weights one after the
 other, and each load builds its own ``gguf.GGUFReader``: a full parse of
@@ -13,6 +14,8 @@ stage that fetches the LLM's weights only.
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,9 +46,47 @@ def gguf_read_once():
         gguf.GGUFReader = real
 
 
+def release_pages(array: Any) -> None:
+    """Drop the resident pages of ``array``, a view of a read-only mapped
+    file, from this process (``madvise(MADV_DONTNEED)``: the file is
+    unchanged and a later read faults them back in from the page cache).
+    Only whole pages inside the array are dropped."""
+    page = mmap.PAGESIZE
+    start = array.ctypes.data
+    first, last = -(-start // page) * page, (start + array.nbytes) // page * page
+    if last > first:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), ctypes.c_int(mmap.MADV_DONTNEED))
+
+
+@contextmanager
+def gguf_pages_released():
+    """While transformers loads GGUFs, each quantised tensor's pages of the
+    mapped file are dropped once it is dequantised (transformers imports
+    ``dequantize`` from ``gguf`` at each load): otherwise every page of the
+    file stays resident beside its dequantised copy until the load ends
+    (1.1 GB for the 1.5B Q4_K_M model)."""
+    import gguf
+
+    real = gguf.dequantize
+
+    def dequantize(data: Any, qtype: Any) -> Any:
+        out = real(data, qtype)
+        if not getattr(data, "flags", None) or not data.flags.writeable:  # a view of the read-only mapped file
+            release_pages(data)
+        return out
+
+    gguf.dequantize = dequantize
+    try:
+        yield
+    finally:
+        gguf.dequantize = real
+
+
 def dequantise(gguf_path: Path, dest: Path, dtype: str, sha256: str) -> str:
-    """:func:`models.weights.dequantise`, the GGUF parsed once."""
-    with gguf_read_once():
+    """:func:`models.weights.dequantise`, the GGUF parsed once and its
+    pages let go tensor by tensor."""
+    with gguf_read_once(), gguf_pages_released():
         return W.dequantise(gguf_path, dest, dtype, sha256)
 
 

@@ -163,11 +163,14 @@ def pack_linears(net: torch.nn.Module, batch_hint: int) -> int:
     by a :class:`PackedLinear` (the weights reordered once; a tied output
     layer gets its own packed copy, its embedding stays as it is); the
     number replaced, 0 where :func:`can_pack_linears` says no. Outputs
-    match the dense path up to float32 rounding (summation order)."""
+    match the dense path up to float32 rounding (summation order). Memory:
+    a dense weight nothing else holds is freed as its layer is packed, so
+    the peak is the network plus one layer (weights read into memory, not
+    mapped from a file: freeing a mapped tensor frees no resident pages)."""
     if not can_pack_linears(net):
         return 0
-    swaps = [(parent, name, child) for parent in net.modules() for name, child in parent.named_children()
-             if isinstance(child, torch.nn.Linear)]
-    for parent, name, child in swaps:
-        setattr(parent, name, PackedLinear(child, batch_hint))
-    return len(swaps)
+    places = [(parent, name) for parent in net.modules() for name, child in parent.named_children()
+              if isinstance(child, torch.nn.Linear)]
+    for parent, name in places:  # one layer at a time: its dense weight is freed as its packed copy is made
+        setattr(parent, name, PackedLinear(getattr(parent, name), batch_hint))
+    return len(places)

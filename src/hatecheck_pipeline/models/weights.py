@@ -256,7 +256,8 @@ def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
     tmp = dest.with_name(dest.name + ".part")
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(dest, ignore_errors=True)
-    tok = AutoTokenizer.from_pretrained(weights.parent, gguf_file=weights.name)
+    # the tokenizer saved and let go before the model is loaded: the peak is the model alone
+    AutoTokenizer.from_pretrained(weights.parent, gguf_file=weights.name).save_pretrained(tmp)
     net = AutoModelForCausalLM.from_pretrained(weights.parent, gguf_file=weights.name, dtype=getattr(torch, dtype))
     # transformers refuses to save a model it loaded from a GGUF (its quantizer
     # is not serialisable), though the tensors it holds are plain dequantised ones
@@ -264,7 +265,6 @@ def dequantise(weights: Path, dest: Path, dtype: str, sha256: str) -> str:
     if hasattr(net.config, "quantization_config"):
         del net.config.quantization_config
     net.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
     write_json(stamp, tmp / STAMP)
     tmp.replace(dest)
     return f"dequantised to {dtype} safetensors in {time.perf_counter() - started:.0f} s"
