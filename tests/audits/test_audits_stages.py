@@ -52,6 +52,76 @@ def test_crows_pair_cap_from_profile(params):
     assert config.active_profile("smoke", params["profiles"])["crows_max_pairs"] == 20
 
 
+PAPER_MLMS = {"bert-base-uncased": True, "roberta-large": False, "albert-xxlarge-v2": True}  # hub id -> metric.py's `uncased`
+
+
+def crows_runs(params, profile: str) -> dict[str, dict]:
+    """Scorer -> its declared settings, for the crows_pairs_<scorer> stages
+    the profile runs, as each stage's function receives its parameters."""
+    under = {**params, "profile": profile}
+    runs = {}
+    for s in audits.stages(under):
+        if s.name.startswith("crows_pairs_"):
+            kwargs = s.arguments(under)
+            if s.args["name"] in config.active_profile(profile, kwargs["profiles"])["crows_scorers"]:
+                runs[s.args["name"]] = kwargs["scorer"]
+    return runs
+
+
+def test_the_paper_profile_scores_the_papers_masked_lms_and_the_offline_ones_none(params):
+    """The paper profile's CrowS-Pairs stages score BERT-base, RoBERTa-large
+    and ALBERT-xxlarge-v2 with the masked metric (hub ids, lowercased as
+    the authors' `uncased`); no offline profile runs a masked scorer (none
+    can be had offline), and every profile has the same stages."""
+    paper = crows_runs(params, "paper")
+    assert {s["model"]: s["lowercase"] for s in paper.values() if s["variant"] == "masked"} == PAPER_MLMS
+    for name in params["profiles"]:
+        if name != "paper":
+            runs = crows_runs(params, name)
+            assert runs and all(s["variant"] == "causal" for s in runs.values()), name
+            assert not {s["model"] for s in runs.values()} & set(PAPER_MLMS), name
+    names = {p: sorted(s.name for s in audits.stages({**params, "profile": p}) if s.name.startswith("crows_pairs_")) for p in params["profiles"]}
+    assert all(v == names["paper"] for v in names.values())
+    assert {f"crows_pairs_{m}" for m in PAPER_MLMS} <= set(names["paper"])
+
+
+def test_a_profile_naming_an_unknown_crows_scorer_is_refused(params):
+    bad = {**params, "profiles": {**params["profiles"], "smoke": {**params["profiles"]["smoke"], "crows_scorers": ["bert-large"]}}}
+    with pytest.raises(config.ConfigError, match=r"profiles\.smoke\.crows_scorers: 'bert-large' is not a scorer"):
+        config.cross_check(bad, "test")
+
+
+@pytest.mark.parametrize("profile", ["embedded", "smoke"])
+def test_a_masked_scorer_outside_the_profile_loads_nothing_and_says_why(params, tmp_path, monkeypatch, profile):
+    """Under the offline profiles the paper's masked-LM stages exist (the
+    DAG is the same for every profile) but load no model (nothing to
+    download): an empty pairs table and metrics with ran: false and the
+    reason; the summary carries it and the report shows it instead of
+    figures, outside the Table 2 columns."""
+    from hatecheck_pipeline.report.sections import bias_section
+
+    def no_model(*a, **k):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(crows, "load", no_model)
+    monkeypatch.setattr(crows, "run", no_model)
+    under = {**params, "profile": profile}
+    stage = next(s for s in audits.stages(under) if s.name == "crows_pairs_roberta-large")
+    kwargs = stage.arguments(under) | {"table": tmp_path / "table.parquet", "pairs": tmp_path / "pairs.parquet",
+                                      "metrics": tmp_path / "metrics.json"}
+    line = crows.crows_pairs(**kwargs)
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    assert m["ran"] is False and m["profile"] == profile and m["model"] == "roberta-large" and m["metric_score"] is None
+    assert f"profile {profile!r} does not list 'roberta-large'" in m["reason"] and "MLM head" in m["reason"] and m["reason"] in line
+    empty = pl.read_parquet(tmp_path / "pairs.parquet")
+    assert empty.height == 0 and {"sent_more_score", "stereotyped", "variant"} <= set(empty.columns)
+    doc = summary.run({"roberta-large": tmp_path / "metrics.json"}, {}, {}, tmp_path / "summary.json")
+    assert doc["crows_pairs"]["roberta-large"]["ran"] is False
+    html = bias_section(doc, "summary.json", published={})
+    assert m["reason"].replace("'", "&#x27;") in html
+    assert 'data-cell-id="bias:crows:roberta-large' not in html and "crows-pairs-bias-types" not in html
+
+
 def test_target_bias_audits_the_predicted_subsample(tmp_path):
     suites = (hatecheck(), mhc("german"))
     hc = pl.DataFrame({"id": [str(i) for i in range(12)], "label": ["hateful", "non-hateful"] * 6, "target_ident": ["women", "Muslims", "women"] * 4})

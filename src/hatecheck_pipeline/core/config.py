@@ -289,6 +289,12 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
         if judge != "nli" and (judge not in backends or backends[judge].get("kind") != "local"):
             errors.append(f"profiles.{pname}.gpt_hatecheck.judge: {judge!r} is neither 'nli' (expansion.nli.model) "
                           f"nor a local backend of llm.backends")
+    scorers = ((params.get("bias") or {}).get("crows_pairs") or {}).get("scorers") or {}
+    for pname, prof in profiles.items():  # the CrowS-Pairs scorers each profile runs
+        for sname in (prof.get("crows_scorers") or []) if isinstance(prof, Mapping) else []:
+            if sname not in scorers:
+                errors.append(f"profiles.{pname}.crows_scorers: {sname!r} is not a scorer "
+                              f"(bias.crows_pairs.scorers: {', '.join(scorers) or 'none'})")
     hx = (params.get("bias") or {}).get("hatexplain") or {}
     variants = [("bias.hatexplain.supervised", hx["supervised"])] if hx.get("supervised") else []
     variants += [(f"bias.hatexplain.two_class[{i}]", e) for i, e in enumerate(hx.get("two_class") or [])]

@@ -1,7 +1,9 @@
 """Stages of the audits phase (their phase label stays ``bias``):
 
-- ``crows_pairs_<scorer>``: CrowS-Pairs with one enabled scorer of
-  ``bias.crows_pairs.scorers`` (variant masked | causal);
+- ``crows_pairs_<scorer>``: CrowS-Pairs with one scorer of
+  ``bias.crows_pairs.scorers`` (variant masked | causal) that some
+  profile's ``crows_scorers`` lists (under a profile that does not list
+  it, the stage loads no model and records why);
 - ``hatexplain_standin``: the labelled TF-IDF + LR stand-in 3-class
   classifier's HateXplain test predictions and occlusion attributions;
 - ``hatexplain_explain_<model>``: a fine-tuned 3-class model's HateXplain
@@ -43,8 +45,13 @@ EXPLAIN_MEM_MB = 4000
 
 
 def crows_scorers(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The enabled CrowS-Pairs scorers (one stage each)."""
-    return {n: s for n, s in params["bias"]["crows_pairs"]["scorers"].items() if s["enabled"]}
+    """The CrowS-Pairs scorers some profile runs (``profiles.<p>.crows_scorers``;
+    one stage each, in the order of ``bias.crows_pairs.scorers``). The stage
+    set is the same under every profile, so that `dvc exp run -S profile=...`
+    needs no new dvc.yaml: the active profile's list decides which of them
+    score and which record that they did not run."""
+    listed = {n for prof in params["profiles"].values() for n in (prof.get("crows_scorers") or [])}
+    return {n: s for n, s in params["bias"]["crows_pairs"]["scorers"].items() if n in listed}
 
 
 def functional_suites(params: Mapping[str, Any], model: str) -> list[Suite]:
@@ -65,14 +72,14 @@ def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
         CROWS,
         inputs={"table": paths.interim_table("crows_pairs")},
         outputs={"pairs": out(paths.crows_pairs(name)), "metrics": metric(paths.crows_metrics(name))},
-        # the profile's crows_max_pairs caps the pairs (smoke)
+        # the profile's crows_scorers says whether this scorer runs, its crows_max_pairs caps the pairs (smoke)
         params={
             "scorer": f"bias.crows_pairs.scorers.{name}",
             "batch_size": "bias.crows_pairs.batch_size",
             "cpu_bf16": "bias.crows_pairs.cpu_bf16",
             "threads": "bias.threads",
             "seed": "bias.seed",
-            **profile_params(params, ["crows_max_pairs"]),
+            **profile_params(params, ["crows_scorers", "crows_max_pairs"]),
         },
         args={"name": name},
         threads=params["bias"]["threads"],

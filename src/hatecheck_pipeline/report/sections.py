@@ -283,6 +283,11 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
     for name, e in crows.items():
         stage = f"crows_pairs_{name}"
         source = e.get("source") or summary_file
+        if e.get("ran") is False:  # a scorer another profile runs (the paper profile's masked LMs)
+            label = f"{name} ({e.get('variant')} variant; model {e.get('model')})"
+            rows.append(f'<tr><td class="rowhead">{escape(label)}</td><td class="missing" colspan="{len(cols)}" '
+                        f'data-metrics="{escape(source)}" data-stage="{escape(stage)}">{escape(str(e.get("reason")))}</td></tr>')
+            continue
         n = e.get("n_pairs")
         incomplete = not e.get("complete")
         note = f" (INCOMPLETE: {n} of {CROWS_TOTAL:,} pairs, a seeded sample)" if incomplete else ""
@@ -294,9 +299,13 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
         tds = "".join(published_td("crows_pairs_t2", model, "paper", k, vals.get(k), "Nangia et al. 2020, Table 2 (masked LM metric)") for k, _ in cols[:3])
         rows.append(f'<tr><td class="rowhead">{escape(model)} (paper Table 2, masked)</td>{tds}<td class="missing">1,508</td></tr>')
     out += html_table("crows-pairs", ["scorer", *(h for _, h in cols)], rows)
-    out += ("<p class='note'>The <b>masked</b> variant is the paper's pseudo-log-likelihood metric; the <b>causal</b> variant scores "
-            "whole-sentence log-likelihood as lm-evaluation-harness does and is not comparable with the paper's masked-LM figures. "
-            "Runs over fewer than all 1,508 pairs (e.g. the smoke profile's <code>crows_max_pairs</code>) are marked incomplete.</p>")
+    out += ("<p class='note'>The <b>masked</b> variant is the paper's pseudo-log-likelihood metric (its authors' metric.py); the "
+            "<b>causal</b> variant scores whole-sentence log-likelihood as lm-evaluation-harness does and is not comparable with the "
+            "paper's masked-LM figures. Each profile scores the scorers its <code>crows_scorers</code> lists: the paper profile the "
+            "paper's three masked LMs from the model hub, the offline profiles only the causal stand-in (no masked LM with its MLM "
+            "head is available offline). Runs over fewer than all 1,508 pairs (e.g. the smoke profile's "
+            "<code>crows_max_pairs</code>) are marked incomplete.</p>")
+    crows = {n: e for n, e in crows.items() if e.get("ran") is not False}  # Table 2 columns: the scorers that ran
     if crows:  # the paper's Table 2 rows: subsets and the nine bias types, next to its three masked LMs
         from hatecheck_pipeline.evaluation import published as P
         from hatecheck_pipeline.report.paper_tables import crows_table2
