@@ -326,8 +326,7 @@ def test_perplexity_does_not_depend_on_the_length_batches():
 # ------------------------------------------------------------------- stages
 
 
-def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(server, params, workdir, mirror,
-                                                                                 monkeypatch):
+def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(server, params, workdir, monkeypatch):
     """The three stages through the generic entry point, with a fake
     endpoint as generator, a tiny random BART as the NLI judge and a tiny
     random GPT-2 as the perplexity LM (plumbing only)."""
@@ -361,9 +360,7 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
         if dep.startswith("src/"):
             (workdir / dep).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(REPO / dep, workdir / dep)
-    raw = workdir / paths.raw("hatecheck", "template_placeholders.csv")
-    raw.parent.mkdir(parents=True)
-    shutil.copyfile(mirror / "hatecheck" / "template_placeholders.csv", raw)
+    assert stages["expand_llm_generate_english"].inputs["slurs"].endswith("resources/expansion/gpt_hatecheck_slurs.yaml")
     line = call(stages["expand_llm_generate_english"], on)
     assert "6 candidates from 3 cells, 3 requests (3 asked, 0 cached), 0 bad outputs" in line
     rep = json.loads((workdir / expand.gpt_report("english", "generation.json")).read_text())

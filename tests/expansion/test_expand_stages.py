@@ -61,7 +61,8 @@ def test_gpt_hatecheck_stages_take_exactly_their_declared_arguments(params):
     gen = stages["expand_llm_generate_english"]
     assert set(gen.params) == {"settings", "backends", "threads", "profile", "profiles"}
     # the embedded profile generates on the fetched weights: their manifest is an input
-    assert gen.data_deps == [paths.raw("hatecheck", "template_placeholders.csv"),
+    # Table 12's slur list (a resource), not HateCheck's placeholders
+    assert gen.data_deps == ["src/hatecheck_pipeline/resources/expansion/gpt_hatecheck_slurs.yaml",
                              "src/hatecheck_pipeline/resources/expansion/prompts.yaml", paths.llm_weights_info()]
     val = stages["expand_llm_validate_english"]
     assert val.params["settings"] == "expansion.nli" and paths.expanded_table("gpt_hatecheck_english") in val.all_outs

@@ -1,17 +1,31 @@
 """GPT-HateCheck prompt assembly (Jin et al. 2024, appendix A): instruction
 segments and demonstrations of Table 11, [identity] from HateCheck's target
-groups, [slur] from HateCheck's slur list in the mirror."""
+groups, [slur] from Table 12's slur list (its censored forms resolved to
+HateCheck's spellings)."""
 
 import os
+import re
 from pathlib import Path
 
+import polars as pl
 import pytest
+import yaml
 
-from hatecheck_pipeline.expansion import prompts
+from hatecheck_pipeline.expansion import prompts, resource
 
 MIRROR = Path(os.environ.get("HATECHECK_PIPELINE_MIRROR", "../shared/datasets"))
-PLACEHOLDERS = MIRROR / "hatecheck" / "template_placeholders.csv"
+HATECHECK = MIRROR / "hatecheck"
 TARGETS = ["women", "trans people", "gay people", "black people", "disabled people", "Muslims", "immigrants"]
+# appendix A, Table 12, as the paper prints it (target group: slurs)
+TABLE_12 = {
+    "Women": "b*tch, b*tches",
+    "Trans ppl.": "trans, tr*nny, tr*nnies, sh*male, sh*males",
+    "Gay ppl.": "fag, fags, f*ggot, f*ggots, LGBTQ, queer",
+    "Black ppl.": "n*gga, n*gger, negro, n*ger",
+    "Disabled ppl.": "retard, cripple, mong",
+    "Muslims": "muzzie, muzzies",
+    "Immigrants": "wetback, mojado",
+}
 # appendix A, Table 11: the 24 functionalities, those with a demonstration
 TABLE_11_DEMOS = {"slur_h", "slur_reclaimed_nh", "profanity_h", "profanity_nh", "ref_subs_clause_h", "ref_subs_sent_h",
                   "negate_pos_h", "negate_neg_nh", "phrase_question_h", "counter_quote_nh", "counter_ref_nh",
@@ -20,18 +34,53 @@ TABLE_11_DEMOS = {"slur_h", "slur_reclaimed_nh", "profanity_h", "profanity_nh", 
 
 @pytest.fixture(scope="module")
 def slurs():
-    if not PLACEHOLDERS.exists():
-        pytest.fail(f"the HateCheck mirror is needed: {PLACEHOLDERS}")
-    return prompts.hatecheck_slurs(PLACEHOLDERS)
+    return prompts.table_12_slurs()
 
 
-def test_slur_list_comes_from_the_hatecheck_templates(slurs):
-    assert set(slurs) == set(TARGETS)
-    # singular then plural forms of the group's [SLUR_S]/[SLUR_P] values
-    assert slurs["women"] == ["bitch", "slut", "whore", "bitches", "sluts", "whores"]
-    assert slurs["immigrants"] == ["wetback", "rapefugee", "wetbacks", "rapefugees"]
-    assert "queer" in slurs["gay people"] and slurs["gay people"].count("queer") == 1  # same form twice: once
-    assert all(v for vs in slurs.values() for v in vs)
+def resource_groups():
+    return yaml.safe_load(resource("gpt_hatecheck_slurs.yaml").read_text("utf-8"))["groups"]
+
+
+def test_the_slur_list_is_table_12(slurs):
+    groups = resource_groups()
+    assert {g["table_12"]: ", ".join(e["printed"] for e in g["slurs"]) for g in groups} == TABLE_12
+    assert [g["target"] for g in groups] == TARGETS and list(slurs) == TARGETS
+    for g in groups:
+        assert slurs[g["target"]] == [e["slur"] for e in g["slurs"]]
+    assert slurs["black people"] == ["nigga", "nigger", "negro", "niger"]
+    assert slurs["gay people"] == ["fag", "fags", "faggot", "faggots", "LGBTQ", "queer"]
+    # HateCheck's own slurs that Table 12 leaves out are not sent
+    sent = {w for ws in slurs.values() for w in ws}
+    assert not sent & {"slut", "whore", "coon", "Jihadi", "camel fucker", "rapefugee"}
+
+
+def test_censored_forms_take_hatechecks_spelling_where_hatecheck_has_the_word():
+    if not HATECHECK.exists():
+        pytest.fail(f"the HateCheck mirror is needed: {HATECHECK}")
+    placeholders = pl.read_csv(HATECHECK / "template_placeholders.csv")
+    slur_values = {v.strip() for row in placeholders.filter(pl.col("Placeholder").is_in(["[SLUR_S]", "[SLUR_P]"]))["Values"]
+                   for v in row.split(",")}
+    case_words = {w.lower() for t in pl.read_csv(HATECHECK / "test_suite_cases.csv")["test_case"] for w in re.findall(r"[A-Za-z]+", t)}
+    resolved = [e for g in resource_groups() for e in g["slurs"] if "*" in e["printed"]]
+    assert len(resolved) == 11
+    for e in resolved:
+        assert e["note"]
+        if e["slur"] in slur_values:
+            assert "[SLUR_" in e["note"]
+        elif e["slur"] in case_words:
+            assert "test cases" in e["note"]
+        else:  # not in HateCheck at all: the authors' notebook's spelling
+            assert e["slur"] == "niger" and "notebook" in e["note"]
+
+
+@pytest.mark.parametrize("printed, slur, note", [("b*tch", "bitches", "HateCheck [SLUR_S]"), ("b*tch", "bitch", None),
+                                                 ("bitch", "b1tch", None)])
+def test_a_resolution_that_does_not_fit_the_printed_form_is_an_error(tmp_path, printed, slur, note):
+    entry = {"printed": printed, "slur": slur, **({"note": note} if note else {})}
+    path = tmp_path / "slurs.yaml"
+    path.write_text(yaml.safe_dump({"groups": [{"table_12": "Women", "target": "women", "slurs": [entry]}]}), "utf-8")
+    with pytest.raises(ValueError, match="women"):
+        prompts.table_12_slurs(path)
 
 
 def test_every_functionality_has_table_11s_segment_and_demonstration():
@@ -57,11 +106,11 @@ def test_identity_and_slur_filling(slurs):
     assert emote.prompt.endswith("Return the result in JSON list format with the following key: messages.\nResult:")
     assert emote.system.startswith("You are a crowd-sourced worker")
     slur = by["slur_h", "Muslims"]
-    assert "Slurs: 'muzzie, Jihadi, camel fucker, muzzies, Jihadis, camel fuckers'" in slur.prompt
+    assert "Slurs: 'muzzie, muzzies'" in slur.prompt
     assert "against Muslims using slurs" in slur.prompt
     assert slur.demonstration == "That's only natural for a muzzie like you."
     assert "Example: ```That's only natural for a muzzie like you.```" in slur.prompt
-    assert "Slurs: 'bitch, slut, whore, bitches, sluts, whores'" in by["slur_reclaimed_nh", "women"].prompt
+    assert "Slurs: 'bitch, bitches'" in by["slur_reclaimed_nh", "women"].prompt
     assert by["slur_reclaimed_nh", "women"].demonstration == "I'm proud to be a bitch."
     for c in cells:
         assert "[identity]" not in c.prompt and "[slur]" not in c.prompt and "''" not in c.prompt

@@ -127,6 +127,19 @@ def test_table_5_f13_hate_in_the_first_sentence_only_is_rejected(spec):
     assert one["failed_test"] == "hate @subsequent_sentences"
 
 
+def test_f13_tests_the_sentences_after_the_first_joined_into_one_premise(spec):
+    text = "I met some trans people today. They were polite. Still, they are vermin to me!"
+    later = "They were polite. Still, they are vermin to me!"
+    judge = ScriptedJudge({(text, about("trans people")), (text, HATE), (later, HATE)})
+    assert check(spec, text, "ref_subs_sent_h", "trans people", judge)["accepted"]
+    asked = {premise for premise, hypothesis in judge.asked if hypothesis == HATE}
+    assert asked == {text, later}  # one premise for the later sentences, not one per sentence
+    # the third sentence alone would be hateful, but the joined premise is what is tested
+    judge = ScriptedJudge({(text, about("trans people")), (text, HATE), ("Still, they are vermin to me!", HATE)})
+    res = check(spec, text, "ref_subs_sent_h", "trans people", judge)
+    assert not res["accepted"] and res["failed_test"] == "hate @subsequent_sentences"
+
+
 def test_table_5_f18_a_positive_statement_is_rejected(spec):
     text = ("The LGBTQ+ community has made significant contributions to art, literature, and culture "
             "throughout history.")

@@ -41,3 +41,17 @@ def test_a_supervised_model_that_did_not_run_keeps_its_row():
     html = hatexplain_table6({"hatexplain": HX["hatexplain"]}, {"model": "hatexplain-supervised", "ran": False, "reason": "no rationales"},
                              "summary.json", PUBLISHED)
     assert "did not run: no rationales" in html and "paper: BERT-HateXplain [Attn]" in html
+
+
+def test_bert_hatexplain_trained_on_the_eraser_union_says_its_target_is_not_the_papers_mean():
+    on_eraser = hatexplain_table6(HX, {"model": "hatexplain-supervised", "ran": True, "train_rationales": "eraser"},
+                                  "summary.json", PUBLISHED)
+    rows = on_eraser.split("<tr>")
+    sup = next(r for r in rows if "hatexplain-supervised (all-MiniLM" in r)
+    bert = next(r for r in rows if "hatexplain (all-MiniLM" in r)
+    assert "union of the annotators' rationales" in sup and "union" not in bert
+    assert "supervision target" in on_eraser.split("</table>")[-1]
+    # per-annotator masks of one's own: the target is their mean, as the paper's, and nothing is flagged
+    own = hatexplain_table6(HX, {"model": "hatexplain-supervised", "ran": True, "train_rationales": "masks.json"},
+                            "summary.json", PUBLISHED)
+    assert "union" not in own

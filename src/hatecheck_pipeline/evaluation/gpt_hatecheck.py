@@ -109,27 +109,28 @@ def draw_cells(cells: Sequence[prompts.Cell], max_cells: int | None, seed: int) 
     return [c for i, c in enumerate(cells) if i in keep]
 
 
-def gpt_generate(language: str, placeholders: Path, prompts_file: Path, candidates: Path, requests: Path, report: Path,
+def gpt_generate(language: str, slurs: Path, prompts_file: Path, candidates: Path, requests: Path, report: Path,
                  settings: Mapping[str, Any], backends: Mapping[str, Any], profile: str, profiles: Mapping[str, Any],
                  threads: int, weights: Path | None = None) -> str:
     """Stage ``expand_llm_generate_<language>``: the candidates of every
     (functionality, target group) cell from the generator the profile
     names (``settings`` = ``expansion.llm``; answers cached by request under
     ``settings.cache_dir``); every request with its bad output, if any, and
-    the counts per functionality (``report``); ``weights``: the fetched
-    weights' manifest when the generator's model is ``weights``."""
+    the counts per functionality (``report``); ``slurs``: Table 12's slur
+    list (``resources/expansion/gpt_hatecheck_slurs.yaml``); ``weights``: the
+    fetched weights' manifest when the generator's model is ``weights``."""
     cfg = plan(profile, profiles)
     name = cfg["generator"]
     backend = with_weights(backend_of(name, backends, "generator"), weights)
     spec = prompts.load_spec(prompts_file)
-    slurs = prompts.hatecheck_slurs(placeholders)
+    by_target = prompts.table_12_slurs(slurs)
     funcs = settings["functionalities"] or list(spec["functionalities"])
     n = min(settings["n_per_cell"], cfg["per_cell"]) if cfg.get("per_cell") else settings["n_per_cell"]
     per_request = min(settings["per_request"], n)
     max_tokens = min(settings["max_tokens"], cfg["max_tokens"]) if cfg.get("max_tokens") else settings["max_tokens"]
     max_requests = min(settings["max_requests_per_cell"], cfg["max_requests"]) if cfg.get("max_requests") \
         else settings["max_requests_per_cell"]
-    every = prompts.cells(spec, funcs, settings["targets"], slurs, language, per_request)
+    every = prompts.cells(spec, funcs, settings["targets"], by_target, language, per_request)
     cells = draw_cells(every, cfg.get("max_cells"), settings["seed"])
     started = time.perf_counter()
     client = client_of(name, backend, Path(settings["cache_dir"]) / name, threads)

@@ -75,7 +75,12 @@ def subsequent_clause(text: str) -> str | None:
 
 
 def subsequent_sentences(text: str) -> str | None:
-    """Every sentence after the first (F13); None for one sentence."""
+    """The sentences after the first, joined into one premise (F13, the
+    notebook's ``" ".join(sents[1:])``); None for one sentence.
+
+    >>> subsequent_sentences("Some are fine. Not them. They are trash!")
+    'Not them. They are trash!'
+    """
     sents = sentences(text)
     return " ".join(sents[1:]) if len(sents) >= 2 else None
 

@@ -2,11 +2,12 @@
 the skeleton filled with one instruction segment per functionality (Table
 11) and, where Table 11 lists one, its demonstration; ``[identity]`` filled
 with the cell's target group and ``[slur]`` with that group's slurs from
-HateCheck's slur list (:func:`hatecheck_slurs`, Table 12). The spec is
-``resources/expansion/prompts.yaml``."""
+Table 12 (:func:`table_12_slurs`, ``resources/expansion/gpt_hatecheck_slurs.yaml``).
+The spec is ``resources/expansion/prompts.yaml``."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -14,8 +15,6 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from hatecheck_pipeline.expansion import resource
-
-SLUR_PLACEHOLDERS = ("[SLUR_S]", "[SLUR_P]")
 
 
 def load_spec(path: str | Path | None = None) -> dict[str, Any]:
@@ -27,21 +26,34 @@ def load_spec(path: str | Path | None = None) -> dict[str, Any]:
     return spec
 
 
-def hatecheck_slurs(placeholders_csv: Path) -> dict[str, list[str]]:
-    """Target group -> its slurs, singular forms then plural ones, from
-    HateCheck's ``template_placeholders.csv`` ([SLUR_S], [SLUR_P]; which
-    values belong to which group: ``hatecheck_placeholders.yaml``)."""
-    from hatecheck_pipeline.expansion.templates import hatecheck_placeholders
+def table_12_slurs(path: str | Path | None = None) -> dict[str, list[str]]:
+    """Target group -> its slurs in Table 12's order (appendix A), from
+    ``resources/expansion/gpt_hatecheck_slurs.yaml`` (or ``path``). A form
+    the paper censors ("b*tch") must be resolved to a word with one letter
+    per ``*`` and carry a note saying where the spelling comes from; an
+    uncensored form is sent as printed.
 
-    table = hatecheck_placeholders(Path(placeholders_csv))
+    >>> table_12_slurs()["immigrants"]
+    ['wetback', 'mojado']
+    """
+    where = str(path or "gpt_hatecheck_slurs.yaml")
+    text = Path(path).read_text("utf-8") if path else resource("gpt_hatecheck_slurs.yaml").read_text("utf-8")
     out: dict[str, list[str]] = {}
-    for placeholder in SLUR_PLACEHOLDERS:
-        rows = table.filter(table["placeholder"] == placeholder).sort("slot")
-        if rows.is_empty():
-            raise ValueError(f"{placeholders_csv}: no {placeholder} row (HateCheck's slur list)")
-        for target, value in zip(rows["target_ident"], rows["value"]):
-            if value not in out.setdefault(target, []):
-                out[target].append(value)
+    for group in yaml.safe_load(text)["groups"]:
+        target = group["target"]
+        if target in out:
+            raise ValueError(f"{where}: target group {target!r} listed twice")
+        out[target] = []
+        for entry in group["slurs"]:
+            printed, slur = str(entry["printed"]), str(entry["slur"])
+            if "*" in printed:
+                pattern = "".join("[^\\W\\d_]" if ch == "*" else re.escape(ch) for ch in printed)
+                if not re.fullmatch(pattern, slur, flags=re.IGNORECASE) or not entry.get("note"):
+                    raise ValueError(f"{where}: {target}: {printed!r} -> {slur!r} needs a word with one letter per "
+                                     "'*' and a note saying where its spelling comes from")
+            elif slur != printed:
+                raise ValueError(f"{where}: {target}: {printed!r} is printed uncensored but sent as {slur!r}")
+            out[target].append(slur)
     return out
 
 
@@ -60,7 +72,7 @@ def fill(text: str, target: str | None, slurs: Sequence[str], first_slur_only: b
     comma-separated; or the first one, for a demonstration)."""
     if "[slur]" in text:
         if not slurs:
-            raise ValueError(f"no slurs for target group {target!r} (HateCheck's slur list names none)")
+            raise ValueError(f"no slurs for target group {target!r} (Table 12 names none)")
         text = text.replace("[slur]", slurs[0] if first_slur_only else ", ".join(slurs))
     if "[identity]" in text:
         if not target:

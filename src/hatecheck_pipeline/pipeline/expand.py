@@ -110,7 +110,7 @@ def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
         name = f"gpt_hatecheck_{lang}"
         out_.append(Stage(
             f"expand_llm_generate_{lang}", "expand", f"{GPT}:gpt_generate",
-            inputs={"placeholders": paths.raw("hatecheck", "template_placeholders.csv"), "prompts_file": prompts_file,
+            inputs={"slurs": f"{RESOURCES}/gpt_hatecheck_slurs.yaml", "prompts_file": prompts_file,
                     **gen_weights},
             outputs={"candidates": out(cand), "requests": out(gpt_report(lang, "requests.parquet")),
                      "report": metric(gpt_report(lang, "generation.json"))},

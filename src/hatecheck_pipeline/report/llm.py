@@ -237,7 +237,8 @@ def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str
     paper) and the misspelling test (section 5, Table 23)."""
     published = P.load() if published is None else published
     out = ("<p class='note'>Prompted LLMs as classifiers on the ETHOS evaluation sets of Chiu et al. (2022): "
-           "accuracy, precision, recall and F1 of the category asked about (percent; mean ± sample sd over iterations). "
+           "accuracy, precision, recall and F1 of the category asked about (percent; mean ± sample sd over iterations, "
+           "the spread the paper prints in its 'Standard Error' column: its code divides the sd by sqrt(n()) with n() = 1). "
            "<b>free</b> = generated text, parsed; <b>constrained</b> = the allowed answer with the highest log-probability. "
            "Paper figures (GPT-3 davinci, temperature 0.3) in italics.</p>")
     for backend, doc in docs.items():

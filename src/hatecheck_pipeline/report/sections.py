@@ -208,6 +208,25 @@ def posts_covered(x: Mapping[str, Any]) -> str | None:
     return str(n) if available is None else f"{n} of {available}"
 
 
+def supervision_target_note(supervised: Mapping[str, Any] | None) -> str | None:
+    """What BERT-HateXplain's attention-supervision target was built from,
+    where it is not the paper's (Mathew et al. 2021, "Ground truth
+    attention": softmax of the annotators' averaged rationale masks).
+
+    >>> supervision_target_note({"model": "m", "ran": True, "train_rationales": "eraser"}).startswith("union")
+    True
+    >>> supervision_target_note({"model": "m", "ran": True, "train_rationales": "masks.json"}) is None
+    True
+    """
+    if not supervised or not supervised.get("ran") or supervised.get("train_rationales") != "eraser":
+        return None
+    return ("union of the annotators' rationales, not the paper's mean: HateXplain's ERASER files, the only training "
+            "rationales the mirror has, carry one combined mask per post (the union), so the target is softmax(temperature x "
+            "union), which puts a word one annotator of three marked on a par with one all marked; the paper (and its code, "
+            "Preprocess/attentionCal.py) takes softmax(temperature x mean of the annotators' masks). A file of per-annotator "
+            "masks (bias.hatexplain.supervised.train_rationales) gives the paper's target")
+
+
 def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None) -> str:
     """The paper's Table 6 layout: one row per classifier and explanation
     method, each followed by the paper's row for the same kind of model."""
@@ -229,6 +248,7 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             "1 - p(normal): not the paper's protocol, shown for comparison.</p>")
     cols = HX_PERFORMANCE + HX_BIAS + HX_EXPLAIN
     rows = []
+    target_note = supervision_target_note(supervised)
 
     def paper_tr(row: str) -> str:
         model, _, method = row.partition(" [")
@@ -259,7 +279,11 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             tds = "".join(json_td(x.get(k), cell_id("bias", "hatexplain", clf, method, k), src, stage, 3, note) for k, _ in HX_EXPLAIN)
             tds += json_td(posts_covered(x), cell_id("bias", "hatexplain", clf, method, "n_posts"), src, stage,
                            note=" test posts the plausibility and faithfulness figures average over, of those with a rationale")
-            rows.append(f'<tr><td class="rowhead">{escape(hatexplain_name(clf, e))} [{escape(method)}]</td>{perf}{bias}{tds}{bias3}</tr>')
+            label = f"{escape(hatexplain_name(clf, e))} [{escape(method)}]"
+            if target_note and supervised and clf == supervised.get("model"):
+                label = (f'<span title="{escape("Supervision target: " + target_note)}">{label} (BERT-HateXplain; supervision '
+                         "target: union of the annotators' rationales, the paper averages them)</span>")
+            rows.append(f'<tr><td class="rowhead">{label}</td>{perf}{bias}{tds}{bias3}</tr>')
             if x.get("paper_row"):
                 rows.append(paper_tr(str(x["paper_row"])))
     if supervised and not supervised.get("ran"):
@@ -267,6 +291,8 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
                     f'<td class="missing" colspan="{len(cols) + 1 + len(HX_BIAS3)}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>')
         rows.append(paper_tr("BERT-HateXplain [Attn]"))
     out += html_table("hatexplain-table6", ["model [token method]", *(h for _, h in cols), "posts", *(h for _, h in HX_BIAS3)], rows)
+    if target_note:
+        out += f"<p class='note'><b>BERT-HateXplain's supervision target:</b> {escape(target_note)}.</p>"
     return out
 
 
