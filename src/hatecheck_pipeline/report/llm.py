@@ -172,10 +172,10 @@ def sets_note(sets: Mapping[str, Any] | None, file: str = "") -> str:
 
 
 def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any],
-                sets: Mapping[str, Any] | None = None, sets_file: str = "") -> str:
+                set_info: Mapping[str, Any] | None = None, sets_file: str = "") -> str:
     """Table 4 (no instruction) or 7 (with instruction): per example set and
     the "All" row (pooled counts), racist and sexist, ours next to GPT-3's;
-    each set's row says what the set is (``sets``: the ethos_sets stage's
+    each set's row says what the set is (``set_info``: the ethos_sets stage's
     report, :func:`set_label`)."""
     paper = _paper(published, PAPER_TABLES[setting])
     out = ""
@@ -199,14 +199,14 @@ def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str,
                     fig = b.get("pooled") if key == "all" else _per_set(b).get(key)
                     if fig is None:
                         tds = ['<td class="missing">–</td>'] * 5 + [_paper_td(paper, f"{key}:{category}", metric) for metric in METRICS]
-                        rows.append(f'<tr><td class="rowhead">{escape(set_label(key, sets))} (not run)</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
+                        rows.append(f'<tr><td class="rowhead">{escape(set_label(key, set_info))} (not run)</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
                         continue
                     n = sum(fig.get(k, 0) for k in COUNTS)
                     counts = f", TP {fig['tp']} FP {fig['fp']} FN {fig['fn']} TN {fig['tn']}"
                     tds = [json_td(n, cid("n"), source, stage, 0, counts)]
                     tds += [json_td(float(fig[metric]), cid(metric), source, stage, 1, counts) for metric in METRICS]
                     tds += [_paper_td(paper, f"{key}:{category}", metric) for metric in METRICS]
-                label = {"all": "All", "mean": "mean ± sd over sets"}.get(key) or set_label(key, sets)
+                label = {"all": "All", "mean": "mean ± sd over sets"}.get(key) or set_label(key, set_info)
                 rows.append(f'<tr><td class="rowhead">{escape(label)}</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
         head = ["example set", "category", "answers scored", *METRICS, *(f"{x} (paper)" for x in METRICS)]
         cid = lambda *p: cell_id("llm", backend, setting, variant, setting, *p)  # noqa: E731
@@ -220,7 +220,7 @@ def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str,
         return ""
     number = 4 if setting == "mixed" else 7
     return (f"<h4>Table {number}: {escape(SETTING_NAMES[setting])}, per example set</h4><p class='note'>{escape(MIXED_RULE)}</p>"
-            + sets_note(sets, sets_file) + out)
+            + sets_note(set_info, sets_file) + out)
 
 
 def json_span(value: Any, cid: str, source: str, stage: str) -> str:
