@@ -4,6 +4,9 @@ and the GPT-3 detection paper's evaluation sets with their counts."""
 
 import polars as pl
 import pytest
+import yaml
+
+from conftest import REPO
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import read_json
@@ -12,6 +15,10 @@ from hatecheck_pipeline.data.prepare import prepare
 from hatecheck_pipeline.data.validate import validate
 
 ETHOS_FILES = ["Ethos_Dataset_Binary.csv", "Ethos_Dataset_Multi_Label.csv"]
+PAPER_SETS = "src/hatecheck_pipeline/resources/gpt3_example_sets.yaml"
+# The paper's example comments (Appendix A) that are not in this ETHOS copy,
+# as (set, pool): the ethos_sets report must name exactly these.
+KNOWN_NOT_FOUND: set[tuple[int, str]] = set()
 
 
 @pytest.fixture
@@ -63,7 +70,7 @@ def test_paper_evaluation_sets_counts(ethos_table, params, workdir):
     v = workdir / "v.json"
     v.write_text('{"success": true}')
     out = [workdir / "items.parquet", workdir / "pools.parquet", workdir / "report.json"]
-    ethos.build_sets(table_path, v, *out, **cfg)
+    ethos.build_sets(table_path, v, REPO / PAPER_SETS, *out, **cfg)
     items, pools, report = pl.read_parquet(out[0]), pl.read_parquet(out[1]), read_json(out[2])
     assert report["success"] and report["counts"]["candidates"] == {"racist": 76, "sexist": 86, "neither": 354}
     assert dict(pools.group_by("pool").len().rows()) == {"racist": 61, "sexist": 61, "neither": 121}
@@ -84,10 +91,15 @@ def test_paper_evaluation_sets_counts(ethos_table, params, workdir):
     assert not shown & set(per_set["text"].to_list())  # set i's examples are dropped from its inputs
     assert set(mixed["comment_id"]) | set() == set(pools["comment_id"])  # 243 unique over the 10 sets
     assert items.filter(pl.col("setting") == "mixed_instruction").height == 2400
-    # same seed -> same bytes of the draw; another seed -> another draw
-    again = [workdir / "i2.parquet", workdir / "p2.parquet", workdir / "r2.json"]
-    ethos.build_sets(table_path, v, *again, **{**cfg, "seed": cfg["seed"] + 1})
-    assert pl.read_parquet(again[1])["comment_id"].to_list() != pools["comment_id"].to_list()
+    # the redraw: same seed -> same draw; another seed -> another draw; neither is the paper's pools
+    redraw = {**cfg, "example_source": "redraw"}
+    drawn = []
+    for i, seed in enumerate((cfg["seed"], cfg["seed"], cfg["seed"] + 1)):
+        again = [workdir / f"i{i}.parquet", workdir / f"p{i}.parquet", workdir / f"r{i}.json"]
+        ethos.build_sets(table_path, v, REPO / PAPER_SETS, *again, **{**redraw, "seed": seed})
+        drawn.append(pl.read_parquet(again[1])["comment_id"].to_list())
+        assert read_json(again[2])["examples"]["source"] == "redraw"
+    assert drawn[0] == drawn[1] != drawn[2] and drawn[0] != pools["comment_id"].to_list()
 
 
 def test_wrong_expected_count_stops_with_the_expectation(ethos_table, params, workdir):
@@ -96,4 +108,79 @@ def test_wrong_expected_count_stops_with_the_expectation(ethos_table, params, wo
     v.write_text('{"success": true}')
     bad = {**cfg, "expected": {**cfg["expected"], "sexist_candidates": 84}}
     with pytest.raises(ethos.EthosSetsFailed, match="ethos_candidates_sexist.*expect_table_row_count_to_equal.*observed 86"):
-        ethos.build_sets(ethos_table[0], v, workdir / "i.parquet", workdir / "p.parquet", workdir / "r.json", **bad)
+        ethos.build_sets(ethos_table[0], v, REPO / PAPER_SETS, workdir / "i.parquet", workdir / "p.parquet", workdir / "r.json", **bad)
+
+
+def paper_sets_of(items: pl.DataFrame) -> dict[int, list[dict[str, str]]]:
+    mixed = items.filter(pl.col("setting") == "mixed")
+    return {r["example_set"]: r["examples"] for r in mixed.unique("example_set", keep="first").iter_rows(named=True)}
+
+
+def test_the_paper_example_sets_are_found_in_ethos_and_are_the_mixed_sets(ethos_table, params, workdir):
+    """Every comment of the paper's Appendix A is found in ETHOS (or named in
+    KNOWN_NOT_FOUND and in the stage's report), and the mixed settings' ten
+    example sets are the paper's: sexist, racist, neither, as printed."""
+    cfg = params["llm"]["ethos"]
+    assert cfg["example_source"] == "paper"  # the default
+    v = workdir / "v.json"
+    v.write_text('{"success": true}')
+    out = [workdir / "items.parquet", workdir / "pools.parquet", workdir / "report.json"]
+    line = ethos.build_sets(ethos_table[0], v, REPO / PAPER_SETS, *out, **cfg)
+    items, pools, report = pl.read_parquet(out[0]), pl.read_parquet(out[1]), read_json(out[2])
+    examples = report["examples"]
+    assert examples["source"] == "paper" and len(examples["matches"]) == 30
+    not_found = {(m["set"], m["pool"]) for m in examples["matches"] if m["match"] == "not_found"}
+    assert not_found == KNOWN_NOT_FOUND == {(u["set"], u["pool"]) for u in examples["not_found"]}
+    assert ("NOT FOUND" in line) == bool(KNOWN_NOT_FOUND)
+    found = [m for m in examples["matches"] if m["match"] != "not_found"]
+    assert all(m["match"] in ("exact", "normalised", "fuzzy") and m["comment_id"] for m in found)
+    assert all(m["score"] >= cfg["fuzzy_threshold"] for m in found if m["match"] == "fuzzy")
+    # the paper's sets are the first ten comments of each pool in the file's order ("the first n + 1 comments")
+    assert all(m["file_rank"] == m["set"] - 1 for m in found)
+    table = pl.read_parquet(ethos_table[0])
+    text = dict(zip(table["id"], table["text"]))
+    printed = yaml.safe_load((REPO / PAPER_SETS).read_text("utf-8"))["sets"]
+    sets = paper_sets_of(items)
+    assert sorted(sets) == list(range(1, 11))
+    for entry in printed:
+        i = entry["set"]
+        match = {m["pool"]: m for m in found if m["set"] == i}
+        assert [e["label"] for e in sets[i]] == [p for p in ("sexist", "racist", "neither") if (i, p) not in KNOWN_NOT_FOUND]
+        for e in sets[i]:
+            assert e["text"] == text[match[e["label"]]["comment_id"]]
+            assert ethos.normalise(e["text"])[:40] == ethos.normalise(entry[e["label"]])[:40]
+        per_set = items.filter((pl.col("setting") == "mixed") & (pl.col("example_set") == i))
+        assert dict(per_set.group_by("label").len().rows()) == {"racist": 60, "sexist": 60, "neither": 120}
+        assert not {m["comment_id"] for m in match.values()} & set(per_set["comment_id"])  # set i's examples are not its inputs
+    assert pools.filter(pl.col("source") == "paper").height == 30 - len(KNOWN_NOT_FOUND)
+    assert report["success"] and pools["comment_id"].n_unique() == 243
+
+
+def test_a_paper_comment_not_found_is_named_and_its_set_is_built_from_the_others(ethos_table, params, workdir):
+    doc = yaml.safe_load((REPO / PAPER_SETS).read_text("utf-8"))
+    doc["sets"][2]["racist"] = "a comment the ETHOS data set does not hold at all"
+    # a printed text that differs slightly: found by the fuzzy fallback
+    doc["sets"][4]["neither"] = doc["sets"][4]["neither"].replace("kinda", "kind of")
+    changed = workdir / "sets.yaml"
+    changed.write_text(yaml.safe_dump(doc, allow_unicode=True), encoding="utf-8")
+    v = workdir / "v.json"
+    v.write_text('{"success": true}')
+    out = [workdir / "items.parquet", workdir / "pools.parquet", workdir / "report.json"]
+    line = ethos.build_sets(ethos_table[0], v, changed, *out, **params["llm"]["ethos"])
+    report = read_json(out[2])["examples"]
+    assert [(u["set"], u["pool"]) for u in report["not_found"]] == [(3, "racist")]
+    assert "NOT FOUND" in line and "set 3 racist" in line
+    assert report["sets"]["3"] == {"paper_set": True, "not_found": ["racist"]}
+    fuzzy = next(m for m in report["matches"] if (m["set"], m["pool"]) == (5, "neither"))
+    assert fuzzy["match"] == "fuzzy" and 0.9 <= fuzzy["score"] < 1
+    sets = paper_sets_of(pl.read_parquet(out[0]))
+    assert [e["label"] for e in sets[3]] == ["sexist", "neither"]  # built from the two found
+    assert all(len(sets[i]) == 3 for i in sets if i != 3)
+    # with a threshold above the fuzzy score the slightly changed comment is not found either
+    strict = ethos.build_sets(ethos_table[0], v, changed, *out, **{**params["llm"]["ethos"], "fuzzy_threshold": 0.999})
+    assert "set 5 neither" in strict
+
+
+def test_normalise_ignores_case_whitespace_punctuation_and_quotes():
+    assert ethos.normalise("It’s  a JOKE…") == ethos.normalise("it's a joke. . .") == "its a joke"
+    assert ethos.normalise("ﬁnd out") == "find out"  # the PDF's ligature

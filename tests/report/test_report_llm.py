@@ -64,14 +64,18 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
 
     stage = next(s for s in ph_report.stages(params) if s.name == "report")
     assert paths.llm_metrics("local") in stage.data_deps and paths.llm_metrics("gpt-3") not in stage.data_deps
+    assert paths.ethos_sets_validation() in stage.data_deps  # which example sets ran, next to Tables 4 and 7
     metrics = workdir / "m.json"
     metrics.write_text(json.dumps(doc()))
+    sets = workdir / "sets.json"
+    sets.write_text(json.dumps(sets_report("paper", [(1, "sexist")])["doc"]))
     resources = REPO / "src/hatecheck_pipeline/resources"
     report.report(tables={}, cards={}, validation={}, published=resources / "published.yaml",
                   functionalities=resources / "functionalities.yaml", out=workdir / "r.html", title="t", heatmap_models=[],
-                  below_mark=50, profile="smoke", models={}, llm={"smollm2-135m": metrics})
+                  below_mark=50, profile="smoke", models={}, llm={"smollm2-135m": metrics}, ethos_sets=sets)
     html = (workdir / "r.html").read_text()
     assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:all:racist:f1"' in html
+    assert "NOT FOUND in ETHOS: its sexist example" in html
 
 
 def cells(table, rows):
@@ -110,3 +114,31 @@ def test_prompted_models_show_their_functional_results_by_instruction_language_w
     row = models_table[models_table.index("<td class='rowhead'>LLM-NATIVE</td>"):].split("</tr>")[0]
     assert "named stand-in: SmolLM2-135M, a stand-in" in row and "no training: prompted with suite_zero_shot_&lt;language&gt;" in row
     assert "instruction in each suite&#x27;s language" in row
+
+
+def sets_report(source="paper", not_found=()):
+    missing = [{"set": s, "pool": p, "paper_text": f"the paper's {p} comment of set {s}"} for s, p in not_found]
+    return {"doc": {"examples": {
+        "source": source, "fuzzy_threshold": 0.9, "match_counts": {"exact": 28, "normalised": 1, "fuzzy": 1, "not_found": len(missing)},
+        "not_found": missing,
+        "sets": {"1": {"paper_set": source == "paper", "not_found": sorted(p for s, p in not_found if s == 1)}},
+    }}, "file": "data/ethos_sets/validation.json"}
+
+
+def row_heads(html, setting):
+    table = html.split(f'id="llm-{setting.replace("_", "-")}-smollm2-135m-free"')[1].split("</table>")[0]
+    return re.findall(r'<tr><td class="rowhead">([^<]*)</td>', table)
+
+
+def test_each_example_set_row_says_whether_it_is_the_papers_set_and_names_comments_not_found():
+    files = {"smollm2-135m": "results/llm/smollm2-135m/metrics.json"}
+    html = llm_section({"smollm2-135m": doc()}, files, sets=sets_report("paper", [(1, "racist")]))
+    heads = row_heads(html, "mixed")
+    assert heads[0].startswith("1 (the paper&#x27;s set; NOT FOUND in ETHOS: its racist example; built from the 2 examples found")
+    assert "Not found:</b> set 1 racist" in html and "the paper&#x27;s racist comment of set 1" in html
+    assert row_heads(llm_section({"smollm2-135m": doc()}, files, sets=sets_report("paper")), "mixed")[0] == "1 (the paper&#x27;s set)"
+    redraw = llm_section({"smollm2-135m": doc()}, files, sets=sets_report("redraw"))
+    assert row_heads(redraw, "mixed_instruction")[0] == "1 (redraw: not the paper&#x27;s set 1)"
+    assert "Not found" not in redraw
+    # sets 2-10 did not run here: their rows (the paper's figures alone) are still the paper's sets
+    assert any(h.startswith("2 (not one of the paper") for h in heads)

@@ -5,8 +5,10 @@
   (``profiles.<p>.llm_weights``, an entry of ``resources/llm_weights.yaml``),
   downloaded, assembled and sha256-checked (part by part and whole), when
   an enabled backend or a prompted model runs on ``model: weights``;
-- ``ethos_sets``: the paper's ETHOS evaluation sets (section 3.1), seeded,
-  with great-expectations checks of the counts;
+- ``ethos_sets``: the paper's ETHOS evaluation sets (section 3.1): the
+  paper's ten mixed-category example sets (Appendix A, found in the ETHOS
+  table by text) or a seeded redraw (``llm.ethos.example_source``), with
+  great-expectations checks of the counts;
 - ``llm_ethos_<backend>``: one enabled backend of ``llm.backends`` (an
   OpenAI-compatible endpoint or a local causal LM) answers every prompt of
   the configured settings; raw answers in the ``score-llm`` layout and their
@@ -34,6 +36,8 @@ ETHOS_RUN = "hatecheck_pipeline.evaluation.llm:run_ethos"
 MISSPELLING_RUN = "hatecheck_pipeline.evaluation.llm_misspelling:run_misspelling"
 # The paper's Table 22 (the profanity strings and their edits) is read from the papers' figures.
 PUBLISHED = "src/hatecheck_pipeline/resources/published.yaml"
+# The paper's Appendix A: its ten mixed-category example sets, as printed.
+PAPER_SETS = "src/hatecheck_pipeline/resources/gpt3_example_sets.yaml"
 
 
 def enabled_backends(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -67,9 +71,10 @@ def sets_stage() -> Stage:
         "ethos_sets",
         PHASE,
         SETS,
-        inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos")},
+        inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos"), "paper_sets": PAPER_SETS},
         outputs={"items": out(paths.ethos_sets()), "pools": out(paths.ethos_pools()), "report": metric(paths.ethos_sets_validation())},
-        params={k: f"llm.ethos.{k}" for k in ("seed", "threshold", "not_hate_max", "per_category", "example_sets", "expected")},
+        params={k: f"llm.ethos.{k}" for k in ("example_source", "fuzzy_threshold", "seed", "threshold", "not_hate_max",
+                                              "per_category", "example_sets", "expected")},
     )
 
 
@@ -118,6 +123,12 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     backends = enabled_backends(params)
     fetch = [fetch_stage(params)] if uses_fetched_weights(params) else []
     return [*fetch, sets_stage(), *(ethos_stage(n, params) for n in backends), *(misspelling_stage(n, params) for n in backends)]
+
+
+def ethos_sets_report_path(params: Mapping[str, Any]) -> str | None:
+    """The ethos_sets stage's report (which example sets, the paper comments
+    not found); the report names them next to the set rows."""
+    return paths.ethos_sets_validation() if "llm" in params else None
 
 
 def llm_metrics_paths(params: Mapping[str, Any]) -> dict[str, str]:

@@ -112,6 +112,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     llm_metrics = llm.llm_metrics_paths(params)
     if llm_metrics:
         inputs["llm"] = llm_metrics
+        inputs["ethos_sets"] = llm.ethos_sets_report_path(params)  # which example sets, next to Tables 4 and 7
     inputs["mhc_t5"] = paths.table_summary("mhc_t5")  # MHC Table 5 (stage mhc_disagreement)
     multiclass = {f"{m}/{d}": evaluate.multiclass_metrics(m, d) for m in evaluate.multiclass_models(params) for d in params["models"][m]["train"]}
     if multiclass:  # HateCheck appendix F (stages heldout_multiclass_<model>_<dataset>)

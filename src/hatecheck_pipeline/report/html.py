@@ -250,7 +250,7 @@ def build(
         section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
     prompted = [m for m, spec in models.items() if is_llm(spec)]
     if llm or prompted:
-        body = llm_section(llm["docs"], llm["files"], published, llm.get("misspelling")) if llm else ""
+        body = llm_section(llm["docs"], llm["files"], published, llm.get("misspelling"), llm.get("sets")) if llm else ""
         body += functional_llm_section({m: models[m] for m in prompted}, get("hatecheck_t2"), get("mhc_t7"), below_mark)
         section("llm", "Prompted LLMs as classifiers (ETHOS; GPT-3 detection paper)", body)
 
@@ -303,6 +303,7 @@ def run(
     gpt_files: Mapping[str, str | Path] | None = None,
     diff_files: Mapping[str, str | Path] | None = None,
     model_pages: Mapping[str, str | Path] | None = None,
+    ethos_sets_file: str | Path | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -346,7 +347,8 @@ def run(
         bias=bias,
         llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()},
              "misspelling": {"docs": {b: _maybe_json(p) for b, p in (llm_misspelling_files or {}).items()},
-                             "files": {b: str(p) for b, p in (llm_misspelling_files or {}).items()}} if llm_misspelling_files else None}
+                             "files": {b: str(p) for b, p in (llm_misspelling_files or {}).items()}} if llm_misspelling_files else None,
+             "sets": {"doc": _maybe_json(ethos_sets_file), "file": str(ethos_sets_file)} if ethos_sets_file else None}
         if llm_files else None,
         llm_backends=llm_backends,
         usage=None if usage_dir is None else {"records": load_records(Path(usage_dir)), "folder": str(usage_dir)},
@@ -385,6 +387,7 @@ def report(
     gpt_hatecheck: Mapping[str, Path] | None = None,
     diffs: Mapping[str, Path] | None = None,
     model_pages: Mapping[str, Path] | None = None,
+    ethos_sets: Path | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -405,7 +408,9 @@ def report(
     ``gpt_hatecheck``: GPT-HateCheck's generation, validation, quality and
     comparison reports (None = no such section); ``diffs``: stage name ->
     the per-functionality comparison of two models (``evaluation.diffs``);
-    ``model_pages``: model -> its page (linked from the models section)."""
+    ``model_pages``: model -> its page (linked from the models section);
+    ``ethos_sets``: the ethos_sets stage's report (which example sets ran,
+    the paper's comments not found; named next to Tables 4 and 7's rows)."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -414,6 +419,6 @@ def report(
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,
-        diff_files=diffs, model_pages=model_pages,
+        diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets,
     )
     return f"wrote {written}"

@@ -125,9 +125,58 @@ def _per_set(block: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {k: {**metrics_from_counts(*(v[c] for c in COUNTS)), **v} for k, v in sorted(sums.items(), key=lambda kv: int(kv[0]) if kv[0].isdigit() else 0)}
 
 
-def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
+def set_label(key: str, sets: Mapping[str, Any] | None) -> str:
+    """What example set ``key`` is, from the ethos_sets stage's report: the
+    paper's set, the paper's set with comments not found in ETHOS (built
+    from the ones found), or not the paper's (redraw).
+
+    >>> sets = {"source": "paper", "sets": {"1": {"paper_set": True, "not_found": []},
+    ...         "2": {"paper_set": True, "not_found": ["racist"]}}}
+    >>> set_label("1", sets), set_label("2", sets)
+    ("1 (the paper's set)", "2 (the paper's set; NOT FOUND in ETHOS: its racist example; built from the 2 examples found)")
+    >>> set_label("1", {"source": "redraw", "sets": {"1": {"paper_set": False, "not_found": []}}})
+    "1 (redraw: not the paper's set 1)"
+    """
+    if not sets:
+        return key
+    info = (sets.get("sets") or {}).get(key)
+    if sets.get("source") == "redraw":
+        return f"{key} (redraw: not the paper's set {key})"
+    if info is None or not info.get("paper_set"):
+        return f"{key} (not one of the paper's sets)"
+    missing = info.get("not_found") or []
+    if not missing:
+        return f"{key} (the paper's set)"
+    return (f"{key} (the paper's set; NOT FOUND in ETHOS: its {' and '.join(missing)} example"
+            f"{'s' if len(missing) > 1 else ''}; built from the {3 - len(missing)} example{'s' if 3 - len(missing) != 1 else ''} found)")
+
+
+def sets_note(sets: Mapping[str, Any] | None, file: str = "") -> str:
+    """One line above Tables 4 and 7: where the example sets come from and
+    which of the paper's comments were not found."""
+    if not sets:
+        return ""
+    where = f" (<code>{escape(file)}</code>)" if file else ""
+    if sets.get("source") == "redraw":
+        return (f"<p class='note'>Example sets: a seeded redraw (<code>llm.ethos.example_source: redraw</code>){where}; "
+                "set i is <b>not</b> the paper's set i.</p>")
+    counts = sets.get("match_counts") or {}
+    found = ", ".join(f"{counts[k]} {k}" for k in ("exact", "normalised", "fuzzy") if counts.get(k))
+    missing = sets.get("not_found") or []
+    line = (f"<p class='note'>Example sets: the paper's (Appendix A, Table 8), each comment found in the ETHOS table by "
+            f"its text{where}: {found} (fuzzy: difflib ratio of the normalised texts ≥ {sets.get('fuzzy_threshold')}).")
+    if missing:
+        line += " <b>Not found:</b> " + "; ".join(
+            f"set {m['set']} {escape(m['pool'])}: ‘{escape(m['paper_text'][:80])}’" for m in missing) + " (their sets are built from the comments found)."
+    return line + "</p>"
+
+
+def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any],
+                set_info: Mapping[str, Any] | None = None, sets_file: str = "") -> str:
     """Table 4 (no instruction) or 7 (with instruction): per example set and
-    the "All" row (pooled counts), racist and sexist, ours next to GPT-3's."""
+    the "All" row (pooled counts), racist and sexist, ours next to GPT-3's;
+    each set's row says what the set is (``set_info``: the ethos_sets stage's
+    report, :func:`set_label`)."""
     paper = _paper(published, PAPER_TABLES[setting])
     out = ""
     for variant, d in ((doc.get("by_setting") or {}).get(setting) or {}).items():
@@ -150,14 +199,14 @@ def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str,
                     fig = b.get("pooled") if key == "all" else _per_set(b).get(key)
                     if fig is None:
                         tds = ['<td class="missing">–</td>'] * 5 + [_paper_td(paper, f"{key}:{category}", metric) for metric in METRICS]
-                        rows.append(f'<tr><td class="rowhead">{escape(key)} (not run)</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
+                        rows.append(f'<tr><td class="rowhead">{escape(set_label(key, set_info))} (not run)</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
                         continue
                     n = sum(fig.get(k, 0) for k in COUNTS)
                     counts = f", TP {fig['tp']} FP {fig['fp']} FN {fig['fn']} TN {fig['tn']}"
                     tds = [json_td(n, cid("n"), source, stage, 0, counts)]
                     tds += [json_td(float(fig[metric]), cid(metric), source, stage, 1, counts) for metric in METRICS]
                     tds += [_paper_td(paper, f"{key}:{category}", metric) for metric in METRICS]
-                label = {"all": "All", "mean": "mean ± sd over sets"}.get(key, key)
+                label = {"all": "All", "mean": "mean ± sd over sets"}.get(key) or set_label(key, set_info)
                 rows.append(f'<tr><td class="rowhead">{escape(label)}</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
         head = ["example set", "category", "answers scored", *METRICS, *(f"{x} (paper)" for x in METRICS)]
         cid = lambda *p: cell_id("llm", backend, setting, variant, setting, *p)  # noqa: E731
@@ -170,7 +219,8 @@ def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str,
     if not out:
         return ""
     number = 4 if setting == "mixed" else 7
-    return f"<h4>Table {number}: {escape(SETTING_NAMES[setting])}, per example set</h4><p class='note'>{escape(MIXED_RULE)}</p>" + out
+    return (f"<h4>Table {number}: {escape(SETTING_NAMES[setting])}, per example set</h4><p class='note'>{escape(MIXED_RULE)}</p>"
+            + sets_note(set_info, sets_file) + out)
 
 
 def json_span(value: Any, cid: str, source: str, stage: str) -> str:
@@ -232,9 +282,12 @@ def confusion_table(backend: str, doc: Mapping[str, Any], source: str, stage: st
 
 
 def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str, str], published: Mapping[str, Any] | None = None,
-                misspelling: Mapping[str, Any] | None = None) -> str:
+                misspelling: Mapping[str, Any] | None = None, sets: Mapping[str, Any] | None = None) -> str:
     """The ETHOS tables of every configured backend (Tables 1-7 of the
-    paper) and the misspelling test (section 5, Table 23)."""
+    paper) and the misspelling test (section 5, Table 23); ``sets``: the
+    ethos_sets stage's report ({"doc", "file"}), which example sets ran."""
+    sets_doc = ((sets or {}).get("doc") or {}).get("examples")
+    sets_file = (sets or {}).get("file", "")
     published = P.load() if published is None else published
     out = ("<p class='note'>Prompted LLMs as classifiers on the ETHOS evaluation sets of Chiu et al. (2022): "
            "accuracy, precision, recall and F1 of the category asked about (percent; mean ± sample sd over iterations, "
@@ -256,7 +309,7 @@ def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str
                 f"{doc.get('example_sets') or 'all'}; prompts per setting: {doc.get('max_prompts_per_setting') or 'all'}.</p>")
         out += yes_no_table(backend, doc, source, stage, published)
         for setting in MIXED:
-            out += mixed_table(backend, setting, doc, source, stage, published)
+            out += mixed_table(backend, setting, doc, source, stage, published, sets_doc, sets_file)
         out += answers_table(backend, doc, source, stage, published)
         out += confusion_table(backend, doc, source, stage, published)
     if misspelling:
