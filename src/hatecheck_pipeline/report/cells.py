@@ -107,10 +107,25 @@ def pivot(
     return f'<table id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead"></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def json_td(value: Any, cid: str, source: str, stage: str, digits: int = 1, note: str = "", cls: str = "") -> str:
-    """A cell of a figure read from a JSON artifact, with its provenance."""
+NA = "n/a"
+
+
+def undefined_td(reason: str, cid: str, source: str, stage: str, note: str = "") -> str:
+    """A figure whose denominator is zero: ``n/a``, the reason in its tooltip."""
+    tip = f"{NA}: undefined ({reason}){note}. From {source} (stage {stage}); lineage: hatecheck-pipeline lineage {cid}"
+    return (
+        f'<td class="undefined" data-cell-id="{escape(cid)}" data-metrics="{escape(source)}" data-stage="{escape(stage)}"'
+        f' title="{escape(tip)}">{NA}</td>'
+    )
+
+
+def json_td(value: Any, cid: str, source: str, stage: str, digits: int = 1, note: str = "", cls: str = "",
+            undefined: str | None = None) -> str:
+    """A cell of a figure read from a JSON artifact, with its provenance;
+    ``undefined``: why a None figure is undefined (shown as n/a, not as
+    missing)."""
     if value is None:
-        return '<td class="missing">–</td>'
+        return '<td class="missing">–</td>' if undefined is None else undefined_td(undefined, cid, source, stage, note)
     text = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
     tip = f"{text}{note}. From {source} (stage {stage}); lineage: hatecheck-pipeline lineage {cid}"
     c = f' class="{cls}"' if cls else ""

@@ -47,6 +47,8 @@ td.published{background:#eef3fb;font-style:italic}
 td.missing{color:#999}
 td.incomplete{background:#fff3cd}
 td.seen{background:#eee;color:#666;font-style:italic}
+td.undefined{color:#666;font-style:italic}
+td.too-few{color:#888;text-decoration:underline dotted}
 .ok{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
 .note{color:#555;font-size:.9em}figure{margin:1em 0}figure img{max-width:100%}
 nav a{margin-right:1em}a.docs{font-size:.6em;font-weight:normal;margin-left:.6em}
