@@ -293,12 +293,15 @@ def prompted_card(spec: Mapping[str, Any], backends: Mapping[str, Mapping[str, A
     }
 
 
-def functional_llm_section(models: Mapping[str, Mapping[str, Any]], hatecheck_t2, mhc_t7, below_mark: float) -> str:
+def functional_llm_section(models: Mapping[str, Mapping[str, Any]], hatecheck_t2, mhc_t7, below_mark: float,
+                           max_ci_width: float | None = None) -> str:
     """The ``llm`` model kind on the functional suites: HateCheck accuracy
     and MHC macro F1 per language, one column per prompted model (an
     English instruction next to the suite's own language: zero-shot
     prompting either way, the model was never trained on the task). Cells
-    are the HateCheck / MHC tables' cells, with their lineage."""
+    are the HateCheck / MHC tables' cells, with their lineage; a capped
+    profile's are on a handful of cases, so a cell whose interval is wider
+    than ``max_ci_width`` points is marked too few cases to compare."""
     import polars as pl
 
     from hatecheck_pipeline.report.cells import pivot
@@ -314,8 +317,8 @@ def functional_llm_section(models: Mapping[str, Mapping[str, Any]], hatecheck_t2
            "accuracy is in the HateCheck and MHC tables above.</p>")
     hc = hatecheck_t2.filter(pl.col("model").is_in(names) & (pl.col("row") == "total"))
     if not hc.is_empty():
-        out += "<h4>HateCheck accuracy (%)</h4>" + pivot(hc, "llm-hatecheck", "row", "model", below_mark)
+        out += "<h4>HateCheck accuracy (%)</h4>" + pivot(hc, "llm-hatecheck", "row", "model", below_mark, max_ci_width=max_ci_width)
     mhc = mhc_t7.filter(pl.col("model").is_in(names))
     if not mhc.is_empty():
-        out += "<h4>MHC macro F1 per language, by instruction language</h4>" + pivot(mhc, "llm-mhc", "row", "model", None)
+        out += "<h4>MHC macro F1 per language, by instruction language</h4>" + pivot(mhc, "llm-mhc", "row", "model", None, max_ci_width=max_ci_width)
     return out
