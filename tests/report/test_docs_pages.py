@@ -234,3 +234,14 @@ def test_a_classifier_trained_elsewhere_and_a_diff_in_the_results_page(workspace
     assert "| sonar | davidson2017 (its training data: not held out) |" in results
     assert "#### sonar minus B-D on hatecheck" in results and "1 of 1 functional tests flagged (holm correction" in results
     assert "| F7 slur_h | 140 | 80.0 | 20.0 | -60.0 [-70.1, -49.9] | flagged |" in results
+
+
+def test_mhc_table_shows_an_undefined_macro_f1_as_n_a_and_leaves_it_out_of_the_mean():
+    def doc(lang, value):
+        fig = {"value": value} if value is not None else {"value": None, "undefined": "no case scored"}
+        return (f"results/M/mhc_{lang}/metrics.json", {"dataset": "mhc", "language": lang, "overall": {"n": 10, "macro_f1": fig}})
+    metrics = {("M", "mhc_german"): doc("german", 60.0), ("M", "mhc_french"): doc("french", None), ("M", "mhc_dutch"): doc("dutch", 80.0)}
+    row = next(line for line in docs_pages.mhc_table(metrics, {}).splitlines() if line.startswith("| M |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:5] == ["80.0", "n/a", "60.0"]  # dutch, french, german in MHC order
+    assert cells[5] == "70.0, over the 2 of 3 languages defined"

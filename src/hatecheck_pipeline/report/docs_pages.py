@@ -48,8 +48,9 @@ def _figure(doc: Mapping[str, Any], section: str, key: str | None, metric: str) 
 
 
 def _with_ci(fig: Mapping[str, Any]) -> str:
+    """A figure with its interval; n/a when it is undefined, – when absent."""
     if fig.get("value") is None:
-        return "–"
+        return NA if fig.get("undefined") else "–"
     ci = f" [{_num(fig['ci_low'])}, {_num(fig['ci_high'])}]" if fig.get("ci_low") is not None else ""
     return f"{_num(fig['value'])}{ci}"
 
@@ -182,17 +183,20 @@ def mhc_table(metrics: Mapping[tuple[str, str], tuple[str, dict]], published: Ma
             if lang not in langs:
                 cells.append("–")
                 continue
-            value = _figure(langs[lang][1], "overall", None, "macro_f1").get("value")
+            fig = _figure(langs[lang][1], "overall", None, "macro_f1")
+            value = fig.get("value")
             paper, _ = _paper(("mhc_t7",), model, lang, "macro_f1", published)
             ours.append(value)
             papers.append(paper)
-            cells.append(_num(value) + ("" if paper is None else f" ({_num(paper)})"))
-        mean_ours = None if not ours or None in ours else round(mean(ours), 1)
+            cells.append((NA if value is None and fig.get("undefined") else _num(value)) + ("" if paper is None else f" ({_num(paper)})"))
+        defined = [v for v in ours if v is not None]  # an undefined language is left out of the mean, not counted as 0
+        mean_ours = round(mean(defined), 1) if defined else None
         mean_paper = None if not papers or None in papers else round(mean(papers), 1)
         ns = [langs[lang][1]["overall"]["n"] for lang in langs]
         n = f"{min(ns):,}" if min(ns) == max(ns) else f"{min(ns):,}-{max(ns):,}"
         pattern = re.sub(r"/mhc_[^/]+/", "/mhc_<language>/", next(iter(langs.values()))[0])
-        rows.append([model, n, *cells, _num(mean_ours) + ("" if mean_paper is None else f" ({_num(mean_paper)})"), _code(pattern)])
+        over = "" if len(defined) == len(ours) else f", over the {len(defined)} of {len(ours)} languages defined"
+        rows.append([model, n, *cells, _num(mean_ours) + ("" if mean_paper is None else f" ({_num(mean_paper)})") + over, _code(pattern)])
     source = (published.get("mhc_t7") or {}).get("source", "")
     return (
         _table(["model", "cases per language", *languages, "mean", "source"], rows)

@@ -199,7 +199,7 @@ def build(
         held, held_pub = label_heldout(get("hatecheck_heldout"), paper_cols("hatecheck_heldout"))
         hc += "<h3>Held-out test sets: binary macro F1 (hateful vs non-hateful)" + docs_link("hatecheck") + "</h3>" + pivot(held, "hatecheck-heldout", "row", "model", None, published=held_pub)
         if "appf" in paper_tables:
-            hc += appf_section(paper_tables["appf"], published)
+            hc += appf_section(paper_tables["appf"], published, max_ci_width)
         section("hatecheck", "HateCheck (English)", hc)
 
     # MHC
