@@ -74,7 +74,7 @@ def test_binary_category_per_iteration_then_mean_and_sample_sd():
 
 
 def test_a_category_without_positives_has_undefined_scores_left_out_of_the_mean():
-    # iteration 1: the three sexist prompts all negative, all answered "no": TP = FP = FN = 0
+    # iteration 1: the three sexist prompts all negative, answered "no": TP = FP = FN = 0
     # iteration 2: sexist -> yes (TP), not -> no (TN): P = R = F1 = 100
     rows = [("sexist", "not-sexist", "No.", "1")] * 3 + [("sexist", "sexist", "yes", "2"), ("sexist", "not-sexist", "no", "2")]
     m = la.score_frame(frame(rows))["by_category"]["sexist"]
@@ -87,9 +87,12 @@ def test_a_category_without_positives_has_undefined_scores_left_out_of_the_mean(
     for metric in ("precision", "recall", "f1"):
         assert only[metric]["mean"] is None and only[metric]["sd"] is None, metric
         assert only[metric]["undefined"]
-    # a positive answer on a negative-only set: precision 0 and F1 0 are defined, recall is not
+    # a yes on a negative-only set: precision 0 is defined; recall and F1 are not (nothing to find), never 0
     fp = la.metrics_from_counts(0, 1, 0, 2)
-    assert (fp["precision"], fp["f1"], fp["recall"]) == (0.0, 0.0, None) and set(fp["undefined"]) == {"recall"}
+    assert (fp["precision"], fp["recall"], fp["f1"]) == (0.0, None, None) and set(fp["undefined"]) == {"recall", "f1"}
+    # gold positives and no yes: precision undefined, recall and F1 are 0 (every positive missed)
+    fn = la.metrics_from_counts(0, 0, 2, 1)
+    assert (fn["precision"], fn["recall"], fn["f1"]) == (None, 0.0, 0.0) and set(fn["undefined"]) == {"precision"}
 
 
 def test_mixed_macro_is_over_the_classes_where_the_figure_is_defined():

@@ -172,20 +172,20 @@ def test_llm_page_reads_the_ethos_and_gpt_hatecheck_files_of_the_record(workspac
 
 
 def test_ethos_table_shows_an_undefined_f1_as_n_a():
-    """Three sexist prompts, all negative, all answered no: the sexist F1
-    is undefined (no positive at all), shown as n/a beside GPT-3's, not as 0.0."""
+    """Three sexist prompts, all negative, one answered yes: the sexist F1
+    is undefined (no gold positive), shown as n/a beside GPT-3's, not as 0.0."""
     import polars as pl
 
     from hatecheck_pipeline.evaluation import llm as llm_eval
 
-    rows = [("zero_shot", "constrained", "sexist", "not-sexist", "no", "1")] * 3 + [
+    rows = [("zero_shot", "constrained", "sexist", "not-sexist", a, "1") for a in ("no", "no", "yes")] + [
         ("zero_shot", "constrained", "racist", "racist", "yes", "1"), ("zero_shot", "constrained", "racist", "not-racist", "no", "1")]
     answers = pl.DataFrame(rows, schema=["setting", "variant", "category", "label", "answer", "iteration"], orient="row")
     doc = {"by_setting": llm_eval.metrics_of(answers), "paper_tables": {"zero_shot": "gpt3_detection_t1"}}
     table = docs_pages.ethos_table("results/llm/local/metrics.json", doc, docs_pages.P.load())
     row = next(line for line in table.splitlines() if line.startswith("| zero_shot |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3].startswith("100.0 (") and cells[4].startswith("n/a (63) / 100.0 ("), cells
+    assert cells[3].startswith("100.0 (") and cells[4].startswith("n/a (63) / 66.7 ("), cells
     assert not cells[5].startswith("n/a")  # overall pools both: defined
 
 

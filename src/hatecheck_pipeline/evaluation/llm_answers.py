@@ -52,6 +52,8 @@ A figure whose denominator is zero (recall with no gold positive, precision
 with no predicted positive) is undefined: stored as null with the reason
 under ``undefined``, never as 0, and left out of every mean (a mean says
 over how many iterations or classes it is, ``defined``; null when none).
+F1 is undefined with recall (no gold positive), and 0 when there are gold
+positives and no true positive.
 """
 
 from __future__ import annotations
@@ -79,7 +81,6 @@ BOTH_ANSWERS = ("both", "racist and sexist", "sexist and racist")
 NO_CASES = "no case scored"
 NO_PREDICTED_POSITIVE = "no predicted positive (TP + FP = 0)"
 NO_GOLD_POSITIVE = "no gold positive (TP + FN = 0)"
-NO_POSITIVE = "no gold and no predicted positive (TP + FP + FN = 0)"
 
 
 class AnswersError(PipelineError, ValueError):
@@ -177,22 +178,26 @@ def mixed_outcome(label: str, answer: str | None, cls: str) -> str | None:
 def metrics_from_counts(tp: int, fp: int, fn: int, tn: int) -> dict[str, Any]:
     """Accuracy, precision, recall, F1 (percent). A figure whose
     denominator is zero is undefined: None, with the reason under
-    ``undefined`` (F1 = 2TP / (2TP + FP + FN), as scikit-learn computes it:
-    undefined only with no gold and no predicted positive).
+    ``undefined``. F1 is the harmonic mean of precision and recall, as the
+    paper computes it (2PR / (P + R)); it is undefined when recall is (no
+    gold positive: there is nothing to find, whatever the answers), and 0
+    when there are gold positives and no true positive (2TP / (2TP + FP +
+    FN), also when no answer was positive and precision is undefined).
 
     >>> {k: round(v) for k, v in metrics_from_counts(300, 70, 300, 1130).items()}  # Table 21 "All" -> Table 7 "All", sexism
     {'accuracy': 79, 'precision': 81, 'recall': 50, 'f1': 62}
-    >>> metrics_from_counts(0, 0, 0, 3)["f1"], metrics_from_counts(0, 0, 0, 3)["undefined"]["recall"]
-    (None, 'no gold positive (TP + FN = 0)')
+    >>> m = metrics_from_counts(0, 2, 0, 1)  # three negative comments, two answered yes
+    >>> m["precision"], m["recall"], m["f1"], m["undefined"]["f1"]
+    (0.0, None, None, 'no gold positive (TP + FN = 0)')
     """
     n = tp + fp + fn + tn
     out: dict[str, Any] = {
         "accuracy": 100 * (tp + tn) / n if n else None,
         "precision": 100 * tp / (tp + fp) if tp + fp else None,
         "recall": 100 * tp / (tp + fn) if tp + fn else None,
-        "f1": 100 * 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else None,
+        "f1": 100 * 2 * tp / (2 * tp + fp + fn) if tp + fn else None,
     }
-    reasons = {"accuracy": NO_CASES, "precision": NO_PREDICTED_POSITIVE, "recall": NO_GOLD_POSITIVE, "f1": NO_POSITIVE}
+    reasons = {"accuracy": NO_CASES, "precision": NO_PREDICTED_POSITIVE, "recall": NO_GOLD_POSITIVE, "f1": NO_GOLD_POSITIVE}
     undefined = {m: reasons[m] for m in METRICS if out[m] is None}
     return {**out, "undefined": undefined} if undefined else out
 
