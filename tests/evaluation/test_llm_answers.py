@@ -65,11 +65,44 @@ def frame(rows):
 def test_binary_category_per_iteration_then_mean_and_sample_sd():
     m = la.score_frame(frame(SEXIST))["by_category"]["sexist"]
     assert (m["n"], m["unparsed"], m["iterations"]) == (9, 1, 2)
-    assert m["accuracy"] == {"mean": 62.5, "sd": pytest.approx(17.677670, abs=1e-5)}  # stdev(50, 75)
+    both = {"defined": 2, "iterations": 2}
+    assert m["accuracy"] == {"mean": 62.5, "sd": pytest.approx(17.677670, abs=1e-5), **both}  # stdev(50, 75)
     assert m["precision"]["mean"] == pytest.approx(58.333333, abs=1e-5)
     assert m["precision"]["sd"] == pytest.approx(11.785113, abs=1e-5)  # stdev(50, 66.667)
-    assert m["recall"] == {"mean": 75.0, "sd": pytest.approx(35.355339, abs=1e-5)}
-    assert m["f1"] == {"mean": 65.0, "sd": pytest.approx(21.213203, abs=1e-5)}
+    assert m["recall"] == {"mean": 75.0, "sd": pytest.approx(35.355339, abs=1e-5), **both}
+    assert m["f1"] == {"mean": 65.0, "sd": pytest.approx(21.213203, abs=1e-5), **both}
+
+
+def test_a_category_without_positives_has_undefined_scores_left_out_of_the_mean():
+    # iteration 1: the three sexist prompts all negative, answered "no": TP = FP = FN = 0
+    # iteration 2: sexist -> yes (TP), not -> no (TN): P = R = F1 = 100
+    rows = [("sexist", "not-sexist", "No.", "1")] * 3 + [("sexist", "sexist", "yes", "2"), ("sexist", "not-sexist", "no", "2")]
+    m = la.score_frame(frame(rows))["by_category"]["sexist"]
+    assert m["accuracy"]["mean"] == 100.0 and m["accuracy"]["defined"] == 2
+    for metric in ("precision", "recall", "f1"):
+        assert m[metric]["mean"] == 100.0, metric  # the undefined iteration is not averaged in as 0
+        assert (m[metric]["defined"], m[metric]["iterations"]) == (1, 2)
+    only = la.score_frame(frame(rows[:3]))["by_category"]["sexist"]
+    assert only["accuracy"]["mean"] == 100.0
+    for metric in ("precision", "recall", "f1"):
+        assert only[metric]["mean"] is None and only[metric]["sd"] is None, metric
+        assert only[metric]["undefined"]
+    # a yes on a negative-only set: precision 0 is defined; recall and F1 are not (nothing to find), never 0
+    fp = la.metrics_from_counts(0, 1, 0, 2)
+    assert (fp["precision"], fp["recall"], fp["f1"]) == (0.0, None, None) and set(fp["undefined"]) == {"recall", "f1"}
+    # gold positives and no yes: precision undefined, recall and F1 are 0 (every positive missed)
+    fn = la.metrics_from_counts(0, 0, 2, 1)
+    assert (fn["precision"], fn["recall"], fn["f1"]) == (None, 0.0, 0.0) and set(fn["undefined"]) == {"precision"}
+
+
+def test_mixed_macro_is_over_the_classes_where_the_figure_is_defined():
+    # no comment labelled sexist and no answer naming sexist: sexist P, R, F1 undefined
+    rows = [("mixed", "racist", "racist", "1"), ("mixed", "neither", "neither", "1")]
+    m = la.score_frame(frame(rows))["by_category"]["mixed"]
+    assert m["f1"]["mean"] == 100.0  # racist 100, neither 100; sexist left out, not 0 (which would give 66.7)
+    pooled = m["by_class"]["sexist"]["pooled"]
+    assert pooled["f1"] is None and pooled["recall"] is None and pooled["undefined"]["f1"]
+    assert m["by_class"]["sexist"]["f1"]["mean"] is None
 
 
 def _class(m, cls, it):
@@ -146,7 +179,7 @@ def test_no_iteration_column_means_one_iteration_with_sd_zero(tmp_path):
     frame(SEXIST[:5]).drop("iteration").write_csv(path)
     doc = la.score_file(path, tmp_path / "m.json")
     m = doc["by_category"]["sexist"]
-    assert m["iterations"] == 1 and m["f1"] == {"mean": 50.0, "sd": 0.0}
+    assert m["iterations"] == 1 and m["f1"] == {"mean": 50.0, "sd": 0.0, "defined": 1, "iterations": 1}
     assert json.loads((tmp_path / "m.json").read_text())["by_category"]["sexist"]["unparsed"] == 1
 
 

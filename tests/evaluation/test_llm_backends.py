@@ -256,3 +256,31 @@ def test_a_resumed_ethos_run_reports_the_time_of_every_piece(tiny_lm, tmp_path, 
     assert first["added"] == first["all_pieces"]["prompts"] > 0 and first["all_pieces"]["untimed"] == 0
     assert again["added"] == 0 and again["all_pieces"] == first["all_pieces"]  # nothing asked twice, the time kept
     assert first["all_pieces"]["seconds"] > 0
+
+
+def test_the_capped_sample_has_both_labels_of_every_category_and_every_class_of_each_example_set():
+    """Positives rare (3 of 33 per category): an unstratified draw of 4
+    would often miss them; the stratified one never does, for any seed."""
+    rows = []
+    for setting in ("zero_shot", "one_shot"):
+        for cat in ("racist", "sexist"):
+            rows += [(setting, None, cat, cat if i < 3 else f"not-{cat}", f"{setting}/{cat}/{i}") for i in range(33)]
+    for es in (1, 2):
+        rows += [("mixed", es, "mixed", lab, f"mixed/{es}/{lab}/{i}") for lab, k in (("racist", 2), ("sexist", 2), ("neither", 20))
+                 for i in range(k)]
+    items = pl.DataFrame(rows, schema={"setting": pl.String, "example_set": pl.Int64, "category": pl.String, "label": pl.String,
+                                      "item_id": pl.String}, orient="row")
+    for seed in range(20):
+        part = llm.select_items(items, ["zero_shot", "one_shot", "mixed"], example_sets=None, max_prompts=6, seed=seed)
+        assert part.group_by("setting").len().sort("setting")["len"].to_list() == [6, 6, 6]
+        for setting in ("zero_shot", "one_shot"):
+            for cat in ("racist", "sexist"):
+                labels = set(part.filter((pl.col("setting") == setting) & (pl.col("category") == cat))["label"])
+                assert labels == {cat, f"not-{cat}"}, (seed, setting, cat)
+        mixed = part.filter(pl.col("setting") == "mixed")
+        for es in (1, 2):
+            assert set(mixed.filter(pl.col("example_set") == es)["label"]) == {"racist", "sexist", "neither"}, (seed, es)
+        again = llm.select_items(items, ["zero_shot", "one_shot", "mixed"], example_sets=None, max_prompts=6, seed=seed)
+        assert again["item_id"].to_list() == part["item_id"].to_list()  # seeded
+    positions = lambda s: [i.split("/", 1)[1] for i in part.filter(pl.col("setting") == s)["item_id"]]  # noqa: E731
+    assert positions("zero_shot") == positions("one_shot")  # the same comments in every yes/no setting

@@ -110,6 +110,12 @@ def test_report_parts_carry_provenance_next_to_the_papers_figures():
     assert "appf:B-D-multiclass:davidson2017:weighted_f1" in ids(html)
     assert ">90.7<" in html and ">91.1<" in html  # the paper's weighted-average and micro F1 beside ours
     assert "hatespeech_labels.csv" in html  # why there is no multiclass B-F
+    assert "too-few" not in html  # no threshold, no marker
+    wide = paper_tables.appf_section({"B-D-multiclass/davidson2017": entry}, pub, max_ci_width=0)  # 4 cases: wide intervals
+    marked = re.findall(r'<td class="too-few" data-cell-id="(appf:[^"]+)"[^>]*title="([^"]*)"', wide)
+    widths = {k: doc[k]["ci_high"] - doc[k]["ci_low"] for k in ("micro_f1", "weighted_f1", "macro_f1")}
+    assert {cid.split(":")[-1] for cid, _ in marked} == {k for k, w in widths.items() if w > 0} != set()
+    assert all("Too few cases to compare" in title for _, title in marked)
 
     crows = {"smollm2-135m": {"variant": "causal", "n_pairs": 20, "complete": False, "metric_score": 55.0, "stereo_score": 50.0,
                               "antistereo_score": 60.0, "bias_types": {"religion": {"n": 3, "score": 66.67}}, "source": "c.json"}}

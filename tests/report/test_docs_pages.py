@@ -171,6 +171,24 @@ def test_llm_page_reads_the_ethos_and_gpt_hatecheck_files_of_the_record(workspac
     assert "| B-D | 100 / 3 | 2 | 0.900 | 0.500 | 0.400 | – |" in page
 
 
+def test_ethos_table_shows_an_undefined_f1_as_n_a():
+    """Three sexist prompts, all negative, one answered yes: the sexist F1
+    is undefined (no gold positive), shown as n/a beside GPT-3's, not as 0.0."""
+    import polars as pl
+
+    from hatecheck_pipeline.evaluation import llm as llm_eval
+
+    rows = [("zero_shot", "constrained", "sexist", "not-sexist", a, "1") for a in ("no", "no", "yes")] + [
+        ("zero_shot", "constrained", "racist", "racist", "yes", "1"), ("zero_shot", "constrained", "racist", "not-racist", "no", "1")]
+    answers = pl.DataFrame(rows, schema=["setting", "variant", "category", "label", "answer", "iteration"], orient="row")
+    doc = {"by_setting": llm_eval.metrics_of(answers), "paper_tables": {"zero_shot": "gpt3_detection_t1"}}
+    table = docs_pages.ethos_table("results/llm/local/metrics.json", doc, docs_pages.P.load())
+    row = next(line for line in table.splitlines() if line.startswith("| zero_shot |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3].startswith("100.0 (") and cells[4].startswith("n/a (63) / 66.7 ("), cells
+    assert not cells[5].startswith("n/a")  # overall pools both: defined
+
+
 def screen_doc(base: str, seed: int, train_s: float, es: float, langs: dict[str, float]) -> dict:
     fig = lambda v: {"value": v, "ci_low": v - 2, "ci_high": v + 2, "n": 1000}  # noqa: E731
     return {"base_model": base, "seed": seed, "train_seconds": train_s, "heldout": {"hateval2019_es": fig(es)},
@@ -216,3 +234,14 @@ def test_a_classifier_trained_elsewhere_and_a_diff_in_the_results_page(workspace
     assert "| sonar | davidson2017 (its training data: not held out) |" in results
     assert "#### sonar minus B-D on hatecheck" in results and "1 of 1 functional tests flagged (holm correction" in results
     assert "| F7 slur_h | 140 | 80.0 | 20.0 | -60.0 [-70.1, -49.9] | flagged |" in results
+
+
+def test_mhc_table_shows_an_undefined_macro_f1_as_n_a_and_leaves_it_out_of_the_mean():
+    def doc(lang, value):
+        fig = {"value": value} if value is not None else {"value": None, "undefined": "no case scored"}
+        return (f"results/M/mhc_{lang}/metrics.json", {"dataset": "mhc", "language": lang, "overall": {"n": 10, "macro_f1": fig}})
+    metrics = {("M", "mhc_german"): doc("german", 60.0), ("M", "mhc_french"): doc("french", None), ("M", "mhc_dutch"): doc("dutch", 80.0)}
+    row = next(line for line in docs_pages.mhc_table(metrics, {}).splitlines() if line.startswith("| M |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[2:5] == ["80.0", "n/a", "60.0"]  # dutch, french, german in MHC order
+    assert cells[5] == "70.0, over the 2 of 3 languages defined"

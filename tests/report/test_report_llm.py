@@ -53,6 +53,19 @@ def test_llm_section_cells_carry_provenance_and_the_papers_figures():
     assert "not run" in html  # a configured backend without metrics says so
 
 
+def test_an_undefined_score_is_shown_as_n_a_with_its_reason_not_as_zero():
+    negatives = pl.DataFrame({"category": ["sexist"] * 3, "label": ["not-sexist"] * 3, "answer": ["No"] * 3, "iteration": ["1"] * 3})
+    mixed = pl.DataFrame({"category": ["mixed"] * 2, "label": ["racist", "neither"], "answer": ["racist", "neither"], "iteration": ["1"] * 2})
+    d = {**doc(), "by_setting": {"zero_shot": {"constrained": score_frame(negatives)}, "mixed": {"free": score_frame(mixed)}}}
+    html = llm_section({"b": d}, {"b": "results/llm/b/metrics.json"})
+    for cid in ("llm:b:zero_shot:constrained:sexist:f1", "llm:b:zero_shot:constrained:sexist:recall",
+                "llm:b:mixed:free:1:sexist:f1", "llm:b:mixed:free:all:sexist:f1", "llm:b:mixed:free:mean:sexist:f1"):
+        cell = re.search(rf'<td class="undefined" data-cell-id="{re.escape(cid)}"[^>]*title="([^"]*)"[^>]*>([^<]*)</td>', html)
+        assert cell and cell.group(2) == "n/a", cid
+        assert "undefined" in cell.group(1) and "TP" in cell.group(1), cid
+    assert re.search(r'data-cell-id="llm:b:zero_shot:constrained:sexist:accuracy"[^>]*>100.0<', html)
+
+
 def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section(params, workdir):
     import json
 

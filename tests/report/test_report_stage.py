@@ -23,7 +23,8 @@ def test_report_stage_declares_what_it_reads(params):
     stage = next(s for s in ph_report.stages(params) if s.name == "report")
     assert stage.run == "hatecheck_pipeline.report.html:report"
     assert signature_mismatch(stage) is None
-    assert set(stage.param_keys) == {"report.title", "report.heatmap_models", "evaluation.below_mark", "profile", "models", "llm.backends"}
+    assert set(stage.param_keys) == {"report.title", "report.heatmap_models", "evaluation.below_mark", "evaluation.max_ci_width",
+                                 "profile", "models", "llm.backends"}
     assert stage.all_outs == [paths.report()]
     deps = stage.data_deps
     for dep in ("src/hatecheck_pipeline/resources/published.yaml", "src/hatecheck_pipeline/resources/functionalities.yaml",
@@ -130,3 +131,31 @@ def test_report_shows_the_scores_no_table_reads_and_the_expanded_suite_files(wor
     files = re.search(r'<table id="expanded-suite-files">.*?</table>', html, re.S).group(0)
     assert "data/expanded/perturbed_hatecheck/bert.parquet</code></td><td>1,234<" in files
     assert "data/expanded/extended/xlmt.parquet</code></td><td>—<" in files  # not there: no count
+
+
+def test_cells_with_an_interval_wider_than_the_threshold_are_marked_too_few_to_compare(workdir):
+    import polars as pl
+
+    srcs = [make_metrics(workdir, "B-D", Suite("hatecheck", "hatecheck", "case_id"), 0.7, 1)]
+    tables.run("hatecheck", srcs, "tables_hatecheck")
+    Path("val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
+    t1 = pl.read_csv(paths.table("hatecheck_t1"))
+    widths = dict(zip(t1["cell_id"], t1["ci_high"] - t1["ci_low"]))
+    threshold = sorted(widths.values())[len(widths) // 2]  # about half the functionalities wider
+    marked = {}
+    for max_ci_width in (threshold, None):
+        report.report(
+            tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
+            cards={}, validation={"hatecheck": Path("val.json")},
+            published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
+            out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile="smoke",
+            models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}}, max_ci_width=max_ci_width,
+        )
+        html = Path("reports/r.html").read_text("utf-8")
+        marked[max_ci_width] = {m.group(2): m.group(3) for m in re.finditer(
+            r'<td class="([^"]*\btoo-few\b[^"]*)" data-cell-id="([^"]+)"[^>]*title="([^"]*)"', html)}
+    wide = {cid for cid, w in widths.items() if w > threshold}
+    assert wide and wide != set(widths)
+    assert {cid for cid in marked[threshold] if cid.startswith("hatecheck_t1:")} == wide
+    assert all("Too few cases to compare" in title for title in marked[threshold].values())
+    assert marked[None] == {}

@@ -209,12 +209,16 @@ def score_llm(
         doc = llm_answers.score_file(answers, out)
     except llm_answers.AnswersError as exc:
         fail(exc)
+    def shown(fig: dict, key: str = "mean") -> str:
+        value = fig.get(key)
+        return f"n/a ({fig.get('undefined', {}).get('f1') if key == 'f1' else fig.get('undefined')})" if value is None else f"{value:.1f}"
+
     for category, m in doc["by_category"].items():
         if "by_class" in m:
-            f1 = ", ".join(f"{c} F1 {b['pooled']['f1']:.1f} (TP {b['pooled']['tp']} FP {b['pooled']['fp']} FN {b['pooled']['fn']} "
+            f1 = ", ".join(f"{c} F1 {shown(b['pooled'], 'f1')} (TP {b['pooled']['tp']} FP {b['pooled']['fp']} FN {b['pooled']['fn']} "
                            f"TN {b['pooled']['tn']})" for c, b in m["by_class"].items())
             typer.echo(f"{category}: n={m['n']} omitted={m['omitted']} out_of_scope={m['out_of_scope']} {f1} (all answers pooled)")
             continue
         typer.echo(f"{category}: n={m['n']} unparsed={m['unparsed']} accuracy={m['accuracy']['mean']} "
-                   f"F1={m['f1']['mean']} (sd {m['f1']['sd']}) over {m['iterations']} iteration(s)")
+                   f"F1={shown(m['f1'])} (sd {m['f1']['sd']}, defined in {m['f1']['defined']}) over {m['iterations']} iteration(s)")
     typer.echo(f"-> {out}")

@@ -66,12 +66,44 @@ def prompts_of(items: pl.DataFrame, templates: Mapping[str, Any]) -> list[str]:
     ]
 
 
+STRATUM = ("example_set", "category", "label")
+
+
+def capped(part: pl.DataFrame, max_prompts: int, seed: int) -> pl.DataFrame:
+    """At most ``max_prompts`` rows per setting, drawn stratified: the
+    strata are example set x category x gold label, each stratum's rows in
+    a seeded random order, and the draw takes one row of every stratum in
+    turn (the strata in a seeded order) until the cap is reached. So every
+    category asked about has positives and negatives, and every example set
+    every class, whenever the cap allows one of each and the data has them.
+    Rows keep their order in ``part``.
+
+    >>> items = pl.DataFrame({"setting": ["s"] * 8, "example_set": [None] * 8, "category": ["a"] * 4 + ["b"] * 4,
+    ...                       "label": ["a", "not-a", "not-a", "not-a", "b", "not-b", "not-b", "not-b"]})
+    >>> sorted(capped(items, 4, 0).select("category", "label").rows())
+    [('a', 'a'), ('a', 'not-a'), ('b', 'b'), ('b', 'not-b')]
+    """
+    import random
+
+    strata = sorted({tuple("" if v is None else str(v) for v in r) for r in part.select(STRATUM).iter_rows()})
+    order = {k: i for i, k in enumerate(random.Random(seed).sample(strata, len(strata)))}
+    key = pl.concat_list([pl.col(c).cast(pl.String).fill_null("") for c in STRATUM])
+    ranked = part.with_row_index("_row").with_columns(
+        pl.int_range(pl.len()).shuffle(seed=seed).over(["setting", *STRATUM]).alias("_turn"),
+        key.map_elements(lambda k: order[tuple(k)], return_dtype=pl.Int64).alias("_stratum"),
+    )
+    kept = (ranked.sort("setting", "_turn", "_stratum")
+            .filter(pl.int_range(pl.len()).over("setting") < max_prompts)["_row"])
+    return ranked.filter(pl.col("_row").is_in(kept.implode())).drop("_row", "_turn", "_stratum")
+
+
 def select_items(items: pl.DataFrame, settings: Sequence[str], example_sets: int | None, max_prompts: int | None = None,
                  seed: int = 0) -> pl.DataFrame:
     """The prompts to run: the configured settings; for the mixed settings
     the first ``example_sets`` example sets (None = all); at most
-    ``max_prompts`` per setting (a seeded sample, the same positions in every
-    setting; None = all)."""
+    ``max_prompts`` per setting (None = all), drawn stratified by example
+    set x category x label (:func:`capped`, seeded: the same positions in
+    every setting of the same strata)."""
     unknown = [s for s in settings if s not in SETTINGS]
     if unknown:
         raise BackendError(f"llm.settings: unknown setting(s) {unknown}; known: {list(SETTINGS)}")
@@ -79,8 +111,7 @@ def select_items(items: pl.DataFrame, settings: Sequence[str], example_sets: int
     if example_sets is not None:
         part = part.filter(pl.col("example_set").is_null() | (pl.col("example_set") <= example_sets))
     if max_prompts is not None:
-        keep = pl.int_range(pl.len()).shuffle(seed=seed).over("setting") < max_prompts
-        part = part.filter(keep)
+        part = capped(part, max_prompts, seed)
     return part
 
 

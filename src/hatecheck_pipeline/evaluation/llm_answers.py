@@ -47,6 +47,13 @@ categorized") as accuracy and the macro precision / recall / F1 over the
 three classes (an answer naming no class, or several, is wrong for every
 class). ``answers`` counts the distinct answers (Table 5) and
 ``confusion`` crosses label and answer (Table 6).
+
+A figure whose denominator is zero (recall with no gold positive, precision
+with no predicted positive) is undefined: stored as null with the reason
+under ``undefined``, never as 0, and left out of every mean (a mean says
+over how many iterations or classes it is, ``defined``; null when none).
+F1 is undefined with recall (no gold positive), and 0 when there are gold
+positives and no true positive.
 """
 
 from __future__ import annotations
@@ -70,6 +77,10 @@ COUNTS = ("tp", "fp", "fn", "tn")
 WORD = re.compile(r"[a-z]+(?:-[a-z]+)*")
 # Answers the paper omits with the instruction (section 4.5), as answer_key gives them.
 BOTH_ANSWERS = ("both", "racist and sexist", "sexist and racist")
+# Why a figure is undefined (stored next to its null).
+NO_CASES = "no case scored"
+NO_PREDICTED_POSITIVE = "no predicted positive (TP + FP = 0)"
+NO_GOLD_POSITIVE = "no gold positive (TP + FN = 0)"
 
 
 class AnswersError(PipelineError, ValueError):
@@ -164,17 +175,42 @@ def mixed_outcome(label: str, answer: str | None, cls: str) -> str | None:
     return "fp" if hit else "tn"
 
 
-def metrics_from_counts(tp: int, fp: int, fn: int, tn: int) -> dict[str, float]:
-    """Accuracy, precision, recall, F1 (percent; 0 where undefined).
+def metrics_from_counts(tp: int, fp: int, fn: int, tn: int) -> dict[str, Any]:
+    """Accuracy, precision, recall, F1 (percent). A figure whose
+    denominator is zero is undefined: None, with the reason under
+    ``undefined``. F1 is the harmonic mean of precision and recall, as the
+    paper computes it (2PR / (P + R)); it is undefined when recall is (no
+    gold positive: there is nothing to find, whatever the answers), and 0
+    when there are gold positives and no true positive (2TP / (2TP + FP +
+    FN), also when no answer was positive and precision is undefined).
 
     >>> {k: round(v) for k, v in metrics_from_counts(300, 70, 300, 1130).items()}  # Table 21 "All" -> Table 7 "All", sexism
     {'accuracy': 79, 'precision': 81, 'recall': 50, 'f1': 62}
+    >>> m = metrics_from_counts(0, 2, 0, 1)  # three negative comments, two answered yes
+    >>> m["precision"], m["recall"], m["f1"], m["undefined"]["f1"]
+    (0.0, None, None, 'no gold positive (TP + FN = 0)')
     """
     n = tp + fp + fn + tn
-    p = tp / (tp + fp) if tp + fp else 0.0
-    r = tp / (tp + fn) if tp + fn else 0.0
-    f = 2 * p * r / (p + r) if p + r else 0.0
-    return {"accuracy": 100 * (tp + tn) / n if n else 0.0, "precision": 100 * p, "recall": 100 * r, "f1": 100 * f}
+    out: dict[str, Any] = {
+        "accuracy": 100 * (tp + tn) / n if n else None,
+        "precision": 100 * tp / (tp + fp) if tp + fp else None,
+        "recall": 100 * tp / (tp + fn) if tp + fn else None,
+        "f1": 100 * 2 * tp / (2 * tp + fp + fn) if tp + fn else None,
+    }
+    reasons = {"accuracy": NO_CASES, "precision": NO_PREDICTED_POSITIVE, "recall": NO_GOLD_POSITIVE, "f1": NO_GOLD_POSITIVE}
+    undefined = {m: reasons[m] for m in METRICS if out[m] is None}
+    return {**out, "undefined": undefined} if undefined else out
+
+
+def mean_defined(values: Iterable[float | None]) -> tuple[float | None, int]:
+    """The mean of the defined values (None when there is none) and how
+    many there were: an undefined figure is left out, never counted as 0.
+
+    >>> mean_defined([60.0, None, 80.0]), mean_defined([None])
+    ((70.0, 2), (None, 0))
+    """
+    xs = [v for v in values if v is not None]
+    return (statistics.fmean(xs) if xs else None), len(xs)
 
 
 def read_answers(path: Path) -> pl.DataFrame:
@@ -210,33 +246,56 @@ def with_predictions(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _binary(gold: list[str], pred: list[str], positive: str) -> dict[str, float]:
+def _binary(gold: list[str], pred: list[str], positive: str) -> dict[str, Any]:
     tp = sum(g == positive and p == positive for g, p in zip(gold, pred))
     fp = sum(g != positive and p == positive for g, p in zip(gold, pred))
     fn = sum(g == positive and p != positive for g, p in zip(gold, pred))
     return metrics_from_counts(tp, fp, fn, len(gold) - tp - fp - fn)
 
 
-def _macro(gold: list[str], pred: list[str | None]) -> dict[str, float]:
+def _macro(gold: list[str], pred: list[str | None]) -> dict[str, Any]:
+    """Accuracy and the macro precision / recall / F1 over the classes whose
+    figure is defined (``defined_classes`` says how many; None when none)."""
     per = [_binary(gold, [p or "" for p in pred], c) for c in MIXED_CLASSES]
-    out = {m: statistics.fmean(x[m] for x in per) for m in ("precision", "recall", "f1")}
-    return {"accuracy": 100 * sum(g == p for g, p in zip(gold, pred)) / len(gold), **out}
+    out: dict[str, Any] = {"accuracy": 100 * sum(g == p for g, p in zip(gold, pred)) / len(gold)}
+    undefined, counts = {}, {}
+    for m in ("precision", "recall", "f1"):
+        out[m], counts[m] = mean_defined(x[m] for x in per)
+        if counts[m] < len(per):
+            undefined[m] = "; ".join(f"{c}: {x['undefined'][m]}" for c, x in zip(MIXED_CLASSES, per) if x[m] is None)
+    out["defined_classes"] = counts
+    return {**out, "undefined": undefined} if undefined else out
 
 
-def summarise(values: Iterable[dict[str, float]]) -> dict[str, dict[str, float]]:
-    """Mean and sample standard deviation of every metric over iterations."""
+def summarise(values: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Mean and sample standard deviation of every metric over the
+    iterations where it is defined (``defined``: how many of
+    ``iterations``); None with the reason (``undefined``) when it is
+    defined in none.
+
+    >>> s = summarise([{"f1": 50.0}, {"f1": None, "undefined": {"f1": "no gold positive"}}, {"f1": 70.0}])["f1"]
+    >>> s["mean"], s["defined"], s["iterations"]
+    (60.0, 2, 3)
+    >>> summarise([{"f1": None, "undefined": {"f1": "no gold positive"}}])["f1"]["undefined"]
+    'no gold positive'
+    """
     values = list(values)
     out = {}
     for m in METRICS:
-        xs = [v[m] for v in values]
+        xs = [v[m] for v in values if v.get(m) is not None]
         out[m] = {
             "mean": round(statistics.fmean(xs), 6) if xs else None,
             "sd": round(statistics.stdev(xs), 6) if len(xs) > 1 else (0.0 if xs else None),
+            "defined": len(xs),
+            "iterations": len(values),
         }
+        if not xs and values:
+            out[m]["undefined"] = next((v["undefined"][m] for v in values if m in (v.get("undefined") or {})), NO_CASES)
     return out
 
 
 def _rounded(d: dict[str, Any]) -> dict[str, Any]:
+    """Floats to 6 places (None, the counts and the reasons as they are)."""
     return {k: round(v, 6) if isinstance(v, float) else v for k, v in d.items()}
 
 

@@ -8,6 +8,13 @@ resamples templates, :mod:`hatecheck_pipeline.suites.clusters`); ``tests/evaluat
 checks them against scikit-learn's ``f1_score``. scikit-learn is not
 imported here: its import (~2-3 s with scipy and pandas) was most of the
 wall time of each of the ~90 score stages of a report build.
+
+A figure whose denominator is zero is undefined: F1 of a class with no gold
+and no predicted case, accuracy of no case. Its value is None and the
+reason is stored beside it (``undefined``); a macro F1 is the mean over the
+classes whose F1 is defined (scikit-learn's macro average over the labels
+present), None when neither is. A bootstrap resample in which a figure is
+undefined is left out of its interval (``resamples_undefined`` counts them).
 """
 
 from __future__ import annotations
@@ -18,15 +25,30 @@ import numpy as np
 
 HATEFUL = "hateful"
 NON_HATEFUL = "non-hateful"
+NO_CASE = "no case scored"
+NO_CLASS_CASE = "no gold and no predicted {} case (2TP + FP + FN = 0)"
 
 
-def pct(value: float) -> float:
-    """A share as a percentage with one decimal.
+def pct(value: float | None) -> float | None:
+    """A share as a percentage with one decimal (None or NaN: None).
 
-    >>> pct(0.12345)
-    12.3
+    >>> pct(0.12345), pct(float("nan"))
+    (12.3, None)
     """
-    return round(float(value) * 100, 1)
+    return None if value is None or np.isnan(value) else round(float(value) * 100, 1)
+
+
+def mean_defined(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise mean of two arrays over the defined (non-NaN) entries:
+    NaN only where both are NaN.
+
+    >>> mean_defined(np.array([0.5, np.nan, np.nan]), np.array([1.0, 0.2, np.nan])).tolist()
+    [0.75, 0.2, nan]
+    """
+    both = np.stack([a, b])
+    count = (~np.isnan(both)).sum(axis=0)
+    total = np.nansum(both, axis=0)
+    return np.divide(total, count, out=np.full(count.shape, np.nan), where=count > 0)
 
 
 def accuracy(gold: np.ndarray, pred: np.ndarray) -> float | None:
@@ -38,30 +60,47 @@ def accuracy(gold: np.ndarray, pred: np.ndarray) -> float | None:
     return pct(np.mean(np.asarray(gold) == np.asarray(pred))) if len(gold) else None
 
 
-def f1_scores(gold: np.ndarray, pred: np.ndarray) -> dict[str, float]:
+def f1_scores(gold: np.ndarray, pred: np.ndarray) -> dict[str, float | None]:
     """F1 of each class and their unweighted mean (macro F1), in percent.
 
-    A class absent from both gold and predictions scores 0 (scikit-learn's
-    ``zero_division=0``), as in the papers' tables.
+    A class absent from both gold and predictions has no F1 (None, not 0);
+    the macro F1 is then the other class's (scikit-learn's macro average
+    is over the labels present), None when no case was scored.
 
     >>> f1_scores(np.array([1, 1, 0, 0]), np.array([1, 0, 0, 0]))
     {'f1_hateful': 66.7, 'f1_non_hateful': 80.0, 'macro_f1': 73.3}
+    >>> f1_scores(np.array([1, 1]), np.array([1, 0]))
+    {'f1_hateful': 66.7, 'f1_non_hateful': 0.0, 'macro_f1': 33.3}
+    >>> f1_scores(np.array([1, 1]), np.array([1, 1]))
+    {'f1_hateful': 100.0, 'f1_non_hateful': None, 'macro_f1': 100.0}
     """
     g, p = np.asarray(gold).reshape(1, -1), np.asarray(pred).reshape(1, -1)
-    hateful, non_hateful = _f1_batch(g, p, 1)[0], _f1_batch(g, p, 0)[0]
+    hateful, non_hateful = _f1_batch(g, p, 1), _f1_batch(g, p, 0)
     return {
-        "f1_hateful": pct(hateful),
-        "f1_non_hateful": pct(non_hateful),
-        "macro_f1": pct((hateful + non_hateful) / 2),
+        "f1_hateful": pct(hateful[0]),
+        "f1_non_hateful": pct(non_hateful[0]),
+        "macro_f1": pct(mean_defined(hateful, non_hateful)[0]),
     }
 
 
+def undefined_reason(name: str) -> str:
+    """Why figure ``name`` can be undefined (stored beside its None).
+
+    >>> undefined_reason("f1_non_hateful")
+    'no gold and no predicted non-hateful case (2TP + FP + FN = 0)'
+    """
+    if name in ("f1_hateful", "f1_non_hateful"):
+        return NO_CLASS_CASE.format(HATEFUL if name == "f1_hateful" else NON_HATEFUL)
+    return NO_CASE
+
+
 def _f1_batch(gold: np.ndarray, pred: np.ndarray, positive: int) -> np.ndarray:
-    """Row-wise F1 of class ``positive`` for 2-D arrays (one resample a row)."""
+    """Row-wise F1 of class ``positive`` for 2-D arrays (one resample a
+    row); NaN where the class is neither gold nor predicted."""
     g, p = gold == positive, pred == positive
     tp = (g & p).sum(axis=1)
     denom = g.sum(axis=1) + p.sum(axis=1)
-    return np.divide(2 * tp, denom, out=np.zeros(len(gold), dtype=float), where=denom > 0)
+    return np.divide(2 * tp, denom, out=np.full(len(gold), np.nan), where=denom > 0)
 
 
 # Per-cluster counts the figures are ratios of (one row each): a resample's
@@ -71,7 +110,8 @@ CASE, TEMPLATE = "case", "template"  # resampling units written next to every in
 
 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape, dtype=float), where=den > 0)
+    """num / den, NaN (undefined) where den is 0."""
+    return np.divide(num, den, out=np.full(np.broadcast(num, den).shape, np.nan), where=den > 0)
 
 
 NEEDS = {
@@ -89,7 +129,7 @@ def batch_statistics() -> dict[str, Callable[[dict[str, np.ndarray]], np.ndarray
         "accuracy": lambda c: _ratio(c["correct"], c["n"]),
         "f1_hateful": f1[1],
         "f1_non_hateful": f1[0],
-        "macro_f1": lambda c: (f1[1](c) + f1[0](c)) / 2,
+        "macro_f1": lambda c: mean_defined(f1[1](c), f1[0](c)),
     }
 
 
@@ -160,8 +200,17 @@ def bootstrap_replicates(
     return {name: stats[name](columns) for name in names}
 
 
-def interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Percentile interval of bootstrap values (shares), in percent."""
+def interval(values: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Percentile interval of bootstrap values (shares), in percent, over
+    the resamples where the figure is defined (None, None when none is).
+
+    >>> interval(np.array([0.1, 0.2, np.nan, 0.3]), 0.5)
+    (15.0, 25.0)
+    """
+    values = np.asarray(values, dtype=float)
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return None, None
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(values, [tail, 100 - tail])
     return pct(low), pct(high)
@@ -209,8 +258,11 @@ def summarise(
     store: dict[str, np.ndarray] | None = None,
 ) -> dict[str, object]:
     """``n``, ``n_clusters`` (the resampled units: cases, or templates with
-    ``clusters``) and the named figures, each as ``{value, ci_low, ci_high}``;
-    ``store`` (a dict) receives each figure's bootstrap values (shares).
+    ``clusters``) and the named figures, each as ``{value, ci_low, ci_high}``
+    (an undefined figure: value None and ``undefined``, the reason; a figure
+    undefined in some resamples: ``resamples_undefined``, how many were left
+    out of its interval); ``store`` (a dict) receives each figure's
+    bootstrap values (shares; NaN where undefined).
 
     >>> s = summarise(np.array([1, 0]), np.array([1, 0]), ["accuracy"], samples=10)
     >>> s["n"], s["n_clusters"], s["accuracy"]["value"], s["accuracy"]["ci_low"]
@@ -222,10 +274,19 @@ def summarise(
         point["accuracy"] = accuracy(gold, pred)
     if any(n.startswith("f1") or n == "macro_f1" for n in names):
         point.update(f1_scores(gold, pred))
-    cis = bootstrap_ci(gold, pred, names, samples, seed, level, clusters, store)
+    values: dict[str, np.ndarray] = {}
+    cis = bootstrap_ci(gold, pred, names, samples, seed, level, clusters, values)
+    if store is not None:
+        store.update(values)
     out: dict[str, object] = {"n": int(len(gold)), "n_clusters": cluster_codes(clusters, len(gold))[1]}
     for name in names:
-        out[name] = {"value": point[name], "ci_low": cis[name][0], "ci_high": cis[name][1]}
+        fig: dict[str, object] = {"value": point[name], "ci_low": cis[name][0], "ci_high": cis[name][1]}
+        if point[name] is None:
+            fig["undefined"] = undefined_reason(name)
+        left_out = int(np.isnan(values[name]).sum()) if name in values else 0
+        if left_out:
+            fig["resamples_undefined"] = left_out
+        out[name] = fig
     return out
 
 

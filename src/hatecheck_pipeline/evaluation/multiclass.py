@@ -35,25 +35,34 @@ def confusion(gold: np.ndarray, pred: np.ndarray, k: int) -> np.ndarray:
     return np.bincount(gold * k + pred, minlength=k * k).reshape(k, k)
 
 
+NO_CLASS_CASE = "no gold and no predicted case of the class (2TP + FP + FN = 0)"
+
+
 def scores(cm: np.ndarray) -> dict[str, Any]:
     """Micro, weighted-average and macro F1 (percent) and per-class F1 of
-    a confusion matrix (a class with no gold and no predicted case has F1
-    0 and weight 0, as scikit-learn's f1_score with zero_division=0).
+    a confusion matrix. A class with no gold and no predicted case has no
+    F1 (None, not 0): the macro F1 is the mean over the classes whose F1 is
+    defined (scikit-learn's macro average over the labels present), its
+    weight in the weighted F1 is 0 either way.
 
     >>> s = scores(confusion(np.array([0, 0, 1, 2]), np.array([0, 1, 1, 2]), 3))
     >>> s["micro_f1"], round(s["macro_f1"], 1), round(s["weighted_f1"], 1), [round(f, 1) for f in s["per_class_f1"]]
     (75.0, 77.8, 75.0, [66.7, 66.7, 100.0])
+    >>> s = scores(confusion(np.array([0, 1]), np.array([0, 1]), 3))
+    >>> s["macro_f1"], s["per_class_f1"]
+    (100.0, [100.0, 100.0, None])
     """
     tp = np.diag(cm).astype(float)
     support, predicted = cm.sum(axis=1).astype(float), cm.sum(axis=0).astype(float)
     denom = support + predicted
-    f1 = np.divide(2 * tp, denom, out=np.zeros_like(tp), where=denom > 0)
+    defined = denom > 0
+    f1 = np.divide(2 * tp, denom, out=np.zeros_like(tp), where=defined)
     n = cm.sum()
     return {
         "micro_f1": 100.0 * float(tp.sum() / n) if n else None,
         "weighted_f1": 100.0 * float((f1 * support).sum() / n) if n else None,
-        "macro_f1": 100.0 * float(f1.mean()),
-        "per_class_f1": (100.0 * f1).tolist(),
+        "macro_f1": 100.0 * float(f1[defined].mean()) if defined.any() else None,
+        "per_class_f1": [100.0 * float(f) if d else None for f, d in zip(f1, defined)],
     }
 
 
@@ -68,9 +77,10 @@ def bootstrap(gold: np.ndarray, pred: np.ndarray, k: int, samples: int, seed: in
         idx = rng.integers(0, len(gold), len(gold))
         s = scores(confusion(gold[idx], pred[idx], k))
         for f in FIGURES:
-            draws[f][b] = s[f]
+            draws[f][b] = np.nan if s[f] is None else s[f]
     lo, hi = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-    return {f: (round(float(np.percentile(d, lo)), 1), round(float(np.percentile(d, hi)), 1)) for f, d in draws.items()}
+    return {f: (round(float(np.percentile(d[~np.isnan(d)], lo)), 1), round(float(np.percentile(d[~np.isnan(d)], hi)), 1))
+            if (~np.isnan(d)).any() else None for f, d in draws.items()}
 
 
 def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], hateful: str,
@@ -97,10 +107,12 @@ def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], h
     out |= {
         "n": int(len(g)),
         "classes": list(classes),
-        "per_class": {c: {"f1": round(s["per_class_f1"][i], 1), "support": int(cm[i].sum()), "predicted": int(cm[:, i].sum())}
+        "per_class": {c: {"f1": None if s["per_class_f1"][i] is None else round(s["per_class_f1"][i], 1),
+                          **({"undefined": NO_CLASS_CASE} if s["per_class_f1"][i] is None else {}),
+                          "support": int(cm[i].sum()), "predicted": int(cm[:, i].sum())}
                       for i, c in enumerate(classes)},
         "confusion": {"rows_gold_columns_predicted": list(classes), "counts": cm.tolist()},
-        "binary_macro_f1_from_argmax": round(binary["macro_f1"], 1),
+        "binary_macro_f1_from_argmax": None if binary["macro_f1"] is None else round(binary["macro_f1"], 1),
         "resampling_unit": "case",  # held-out sets: cases are independent (no templates)
         "bootstrap": {"unit": "case", "samples": samples, "seed": seed, "level": level},
     }

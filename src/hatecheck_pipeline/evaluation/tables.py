@@ -36,6 +36,8 @@ CELL_COLUMNS = {
     "metrics_file": pl.String, "stage": pl.String, "cell_id": pl.String,
     # the interval's bootstrap: template (functional / expanded suites) or case (held-out sets), and how many were resampled
     "resampling_unit": pl.String, "n_clusters": pl.Int64,
+    # why a null value is undefined (a zero denominator), or which parts a mean left out as undefined
+    "undefined": pl.String,
 }
 
 
@@ -91,6 +93,7 @@ def _cell(table: str, src: Source, row: str, column: str, figure: dict[str, Any]
         "ci_high": fig.get("ci_high"), "n": n, "setting": extra.get("setting"),
         "metrics_file": extra.get("metrics_file", src.metrics), "stage": extra.get("stage", src.stage),
         "resampling_unit": extra.get("unit") if interval else None, "n_clusters": extra.get("n_clusters") if interval else None,
+        "undefined": fig.get("undefined"),
         "cell_id": cell_id(table, src.model, *( [src.language] if src.language and extra.get("per_language", True) else []), row, column),
     }
 
@@ -195,9 +198,11 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
     def summarise(cells: pl.DataFrame, table: str, keys: list[str], section: str, figure: str) -> pl.DataFrame:
         if cells.is_empty():
             return frame([])
+        # a mean over the defined values only (an undefined one is left out, never counted as 0), saying so
         means = cells.group_by([*keys, "setting"], maintain_order=True).agg(
             pl.col("value").mean().round(1), pl.col("n").sum(), pl.col("n_clusters").sum(), pl.col("suite"),
-            pl.col("resampling_unit").drop_nulls().first())
+            pl.col("resampling_unit").drop_nulls().first(), pl.col("value").is_not_null().sum().alias("defined"),
+            pl.len().alias("parts"), pl.coalesce("language", "suite").filter(pl.col("value").is_null()).alias("left_out"))
         rows = []
         for key, part in means.group_by(keys, maintain_order=True):
             by = {r["setting"]: r for r in part.iter_rows(named=True)}
@@ -209,13 +214,15 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
             values = {name: bootstrap.mean(model, by[name]["suite"], section, group, figure) for name in by}
             for name in ("zero-shot", "many-shot"):
                 if name in by:
-                    fig = with_interval(by[name]["value"], values[name], level)
+                    fig = {**with_interval(by[name]["value"], values[name], level), "undefined": mean_note(by[name])}
                     rows.append(_cell(table, src, row, name, fig, by[name]["n"], setting=name, per_language=False, **derived,
                                       unit=by[name]["resampling_unit"], n_clusters=by[name]["n_clusters"]))
             if len(by) == 2:
-                gap = round(by["many-shot"]["value"] - by["zero-shot"]["value"], 1)
+                defined = by["many-shot"]["value"] is not None and by["zero-shot"]["value"] is not None
+                gap = round(by["many-shot"]["value"] - by["zero-shot"]["value"], 1) if defined else None
                 both = None if values["many-shot"] is None or values["zero-shot"] is None else values["many-shot"] - values["zero-shot"]
-                rows.append(_cell(table, src, row, "gap", with_interval(gap, both, level), None, setting="gap", per_language=False,
+                fig = {**with_interval(gap, both, level), "undefined": None if defined else "a setting's mean is undefined"}
+                rows.append(_cell(table, src, row, "gap", fig, None, setting="gap", per_language=False,
                                   **derived, unit=by["many-shot"]["resampling_unit"],
                                   n_clusters=by["many-shot"]["n_clusters"] + by["zero-shot"]["n_clusters"]))
         return frame(rows)
@@ -226,6 +233,23 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
         "shots_summary": summarise(per_lang, "shots_summary", ["model"], "overall", "macro_f1"),
         "shots_class_gap": summarise(classes, "shots_class_gap", ["model", "row"], "by_functionality_class", "accuracy"),
     }
+
+
+def mean_note(part: Mapping[str, Any]) -> str | None:
+    """What a mean cell says about the undefined values it left out (None
+    when every value was defined).
+
+    >>> mean_note({"defined": 2, "parts": 3, "left_out": ["hindi"]})
+    'mean over the 2 of 3 values defined (left out as undefined: hindi)'
+    >>> mean_note({"defined": 0, "parts": 1, "left_out": ["hindi"]})
+    'every value undefined (hindi)'
+    """
+    if part["defined"] == part["parts"]:
+        return None
+    left = ", ".join(str(x) for x in part["left_out"])
+    if not part["defined"]:
+        return f"every value undefined ({left})"
+    return f"mean over the {part['defined']} of {part['parts']} values defined (left out as undefined: {left})"
 
 
 class ShotReplicates:
@@ -265,7 +289,9 @@ class ShotReplicates:
         arrays = [self.values(model, s, section, group, figure) for s in suites]
         if not arrays or any(a is None for a in arrays) or len({len(a) for a in arrays}) != 1:
             return None
-        return np.mean(arrays, axis=0)
+        stacked = np.stack(arrays)
+        count = (~np.isnan(stacked)).sum(axis=0)  # a language undefined in a resample is left out of its mean
+        return np.divide(np.nansum(stacked, axis=0), count, out=np.full(count.shape, np.nan), where=count > 0)
 
 
 def with_interval(value: float | None, replicates: np.ndarray | None, level: float) -> dict[str, Any]:
@@ -275,7 +301,10 @@ def with_interval(value: float | None, replicates: np.ndarray | None, level: flo
     >>> with_interval(1.5, np.array([0.01, 0.02]), 0.95)
     {'value': 1.5, 'ci_low': 1.0, 'ci_high': 2.0}
     """
-    if replicates is None:
+    if replicates is None or value is None:
+        return {"value": value}
+    replicates = replicates[~np.isnan(replicates)]  # resamples where the figure is undefined are left out
+    if not len(replicates):
         return {"value": value}
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(replicates, [tail, 100 - tail])

@@ -147,6 +147,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 "title": "report.title",
                 "heatmap_models": "report.heatmap_models",
                 "below_mark": "evaluation.below_mark",
+                "max_ci_width": "evaluation.max_ci_width",
                 "profile": "profile",
                 "models": "models",
                 **llm_keys,

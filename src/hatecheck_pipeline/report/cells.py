@@ -13,6 +13,9 @@ from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.tables import SEEN_IN_TRAINING, cell_id
 
 
+NA = "n/a"  # an undefined figure (zero denominator), as opposed to a missing one ("–")
+
+
 def fmt(value: Any) -> str:
     return "–" if value is None else f"{value:.1f}"
 
@@ -37,26 +40,55 @@ def resampling(cell: Mapping[str, Any]) -> str:
     return f", {level} bootstrap" + ("" if count is None else f" over {count} {plural}")
 
 
+TOO_FEW = "too few cases to compare"
+
+
+def too_wide(low: float | None, high: float | None, max_width: float | None) -> str:
+    """The marker's tooltip text when an interval is wider than
+    ``max_width`` percentage points ('' when it is not, or has no interval,
+    or there is no threshold).
+
+    >>> too_wide(20.0, 80.0, 30)
+    'Too few cases to compare: the 95% interval is 60.0 points wide (threshold 30). '
+    >>> too_wide(60.0, 70.0, 30), too_wide(None, None, 30), too_wide(20.0, 80.0, None)
+    ('', '', '')
+    """
+    if max_width is None or low is None or high is None or high - low <= max_width:
+        return ""
+    return f"{TOO_FEW[0].upper()}{TOO_FEW[1:]}: the 95% interval is {high - low:.1f} points wide (threshold {max_width:g}). "
+
+
 def provenance(cell: Mapping[str, Any]) -> str:
-    """Tooltip text of a cell: figure, interval, n, and where it came from."""
+    """Tooltip text of a cell: figure (or why it is undefined), interval,
+    n, what a mean left out, and where it came from."""
     ci = "" if cell.get("ci_low") is None else f" [95% CI {fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}{resampling(cell)}]"
     n = "" if cell.get("n") is None else f", n={cell['n']}"
-    return f"{fmt(cell.get('value'))}{ci}{n}. From {cell['metrics_file']} (stage {cell['stage']}); lineage: hatecheck-pipeline lineage {cell['cell_id']}"
+    value, why = cell.get("value"), cell.get("undefined")
+    shown = f"{NA}: undefined ({why})" if value is None and why else fmt(value) + (f" ({why})" if why else "")
+    return f"{shown}{ci}{n}. From {cell['metrics_file']} (stage {cell['stage']}); lineage: hatecheck-pipeline lineage {cell['cell_id']}"
 
 
 SEEN_NOTE = " Not a held-out figure: the model was trained on this dataset (these cases may be its training data)."
 
 
-def td(cell: Mapping[str, Any] | None, below_mark: float | None) -> str:
+def td(cell: Mapping[str, Any] | None, below_mark: float | None, max_ci_width: float | None = None) -> str:
+    """A table cell with its provenance: marked below ``below_mark``, as
+    training data, as too few cases to compare when its interval is wider
+    than ``max_ci_width`` points, and n/a when the figure is undefined."""
     if cell is None:
         return '<td class="missing">–</td>'
     value = cell.get("value")
     seen = cell.get("setting") == SEEN_IN_TRAINING
-    cls = ' class="seen"' if seen else (' class="below"' if below_mark is not None and value is not None and value < below_mark else "")
+    undefined = value is None and bool(cell.get("undefined"))
+    wide = too_wide(cell.get("ci_low"), cell.get("ci_high"), max_ci_width)
+    classes = ["seen" if seen else "below" if below_mark is not None and value is not None and value < below_mark else "",
+               "undefined" if undefined else "", "too-few" if wide else ""]
+    cls = " ".join(c for c in classes if c)
+    cls = f' class="{cls}"' if cls else ""
     return (
         f'<td{cls} data-cell-id="{escape(cell["cell_id"])}" data-metrics="{escape(cell["metrics_file"])}"'
-        f' data-stage="{escape(cell["stage"])}" title="{escape(provenance(cell) + (SEEN_NOTE if seen else ""))}">'
-        f'{fmt(value)}{" (training data)" if seen else ""}</td>'
+        f' data-stage="{escape(cell["stage"])}" title="{escape(wide + provenance(cell) + (SEEN_NOTE if seen else ""))}">'
+        f'{NA if undefined else fmt(value)}{" (training data)" if seen else ""}</td>'
     )
 
 
@@ -76,10 +108,12 @@ def pivot(
     caption: str = "",
     published: dict[tuple[str, str], tuple[float | None, str, str]] | None = None,
     functionalities_of: str | None = None,
+    max_ci_width: float | None = None,
 ) -> str:
     """An HTML table: one row per ``rows`` value, one column per ``columns``
     value, each cell with provenance; ``published`` adds a paper column per
-    column key: (row, column) -> (value, table, source).
+    column key: (row, column) -> (value, table, source); ``max_ci_width``:
+    cells whose interval is wider are marked too few cases to compare.
     ``functionalities_of`` (``hatecheck`` / ``mhc``): rows are functionality
     codes, shown as the paper's ``F<i> description (code)`` in its order."""
     if cells.is_empty():
@@ -96,7 +130,7 @@ def pivot(
     for rk in row_keys:
         tds = []
         for ck in col_keys:
-            tds.append(td(lookup.get((rk, ck)), below_mark))
+            tds.append(td(lookup.get((rk, ck)), below_mark, max_ci_width))
             if published is not None:
                 value, table, source = published.get((rk, ck), (None, "", ""))
                 model = (lookup.get((rk, ck)) or {}).get("model", "")
@@ -107,10 +141,22 @@ def pivot(
     return f'<table id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead"></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
 
 
-def json_td(value: Any, cid: str, source: str, stage: str, digits: int = 1, note: str = "", cls: str = "") -> str:
-    """A cell of a figure read from a JSON artifact, with its provenance."""
+def undefined_td(reason: str, cid: str, source: str, stage: str, note: str = "") -> str:
+    """A figure whose denominator is zero: ``n/a``, the reason in its tooltip."""
+    tip = f"{NA}: undefined ({reason}){note}. From {source} (stage {stage}); lineage: hatecheck-pipeline lineage {cid}"
+    return (
+        f'<td class="undefined" data-cell-id="{escape(cid)}" data-metrics="{escape(source)}" data-stage="{escape(stage)}"'
+        f' title="{escape(tip)}">{NA}</td>'
+    )
+
+
+def json_td(value: Any, cid: str, source: str, stage: str, digits: int = 1, note: str = "", cls: str = "",
+            undefined: str | None = None) -> str:
+    """A cell of a figure read from a JSON artifact, with its provenance;
+    ``undefined``: why a None figure is undefined (shown as n/a, not as
+    missing)."""
     if value is None:
-        return '<td class="missing">–</td>'
+        return '<td class="missing">–</td>' if undefined is None else undefined_td(undefined, cid, source, stage, note)
     text = f"{value:.{digits}f}" if isinstance(value, float) else str(value)
     tip = f"{text}{note}. From {source} (stage {stage}); lineage: hatecheck-pipeline lineage {cid}"
     c = f' class="{cls}"' if cls else ""

@@ -22,6 +22,7 @@ from hatecheck_pipeline.core.config import is_llm
 from hatecheck_pipeline.core.files import InputError, write_text
 from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P
+from hatecheck_pipeline.report import cells as C
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
 from hatecheck_pipeline.report.diff_view import diff_section
@@ -47,6 +48,8 @@ td.published{background:#eef3fb;font-style:italic}
 td.missing{color:#999}
 td.incomplete{background:#fff3cd}
 td.seen{background:#eee;color:#666;font-style:italic}
+td.undefined{color:#666;font-style:italic}
+td.too-few{color:#888;text-decoration:underline dotted}
 .ok{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
 .note{color:#555;font-size:.9em}figure{margin:1em 0}figure img{max-width:100%}
 nav a{margin-right:1em}a.docs{font-size:.6em;font-weight:normal;margin-left:.6em}
@@ -107,6 +110,7 @@ def build(
     gpt: Mapping[str, Any] | None = None,
     diffs: Mapping[str, Mapping[str, Any]] | None = None,
     model_pages: Mapping[str, str] | None = None,
+    max_ci_width: float | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -118,7 +122,12 @@ def build(
     papers' further tables (``mhc_t5``: MHC Table 5; ``appf``: HateCheck
     appendix F, {model: {doc, file, stage}}); None = not shown.
     ``gpt``: {docs: {generation, validation, quality, compare}, files: the
-    same keys -> their paths} (None = no GPT-HateCheck section)."""
+    same keys -> their paths} (None = no GPT-HateCheck section).
+    ``max_ci_width``: a table cell whose interval is wider (percentage
+    points) is marked too few cases to compare (None = no marker)."""
+    from functools import partial
+
+    pivot = partial(C.pivot, max_ci_width=max_ci_width)
     published = P.load() if published is None else published
     paper_tables = paper_tables or {}
     from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS
@@ -142,16 +151,24 @@ def build(
     for r in t2h.filter(pl.col("row") == "total").iter_rows(named=True):
         lines.append(f"<li>{escape(r['model'])}: HateCheck accuracy {fmt(r['value'])}%</li>")
     if not t7.is_empty():
-        means = t7.group_by("model", maintain_order=True).agg(pl.col("value").mean().round(1).alias("mean"))
+        # over the languages where it is defined, saying so when one is not
+        means = t7.group_by("model", maintain_order=True).agg(pl.col("value").mean().round(1).alias("mean"),
+                                                              pl.col("value").is_not_null().sum().alias("defined"), pl.len().alias("languages"))
         for r in means.iter_rows(named=True):
-            lines.append(f"<li>{escape(r['model'])}: mean macro F1 over MHC languages {fmt(r['mean'])}</li>")
+            over = "" if r["defined"] == r["languages"] else f" (over the {r['defined']} of {r['languages']} languages where it is defined)"
+            lines.append(f"<li>{escape(r['model'])}: mean macro F1 over MHC languages {fmt(r['mean']) if r['defined'] else C.NA}{over}</li>")
     shots = get("shots_summary")
     for r in shots.filter(pl.col("column") == "gap").iter_rows(named=True):
-        lines.append(f"<li>{escape(r['model'])}: many-shot minus zero-shot macro F1 {r['value']:+.1f} pp</li>")
+        gap = C.NA if r["value"] is None else f"{r['value']:+.1f} pp"
+        lines.append(f"<li>{escape(r['model'])}: many-shot minus zero-shot macro F1 {gap}</li>")
     failed = [d for d, doc in validation.items() if not doc or not doc.get("success")]
     summary = (
         f"<p>Profile <b>{escape(profile)}</b>. Cells below {below_mark:g}% are <span class='below' style='background:#f8d7da'>marked</span>, "
-        "as in the papers. Hover a cell for its confidence interval and provenance; every cell's "
+        "as in the papers. "
+        + (f"Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: "
+           f"{C.TOO_FEW} (their n and interval are in the tooltip). " if max_ci_width is not None else "")
+        + "<b>n/a</b>: the figure is undefined, its denominator zero (an F1 of a class with no gold and no predicted "
+        "case); it is left out of every mean, never counted as 0. Hover a cell for its confidence interval and provenance; every cell's "
         "<code>data-cell-id</code> can be traced with <code>hatecheck-pipeline lineage CELL_ID</code>.</p>"
         "<p class='note'>Intervals: 95% percentile bootstrap. On HateCheck, MHC and the expanded suites it resamples "
         "<b>templates</b> (all cases generated from one template, e.g. one per target group, are drawn together; "
@@ -182,7 +199,7 @@ def build(
         held, held_pub = label_heldout(get("hatecheck_heldout"), paper_cols("hatecheck_heldout"))
         hc += "<h3>Held-out test sets: binary macro F1 (hateful vs non-hateful)" + docs_link("hatecheck") + "</h3>" + pivot(held, "hatecheck-heldout", "row", "model", None, published=held_pub)
         if "appf" in paper_tables:
-            hc += appf_section(paper_tables["appf"], published)
+            hc += appf_section(paper_tables["appf"], published, max_ci_width)
         section("hatecheck", "HateCheck (English)", hc)
 
     # MHC
@@ -238,7 +255,7 @@ def build(
     if expansion is not None:
         section("expanded", "Expanded suites: original versus expanded", expanded_section(
             get("expanded_functionality"), below_mark, expansion.get("coverage"), expansion.get("coverage_file", ""),
-            expansion.get("reproduction"), expansion.get("reproduction_file", ""), expansion.get("suites"),
+            expansion.get("reproduction"), expansion.get("reproduction_file", ""), expansion.get("suites"), max_ci_width,
         ))
     if gpt is not None:
         d = gpt["docs"]
@@ -251,7 +268,7 @@ def build(
     prompted = [m for m, spec in models.items() if is_llm(spec)]
     if llm or prompted:
         body = llm_section(llm["docs"], llm["files"], published, llm.get("misspelling"), llm.get("sets")) if llm else ""
-        body += functional_llm_section({m: models[m] for m in prompted}, get("hatecheck_t2"), get("mhc_t7"), below_mark)
+        body += functional_llm_section({m: models[m] for m in prompted}, get("hatecheck_t2"), get("mhc_t7"), below_mark, max_ci_width)
         section("llm", "Prompted LLMs as classifiers (ETHOS; GPT-3 detection paper)", body)
 
     section("validation", "Data validation", validation_section(validation))
@@ -304,6 +321,7 @@ def run(
     diff_files: Mapping[str, str | Path] | None = None,
     model_pages: Mapping[str, str | Path] | None = None,
     ethos_sets_file: str | Path | None = None,
+    max_ci_width: float | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -358,6 +376,7 @@ def run(
         diffs={stage: {"doc": _maybe_json(p), "file": str(p), "stage": stage} for stage, p in (diff_files or {}).items()},
         # links relative to the report's own folder
         model_pages={m: os.path.relpath(p, Path(out).parent) for m, p in (model_pages or {}).items()},
+        max_ci_width=max_ci_width,
     )
     return write_text(html, out)
 
@@ -388,6 +407,7 @@ def report(
     diffs: Mapping[str, Path] | None = None,
     model_pages: Mapping[str, Path] | None = None,
     ethos_sets: Path | None = None,
+    max_ci_width: float | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -410,7 +430,9 @@ def report(
     the per-functionality comparison of two models (``evaluation.diffs``);
     ``model_pages``: model -> its page (linked from the models section);
     ``ethos_sets``: the ethos_sets stage's report (which example sets ran,
-    the paper's comments not found; named next to Tables 4 and 7's rows)."""
+    the paper's comments not found; named next to Tables 4 and 7's rows);
+    ``max_ci_width``: cells with a wider interval are marked too few cases
+    to compare."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -419,6 +441,6 @@ def report(
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,
-        diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets,
+        diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets, max_ci_width=max_ci_width,
     )
     return f"wrote {written}"

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.llm import PAPER_TABLES
-from hatecheck_pipeline.evaluation.llm_answers import COUNTS, answer_key, metrics_from_counts
+from hatecheck_pipeline.evaluation.llm_answers import COUNTS, NO_CASES, answer_key, metrics_from_counts
 from hatecheck_pipeline.evaluation.tables import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td
 
@@ -48,8 +48,14 @@ def _paper_td(paper: Mapping[tuple[str, str], tuple[float, str, str]], row: str,
 
 
 def _ms(m: Mapping[str, Any], metric: str, cid: str, source: str, stage: str) -> str:
+    """Mean ± sd over the iterations where the figure is defined (the
+    tooltip says over how many when some were not); n/a when none."""
     v = m.get(metric) or {}
-    return json_td(v.get("mean"), cid, source, stage, 1, f" ± {v.get('sd', 0):.1f} (sd)" if v.get("sd") is not None else "")
+    note = f" ± {v.get('sd', 0):.1f} (sd)" if v.get("sd") is not None else ""
+    defined, iterations = v.get("defined"), v.get("iterations")
+    if defined is not None and iterations and defined < iterations and v.get("mean") is not None:
+        note += f", mean over the {defined} of {iterations} iterations where it is defined"
+    return json_td(v.get("mean"), cid, source, stage, 1, note, undefined=v.get("undefined") or (NO_CASES if defined == 0 else None))
 
 
 def overall_check(published: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -204,7 +210,8 @@ def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str,
                     n = sum(fig.get(k, 0) for k in COUNTS)
                     counts = f", TP {fig['tp']} FP {fig['fp']} FN {fig['fn']} TN {fig['tn']}"
                     tds = [json_td(n, cid("n"), source, stage, 0, counts)]
-                    tds += [json_td(float(fig[metric]), cid(metric), source, stage, 1, counts) for metric in METRICS]
+                    tds += [json_td(None if fig.get(metric) is None else float(fig[metric]), cid(metric), source, stage, 1, counts,
+                                    undefined=(fig.get("undefined") or {}).get(metric, NO_CASES)) for metric in METRICS]
                     tds += [_paper_td(paper, f"{key}:{category}", metric) for metric in METRICS]
                 label = {"all": "All", "mean": "mean ± sd over sets"}.get(key) or set_label(key, set_info)
                 rows.append(f'<tr><td class="rowhead">{escape(label)}</td><td class="rowhead">{category}</td>{"".join(tds)}</tr>')
@@ -293,7 +300,9 @@ def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str
            "accuracy, precision, recall and F1 of the category asked about (percent; mean ± sample sd over iterations, "
            "the spread the paper prints in its 'Standard Error' column: its code divides the sd by sqrt(n()) with n() = 1). "
            "<b>free</b> = generated text, parsed; <b>constrained</b> = the allowed answer with the highest log-probability. "
-           "Paper figures (GPT-3 davinci, temperature 0.3) in italics.</p>")
+           "Paper figures (GPT-3 davinci, temperature 0.3) in italics. <b>n/a</b>: the figure is undefined, its denominator "
+           "zero (recall with no gold positive among the prompts scored, precision with no positive answer; the tooltip "
+           "says which); it is left out of every mean, never counted as 0.</p>")
     for backend, doc in docs.items():
         source, stage = files.get(backend, ""), f"llm_ethos_{backend}"
         if doc is None:
@@ -338,12 +347,15 @@ def prompted_card(spec: Mapping[str, Any], backends: Mapping[str, Mapping[str, A
     }
 
 
-def functional_llm_section(models: Mapping[str, Mapping[str, Any]], hatecheck_t2, mhc_t7, below_mark: float) -> str:
+def functional_llm_section(models: Mapping[str, Mapping[str, Any]], hatecheck_t2, mhc_t7, below_mark: float,
+                           max_ci_width: float | None = None) -> str:
     """The ``llm`` model kind on the functional suites: HateCheck accuracy
     and MHC macro F1 per language, one column per prompted model (an
     English instruction next to the suite's own language: zero-shot
     prompting either way, the model was never trained on the task). Cells
-    are the HateCheck / MHC tables' cells, with their lineage."""
+    are the HateCheck / MHC tables' cells, with their lineage; a capped
+    profile's are on a handful of cases, so a cell whose interval is wider
+    than ``max_ci_width`` points is marked too few cases to compare."""
     import polars as pl
 
     from hatecheck_pipeline.report.cells import pivot
@@ -359,8 +371,8 @@ def functional_llm_section(models: Mapping[str, Mapping[str, Any]], hatecheck_t2
            "accuracy is in the HateCheck and MHC tables above.</p>")
     hc = hatecheck_t2.filter(pl.col("model").is_in(names) & (pl.col("row") == "total"))
     if not hc.is_empty():
-        out += "<h4>HateCheck accuracy (%)</h4>" + pivot(hc, "llm-hatecheck", "row", "model", below_mark)
+        out += "<h4>HateCheck accuracy (%)</h4>" + pivot(hc, "llm-hatecheck", "row", "model", below_mark, max_ci_width=max_ci_width)
     mhc = mhc_t7.filter(pl.col("model").is_in(names))
     if not mhc.is_empty():
-        out += "<h4>MHC macro F1 per language, by instruction language</h4>" + pivot(mhc, "llm-mhc", "row", "model", None)
+        out += "<h4>MHC macro F1 per language, by instruction language</h4>" + pivot(mhc, "llm-mhc", "row", "model", None, max_ci_width=max_ci_width)
     return out

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.evaluation.tables import cell_id
-from hatecheck_pipeline.report.cells import html_table, json_td
+from hatecheck_pipeline.report.cells import html_table, json_td, too_wide
 
 # What the binary held-out macro F1 of each training dataset scores: the
 # dataset's own labels collapsed to hateful vs non-hateful (data/specs.py).
@@ -173,10 +173,11 @@ def paper_multiclass(model: str, dataset: str, published: Mapping[str, Any]) -> 
     return dict(((appf.get("values") or {}).get(paper_model) or {}).get(dataset) or {}), appf.get("source", "")
 
 
-def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[str, Any]) -> str:
+def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[str, Any], max_ci_width: float | None = None) -> str:
     """Multiclass models on their held-out test sets, all classes (argmax),
     next to the papers' figures. ``entries``: "<model>/<dataset>" ->
-    {model, dataset, doc, file, stage}."""
+    {model, dataset, doc, file, stage}; a figure whose interval is wider
+    than ``max_ci_width`` points is marked too few cases to compare."""
     out = ("<h3>Appendix F: multiclass models on their held-out test sets (all classes)</h3>"
            "<p class='note'>Models trained on a dataset's original classes (HateCheck appendix F: B-D on Davidson et al.'s "
            "hateful / offensive / neither, unweighted, appendix E's other parameters; the HateXplain model's 3 classes), "
@@ -206,7 +207,9 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
             unit = doc.get("resampling_unit") or (doc.get("bootstrap") or {}).get("unit")
             ci = (f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}{f', {unit}-level bootstrap' if unit else ''}]"
                   if fig.get("ci_low") is not None else "")
-            tds.append(json_td(fig.get("value"), cell_id("appf", model, dataset, k), file, stage, 1, ci + note))
+            wide = too_wide(fig.get("ci_low"), fig.get("ci_high"), max_ci_width)
+            tds.append(json_td(fig.get("value"), cell_id("appf", model, dataset, k), file, stage, 1,
+                               ci + note + (f". {wide.strip()}" if wide else ""), cls="too-few" if wide else ""))
             tds.append(published_cell("hatecheck_appf" if dataset != "hatexplain" else "hatexplain_t6", model, dataset, k, pub.get(k), source))
         tds.append(json_td(doc.get("binary_macro_f1_from_argmax"), cell_id("appf", model, dataset, "binary_macro_f1_from_argmax"), file, stage, 1, note))
         rows.append(f"<tr>{head}{''.join(tds)}</tr>")

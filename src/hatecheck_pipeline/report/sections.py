@@ -105,9 +105,11 @@ def expanded_section(
     reproduction: Mapping[str, Any] | None,
     reproduction_file: str,
     suites: Mapping[str, tuple[str, int | None]] | None = None,
+    max_ci_width: float | None = None,
 ) -> str:
     """Original vs expanded per functionality, perturbation coverage, template
-    reproduction, and the expanded suite files ("<suite>/<scheme>" -> (file, rows))."""
+    reproduction, and the expanded suite files ("<suite>/<scheme>" -> (file, rows));
+    ``max_ci_width``: cells with a wider interval are marked too few cases to compare."""
     out = (
         "<p class='note'>Per-functionality accuracy on each published suite and its expansion (as GPT-HateCheck's "
         "Figure 4). Perturbed cases are grouped by the functionality of the case they were perturbed from; "
@@ -125,7 +127,7 @@ def expanded_section(
             lookup = {(r["row"], r["column"]): r for r in sc.iter_rows(named=True)}
             rows = []
             for func in dict.fromkeys(sc["row"].to_list()):
-                tds = "".join(td(lookup.get((func, c)), below_mark if c != "change" else None) for c in ("original", "expanded", "change"))
+                tds = "".join(td(lookup.get((func, c)), below_mark if c != "change" else None, max_ci_width) for c in ("original", "expanded", "change"))
                 rows.append(f'<tr><td class="rowhead">{escape(func)}</td>{tds}</tr>')
             orig = sc["setting"][0]
             out += html_table(f"expanded-{slug(model, suite)}", ["functionality", f"original ({orig})", f"expanded ({suite})", "change (pp)"], rows,
