@@ -188,7 +188,8 @@ def free_texts(lm: "prompting.LocalLM", prompts: Sequence[str], cfg: Mapping[str
     generator: the same whatever else a chunk holds)."""
     per_prompt = not isinstance(seed, int)
     seeds = list(seed) if per_prompt else [seed + repeat] * len(prompts)
-    keys = [key_of("free", identity, lm.prompt_format, p, cfg["temperature"], cfg["max_new_tokens"], s) for p, s in zip(prompts, seeds)]
+    keys = [key_of("free", identity, lm.prompt_format, p, cfg["temperature"], cfg["max_new_tokens"], s)
+            for p, s in zip(prompts, seeds)]
     out = [store.get(k) for k in keys]
     todo = [i for i, v in enumerate(out) if v is None]
     for start in range(0, len(todo), CHUNK):
