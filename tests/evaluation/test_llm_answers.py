@@ -136,7 +136,10 @@ def test_mixed_without_instruction_is_the_papers_contains_rule_case_by_case(tmp_
     assert m["answers"]["racist"] == 4 and m["answers"]["both"] == 2 and m["answers"][""] == 1
     assert sum(m["answers"].values()) == 18
     assert m["confusion"]["sexist"]["racist and sexist"] == 1 and m["confusion"]["neither"]["sexist, racist"] == 1
-    assert m["out_of_scope"] == 9  # rows 2, 3, 5, 8, 11, 12, 13, 17, 18 name no class or several
+    # section 4.4's out-of-scope answers: anything but racist / sexist / neither (rows 2, 3, 5, 6, 8, 11, 12, 13, 16,
+    # 17, 18), counted and still scored by the contains rule
+    assert m["out_of_scope"] == 11 and m["out_of_scope_share"] == pytest.approx(100 * 11 / 18, abs=1e-4)
+    assert m["distinct"] == len(m["answers"]) == 12  # 'racist.', 'Racist' and 'racist' are one answer, as are 'Both.' and 'both'
 
 
 def test_mixed_with_instruction_omits_only_the_both_answers(tmp_path):
@@ -161,8 +164,20 @@ def test_mixed_with_instruction_omits_only_the_both_answers(tmp_path):
 def test_mixed_rows_of_both_settings_in_one_file_are_scored_apart():
     rows = frame(MIXED).with_columns(pl.lit("mixed").alias("setting"))
     both = pl.concat([rows, rows.with_columns(pl.lit("mixed_instruction").alias("setting"))])
-    out = la.score_frame(both)["by_category"]
+    doc = la.score_frame(both)
+    out = doc["by_category"]
     assert out["mixed"]["omitted"] == 0 and out["mixed_instruction"]["omitted"] == 3
+    # section 4.5's contrast on the same answers: out of scope alike (the omitted ones are still out of scope);
+    # Figure 1's share with the instruction: set 1 3 of 12 (rows 8, 17 omitted), set 2 2 of 3 (row 18 omitted)
+    c = doc["instruction_contrast"]
+    assert c["without"]["out_of_scope"] == c["with"]["out_of_scope"] == 11 and c["change"]["out_of_scope_share"] == 0
+    assert (c["without"]["omitted"], c["with"]["omitted"], c["with"]["distinct"]) == (0, 3, 12)
+    assert c["without"]["correct_share"] == pytest.approx((300 / 14 + 50) / 2, abs=1e-4)
+    assert c["with"]["correct_share"] == pytest.approx((25 + 200 / 3) / 2, abs=1e-4)
+    assert c["change"]["correct_share"] == pytest.approx((25 + 200 / 3) / 2 - (300 / 14 + 50) / 2, abs=1e-4)
+    assert c["change"]["f1_racist"] == pytest.approx(out["mixed_instruction"]["by_class"]["racist"]["pooled"]["f1"]
+                                                     - out["mixed"]["by_class"]["racist"]["pooled"]["f1"], abs=1e-4)
+    assert "instruction_contrast" not in la.score_frame(rows)  # one mixed setting: nothing to contrast
 
 
 def test_overall_pools_racist_and_sexist_prompts_per_iteration():

@@ -163,7 +163,8 @@ def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
     llm.run_ethos(**kw)
     single = items.filter(pl.col("example_set").is_null()).height
     mixed_one_set = items.filter(pl.col("example_set") == 1).height
-    assert len(CALLS) == 2 * (single + mixed_one_set)  # 2 iterations, the profile's 1 example set
+    # 2 iterations of the single-category prompts; each mixed prompt of the profile's 1 example set once
+    assert len(CALLS) == 2 * single + mixed_one_set
     assert {c["auth"] for c in CALLS} == {f"Bearer {SECRET}"}
     assert {c["body"]["seed"] for c in CALLS} == {0, 1} and {c["path"] for c in CALLS} == {"/v1/chat/completions"}
     answers = pl.read_csv(tmp_path / "a.csv")
@@ -173,7 +174,7 @@ def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
     # the fake always answers "Yes.": recall 100, precision 50 (half the inputs are not sexist)
     assert zero["recall"]["mean"] == 100 and zero["precision"]["mean"] == 50 and zero["iterations"] == 2
     mixed = doc["by_setting"]["mixed"]["free"]["by_category"]["mixed"]
-    assert mixed["n"] == 2 * mixed_one_set // 2 and mixed["unparsed"] == 0
+    assert mixed["n"] == mixed_one_set // 2 and mixed["unparsed"] == 0 and mixed["iterations"] == 1
     # a re-run reads every answer from the cache; the key is written nowhere
     CALLS.clear()
     llm.run_ethos(**kw)
@@ -183,22 +184,114 @@ def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
     assert SECRET not in (tmp_path / "a.csv").read_text() + (tmp_path / "m.json").read_text()
 
 
-def test_local_backend_answers_free_and_constrained(tiny_lm, tmp_path, monkeypatch):
-    net, tok = tiny_lm
+def mixed_reply(body: dict) -> str:
+    """The fake's answers to the mixed prompts: in scope for sexist comments,
+    out of scope for the racist ones, a class word for the rest."""
+    last = body["messages"][-1]["content"].splitlines()[-1] if "messages" in body else body["prompt"].splitlines()[-1]
+    if "Answer yes or no" in body.get("prompt", "") + json.dumps(body.get("messages", "")):
+        return "Yes."
+    return "sexist." if "sexist" in last else ("transphobic, racist." if "racist" in last else "neither")
+
+
+@pytest.mark.parametrize("mixed_iterations", [None, 3])
+def test_an_endpoint_asks_each_mixed_prompt_mixed_iterations_times(tmp_path, monkeypatch, mixed_iterations):
+    """Counted on the loopback fake: the single-category prompts `iterations`
+    times, each mixed prompt `mixed_iterations` times (default once, as the
+    paper classified each example set), at the mixed settings' temperature
+    and token limit; the free answers are scored by section 4.4's rule."""
+    monkeypatch.setenv("LLM_TEST_KEY", SECRET)
+    calls: list = []
     items_path, items = synthetic_items(tmp_path)
+    extra = {"mixed_temperature": 0.0, "mixed_max_new_tokens": 3}
+    if mixed_iterations is not None:
+        extra["mixed_iterations"] = mixed_iterations
+    with fake_chat_server(mixed_reply, calls) as url:
+        cfg = backend(url, iterations=5, api="completions", **extra)
+        llm.run_ethos("fake", items_path, tmp_path / "a.csv", tmp_path / "m.json", cfg, list(llm.SETTINGS), 0, 1, 2, "p",
+                      {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+    single = items.filter(pl.col("example_set").is_null())
+    mixed = items.filter(pl.col("example_set").is_not_null())
+    per_mixed = mixed_iterations or 1
+    assert len(calls) == 5 * single.height + per_mixed * mixed.height
+    asked = [c["body"] for c in calls if c["body"]["prompt"].endswith("':")]  # the few-shot prompts end with the quoted comment
+    mixed_bodies = [b for b in asked if "not-" not in b["prompt"]]  # single-category few-shot examples are labelled not-<category>
+    assert len(mixed_bodies) == per_mixed * mixed.height
+    assert {(b["temperature"], b["max_tokens"]) for b in mixed_bodies} == {(0.0, 3)}
+    assert {b["seed"] for b in mixed_bodies} == set(range(per_mixed))
+    doc = json.loads((tmp_path / "m.json").read_text())
+    m = doc["by_setting"]["mixed"]["free"]["by_category"]["mixed"]
+    assert m["n"] == per_mixed * mixed.height // 2
+    # the racist comments' answer 'transphobic, racist' is out of scope, counted, and a true positive for racist
+    racist = mixed.filter((pl.col("setting") == "mixed") & (pl.col("label") == "racist")).height * per_mixed
+    assert m["out_of_scope"] == racist and m["answers"]["transphobic, racist"] == racist
+    assert m["by_class"]["racist"]["pooled"]["tp"] == racist
+    assert set(doc["instruction_contrast"]) == {"free"}
+    iterations = pl.read_csv(tmp_path / "a.csv").filter(pl.col("setting") == "mixed")["iteration"].cast(pl.String)
+    assert set(iterations) == ({"1", "2"} if per_mixed == 1 else {f"{s}.{r}" for s in (1, 2) for r in (1, 2, 3)})
+
+
+def test_an_endpoint_refuses_constrained_mixed_answers(tmp_path):
+    items_path, _ = synthetic_items(tmp_path)
+    with pytest.raises(llm.BackendError, match="mixed_answers.*local backend"):
+        llm.run_ethos("fake", items_path, tmp_path / "a.csv", tmp_path / "m.json",
+                      backend("http://127.0.0.1:9/v1", mixed_answers="constrained"), ["mixed"], 0, 1, 2, "p",
+                      {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+
+
+def run_local(tiny_lm, tmp_path, monkeypatch, cfg, settings, name="run"):
+    net, tok = tiny_lm
+    items_path, _ = synthetic_items(tmp_path)
     monkeypatch.setattr(prompting.LocalLM, "load", classmethod(lambda cls, model, batch_size=8: cls(net, tok, batch_size)))
-    cfg = {"kind": "local", "enabled": True, "model": "tiny-random", "temperature": 0.0, "iterations": 1,
-           "max_new_tokens": 2, "variants": ["free", "constrained"]}
-    llm.run_ethos("tiny", items_path, tmp_path / "a.csv", tmp_path / "m.json", cfg, ["zero_shot", "mixed"], 0, 1, 4,
+    base = {"kind": "local", "enabled": True, "model": "tiny-random", "temperature": 0.0, "iterations": 1, "max_new_tokens": 2}
+    llm.run_ethos("tiny", items_path, tmp_path / f"{name}.csv", tmp_path / f"{name}.json", {**base, **cfg}, settings, 0, 1, 4,
                   "p", {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
-    answers = pl.read_csv(tmp_path / "a.csv")
+    return pl.read_csv(tmp_path / f"{name}.csv", infer_schema=False), json.loads((tmp_path / f"{name}.json").read_text())
+
+
+def test_local_backend_answers_free_and_constrained(tiny_lm, tmp_path, monkeypatch):
+    answers, doc = run_local(tiny_lm, tmp_path, monkeypatch, {"variants": ["free", "constrained"], "mixed_answers": "constrained"},
+                             ["zero_shot", "mixed"])
     constrained = answers.filter(pl.col("variant") == "constrained")
     assert set(constrained.filter(pl.col("setting") == "zero_shot")["answer"]) <= {"yes", "no"}
     assert set(constrained.filter(pl.col("setting") == "mixed")["answer"]) <= {"sexist", "racist", "neither"}
-    doc = json.loads((tmp_path / "m.json").read_text())
     assert doc["by_setting"]["mixed"]["constrained"]["by_category"]["mixed"]["unparsed"] == 0
     assert doc["by_setting"]["mixed"]["constrained"]["by_category"]["mixed"]["iterations"] == 2  # the 2 example sets
-    assert answers.filter(pl.col("variant") == "free").height == constrained.height
+    assert set(doc["by_setting"]["mixed"]) == {"constrained"}  # mixed_answers: constrained, whatever the variants
+    free = answers.filter(pl.col("variant") == "free")
+    assert set(free["setting"]) == {"zero_shot"} and free.height == constrained.filter(pl.col("setting") == "zero_shot").height
+
+
+def test_local_mixed_settings_generate_freely_by_default(tiny_lm, tmp_path, monkeypatch):
+    """The default mixed_answers: free: the tiny LM's generated gibberish is
+    kept (cut at the full stop), counted out of scope, listed with its counts
+    (Table 5) and contrasted with/without the instruction; the single-category
+    settings stay constrained. Sampled at a temperature, each prompt's answer
+    is its own seed's: the same when asked again in other company."""
+    cfg = {"variants": ["constrained"], "mixed_temperature": 1.0, "mixed_max_new_tokens": 3}
+    answers, doc = run_local(tiny_lm, tmp_path, monkeypatch, cfg, ["zero_shot", "mixed", "mixed_instruction"])
+    assert set(answers.filter(pl.col("setting") == "zero_shot")["variant"]) == {"constrained"}
+    mixed = answers.filter(pl.col("setting").is_in(["mixed", "mixed_instruction"]))
+    per_set = mixed.filter((pl.col("setting") == "mixed") & (pl.col("example_set") == "1")).height
+    assert set(mixed["variant"]) == {"free"} and per_set > 0 and mixed.height == 2 * 2 * per_set  # 2 settings x 2 example sets
+    texts = [a or "" for a in mixed["answer"].to_list()]
+    assert all("." not in a and "\n" not in a for a in texts) and any(a.strip() for a in texts)
+    m = doc["by_setting"]["mixed"]["free"]["by_category"]["mixed"]
+    from hatecheck_pipeline.evaluation.llm_answers import answer_key, in_scope
+
+    own = [a for s, a in zip(mixed["setting"], texts) if s == "mixed"]
+    assert m["out_of_scope"] == sum(not in_scope(a) for a in own) > 0
+    counted = {}
+    for a in own:
+        counted[answer_key(a)] = counted.get(answer_key(a), 0) + 1
+    assert m["answers"] == counted and m["distinct"] == len(counted)  # Table 5: every distinct free answer, counted
+    contrast = doc["instruction_contrast"]["free"]
+    assert contrast["without"]["out_of_scope"] == m["out_of_scope"]
+    assert contrast["with"]["n"] == doc["by_setting"]["mixed_instruction"]["free"]["by_category"]["mixed_instruction"]["n"]
+    assert doc["mixed"] == {"answers": "free", "temperature": 1.0, "max_new_tokens": 3, "iterations": 1}
+    # asked again alone (one setting, a fresh store): the same sampled answers
+    (tmp_path / "again").mkdir()
+    alone, _ = run_local(tiny_lm, tmp_path / "again", monkeypatch, cfg, ["mixed"], name="alone")
+    assert alone["answer"].to_list() == answers.filter(pl.col("setting") == "mixed")["answer"].to_list()
 
 
 def test_suite_prompt_gives_p_hateful_as_the_renormalised_yes(tiny_lm):

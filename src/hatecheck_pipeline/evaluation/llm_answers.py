@@ -29,7 +29,11 @@ category c in racist, sexist, over the comments labelled c or ``neither``
 - false positive: labelled ``neither`` and the answer contains c;
 - true negative: labelled ``neither`` and the answer does not contain c.
 
-Out-of-scope answers are counted, never omitted, without the instruction.
+An answer is *out of scope* (section 4.4: "other than 'sexist', 'racist',
+and 'neither'") when, read as :func:`answer_key` gives it, it is not one of
+the three class words: ``transphobic``, ``sexist, racist``, ``not sexist``,
+an empty answer. Out-of-scope answers are counted (``out_of_scope``), never
+omitted, without the instruction.
 With the instruction (section 4.5) the paper omits only the answers that
 name both categories: ``both`` and ``racist and sexist`` (also ``sexist and
 racist``), compared after lower-casing and stripping punctuation; they are
@@ -46,7 +50,10 @@ naming exactly the comment's class (Figure 1's "percent correctly
 categorized") as accuracy and the macro precision / recall / F1 over the
 three classes (an answer naming no class, or several, is wrong for every
 class). ``answers`` counts the distinct answers (Table 5) and
-``confusion`` crosses label and answer (Table 6).
+``confusion`` crosses label and answer (Table 6). When both mixed settings
+are scored, ``instruction_contrast`` sets them side by side (section 4.5:
+out-of-scope answers, distinct answers, Figure 1's share, the All rows'
+F1), :func:`instruction_contrast`.
 
 A figure whose denominator is zero (recall with no gold positive, precision
 with no predicted positive) is undefined: stored as null with the reason
@@ -122,6 +129,16 @@ def answer_key(answer: str | None) -> str:
     """
     text = " ".join((answer or "").split()).lower()
     return text.strip(" .'\"")
+
+
+def in_scope(answer: str | None) -> bool:
+    """Whether a mixed-setting answer is one of the three class words
+    (section 4.4's in-scope answers), read as :func:`answer_key` gives it.
+
+    >>> [in_scope(a) for a in ("Racist.", " neither", "sexist, racist", "not sexist", "transphobic", "")]
+    [True, True, False, False, False, False]
+    """
+    return answer_key(answer) in MIXED_CLASSES
 
 
 def mentions(answer: str | None, cls: str) -> bool:
@@ -366,7 +383,10 @@ def score_mixed(part: pl.DataFrame, setting: str) -> dict[str, Any]:
         # the report's "unparsed %" column: answers left out of the figures
         "unparsed": dropped,
         "unparsed_share": round(100 * dropped / part.height, 6) if part.height else None,
-        "out_of_scope": sum(named_class(a) is None for a in answers),
+        # section 4.4: answers other than racist / sexist / neither (counted, scored by the contains rule)
+        "out_of_scope": sum(not in_scope(a) for a in answers),
+        "out_of_scope_share": round(100 * sum(not in_scope(a) for a in answers) / part.height, 6) if part.height else None,
+        "distinct": len({answer_key(a) for a in answers}),
         "iterations": len(iterations),
         **summarise(per_iteration),
         "by_class": by_class,
@@ -375,10 +395,41 @@ def score_mixed(part: pl.DataFrame, setting: str) -> dict[str, Any]:
     }
 
 
+CONTRAST_FIGURES = ("n", "distinct", "out_of_scope", "out_of_scope_share", "omitted")
+
+
+def instruction_contrast(without: dict[str, Any], with_: dict[str, Any]) -> dict[str, Any]:
+    """Section 4.5's comparison of the two mixed settings (the
+    :func:`score_mixed` blocks of ``mixed`` and ``mixed_instruction``):
+    per setting the answers, distinct answers, out-of-scope answers (count
+    and percent), omitted answers, Figure 1's share of answers naming
+    exactly the comment's class (mean over example sets) and the All rows'
+    F1 per category; ``change``: with minus without (percentage points,
+    counts for the distinct answers).
+
+    >>> a = {"n": 4, "distinct": 4, "out_of_scope": 2, "out_of_scope_share": 50.0, "omitted": 0, "accuracy": {"mean": 25.0},
+    ...      "by_class": {"racist": {"pooled": {"f1": 40.0}}, "sexist": {"pooled": {"f1": 50.0}}}}
+    >>> b = {**a, "distinct": 3, "out_of_scope": 1, "out_of_scope_share": 25.0, "omitted": 1, "accuracy": {"mean": 50.0}}
+    >>> c = instruction_contrast(a, b)
+    >>> c["without"]["correct_share"], c["with"]["out_of_scope"], c["change"]
+    (25.0, 1, {'distinct': -1, 'out_of_scope_share': -25.0, 'correct_share': 25.0, 'f1_racist': 0.0, 'f1_sexist': 0.0})
+    """
+    def side(m: dict[str, Any]) -> dict[str, Any]:
+        f1 = {f"f1_{c}": ((m.get("by_class") or {}).get(c) or {}).get("pooled", {}).get("f1") for c in BINARY_CATEGORIES}
+        return {**{k: m.get(k) for k in CONTRAST_FIGURES}, "correct_share": (m.get("accuracy") or {}).get("mean"), **f1}
+
+    a, b = side(without), side(with_)
+    change = {k: (round(b[k] - a[k], 6) if a[k] is not None and b[k] is not None else None)
+              for k in ("distinct", "out_of_scope_share", "correct_share", *(f"f1_{c}" for c in BINARY_CATEGORIES))}
+    return {"without": a, "with": b, "change": change}
+
+
 def score_frame(frame: pl.DataFrame) -> dict[str, Any]:
     """``{"by_category": {key: metrics}}``: ``racist`` / ``sexist`` (yes/no
     settings), ``overall`` (both pooled, when both are present), ``mixed``
-    and ``mixed_instruction`` (the mixed rows by their ``setting``)."""
+    and ``mixed_instruction`` (the mixed rows by their ``setting``); with
+    both mixed settings also ``instruction_contrast``
+    (:func:`instruction_contrast`)."""
     if "setting" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias("setting"))
     frame = with_predictions(frame)
@@ -392,7 +443,10 @@ def score_frame(frame: pl.DataFrame) -> dict[str, Any]:
         part = mixed.filter(pl.col("setting") == setting)
         if part.height:
             out[setting] = score_mixed(part, setting)
-    return {"by_category": out}
+    doc: dict[str, Any] = {"by_category": out}
+    if all(s in out for s in MIXED_SETTINGS):
+        doc["instruction_contrast"] = instruction_contrast(out["mixed"], out["mixed_instruction"])
+    return doc
 
 
 def score_file(answers: Path, out: Path) -> dict[str, Any]:

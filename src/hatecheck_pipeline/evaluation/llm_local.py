@@ -12,6 +12,12 @@ per-prompt answer store that makes a run resumable.
   probable word, once.
 - Free variant: ``free_iterations`` sampled generations per prompt (each a
   full generation; seed = run seed + iteration).
+- The two mixed settings are answered as ``mixed_answers`` says, whatever
+  ``variants`` lists: ``free`` (the default, the paper's protocol: a
+  generated answer, ``mixed_temperature`` and ``mixed_max_new_tokens``,
+  one generator seeded per prompt, so the out-of-scope answers of Table 5
+  can occur) or ``constrained`` (the allowed class word, drawn as above);
+  ``mixed_iterations`` answers per prompt either way.
 - Prompts are answered in groups that share a prefix (setting, category,
   example set): the instruction and examples of one example set are
   encoded once (``LocalLM.continuation_logprobs``).
@@ -174,16 +180,23 @@ def constrained_logps(lm: "prompting.LocalLM", records: Sequence[Mapping[str, An
     return out  # type: ignore[return-value]
 
 
-def free_texts(lm: "prompting.LocalLM", prompts: Sequence[str], cfg: Mapping[str, Any], seed: int, repeat: int,
+def free_texts(lm: "prompting.LocalLM", prompts: Sequence[str], cfg: Mapping[str, Any], seed: int | Sequence[int], repeat: int,
                store: AnswerStore, identity: str, progress: Callable[[int], None] | None = None) -> list[str]:
-    """Generated answers (iteration ``repeat``), from the store where it has them."""
-    keys = [key_of("free", identity, lm.prompt_format, p, cfg["temperature"], cfg["max_new_tokens"], seed + repeat) for p in prompts]
+    """Generated answers (iteration ``repeat``), from the store where it has
+    them. ``seed``: one int (the run's seed; the chunk's generator gets
+    seed + repeat) or one seed per prompt (each answer drawn from its own
+    generator: the same whatever else a chunk holds)."""
+    per_prompt = not isinstance(seed, int)
+    seeds = list(seed) if per_prompt else [seed + repeat] * len(prompts)
+    keys = [key_of("free", identity, lm.prompt_format, p, cfg["temperature"], cfg["max_new_tokens"], s)
+            for p, s in zip(prompts, seeds)]
     out = [store.get(k) for k in keys]
     todo = [i for i, v in enumerate(out) if v is None]
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start : start + CHUNK]
         started = time.perf_counter()
-        texts = lm.generate([prompts[i] for i in chunk], cfg["max_new_tokens"], cfg["temperature"], seed + repeat)
+        texts = lm.generate([prompts[i] for i in chunk], cfg["max_new_tokens"], cfg["temperature"],
+                            [seeds[i] for i in chunk] if per_prompt else seed + repeat)
         store.put({keys[i]: t for i, t in zip(chunk, texts)}, time.perf_counter() - started)
         for i, t in zip(chunk, texts):
             out[i] = t
@@ -200,28 +213,82 @@ def iteration_label(record: Mapping[str, Any], repeat: int, iterations: int) -> 
     return str(repeat + 1)
 
 
+MIXED_MODES = ("free", "constrained")
+
+
+def mixed_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """How a backend answers the two mixed settings (``llm.backends.<b>``):
+    ``mixed_answers`` (free | constrained; default free), the free answers'
+    ``temperature`` and ``max_new_tokens`` (``mixed_temperature`` /
+    ``mixed_max_new_tokens``, default the backend's own) and the answers per
+    prompt (``mixed_iterations``, default 1: the paper classified each
+    example set's comments once).
+
+    >>> mixed_settings({"temperature": 0.3, "max_new_tokens": 2, "iterations": 100, "mixed_max_new_tokens": 4})
+    {'answers': 'free', 'temperature': 0.3, 'max_new_tokens': 4, 'iterations': 1}
+    """
+    mode = cfg.get("mixed_answers", "free")
+    if mode not in MIXED_MODES:
+        raise ValueError(f"mixed_answers: {mode!r} is not one of {list(MIXED_MODES)}")
+    return {"answers": mode, "temperature": cfg.get("mixed_temperature", cfg["temperature"]),
+            "max_new_tokens": cfg.get("mixed_max_new_tokens", cfg["max_new_tokens"]), "iterations": cfg.get("mixed_iterations", 1)}
+
+
+def mixed_seed(seed: int, record: Mapping[str, Any], repeat: int) -> int:
+    """The generator seed of one free mixed answer: the run's seed, the prompt
+    (setting, example set, item) and the repeat, so an answer does not depend
+    on the prompts asked beside it (a resumed or capped run gets the same)."""
+    ident = f"{seed}|{record['setting']}|{record.get('example_set')}|{record['item_id']}|{repeat}"
+    return int(hashlib.sha256(ident.encode()).hexdigest()[:8], 16)
+
+
 def local_answers(records: Sequence[Mapping[str, Any]], prompts: Sequence[str], cfg: Mapping[str, Any],
                   lm: "prompting.LocalLM", templates: Mapping[str, Any], seed: int, store: AnswerStore,
                   identity: str) -> list[dict[str, Any]]:
-    """Rows (record + variant, iteration, answer) of every configured variant."""
+    """Rows (record + variant, iteration, answer): the single-category
+    settings in every configured variant, the mixed settings as
+    :func:`mixed_settings` says."""
     from tqdm import tqdm
 
     rows: list[dict[str, Any]] = []
     temperature = cfg["temperature"]
+    mixed = mixed_settings(cfg)
+    single = [i for i, r in enumerate(records) if r["setting"] not in MIXED]
+    multi = [i for i, r in enumerate(records) if r["setting"] in MIXED]
+
+    def constrained(idx: list[int]) -> None:
+        part = [records[i] for i in idx]
+        with tqdm(total=len(part), desc="llm constrained", unit="prompt", mininterval=10) as bar:
+            logps = constrained_logps(lm, part, [prompts[i] for i in idx], templates, store, identity, bar.update)
+        for r, lp in zip(part, logps):
+            n = mixed["iterations"] if r["setting"] in MIXED else cfg["iterations"]
+            answers = draws(lp, mixed["temperature"] if r["setting"] in MIXED else temperature, n, _prompt_seed(seed, r))
+            for repeat, word in enumerate(answers):
+                rows.append({**r, "variant": "constrained", "iteration": iteration_label(r, repeat, len(answers)), "answer": word})
+
     for variant in cfg["variants"]:
+        if not single:
+            break
         if variant == "constrained":
-            with tqdm(total=len(records), desc="llm constrained", unit="prompt", mininterval=10) as bar:
-                logps = constrained_logps(lm, records, prompts, templates, store, identity, bar.update)
-            for r, lp in zip(records, logps):
-                n = cfg.get("mixed_iterations", 1) if r["setting"] in MIXED else cfg["iterations"]
-                answers = draws(lp, temperature, n, _prompt_seed(seed, r))
-                for repeat, word in enumerate(answers):
-                    rows.append({**r, "variant": variant, "iteration": iteration_label(r, repeat, len(answers)), "answer": word})
+            constrained(single)
         else:
             n = 1 if temperature == 0 else cfg.get("free_iterations", cfg["iterations"])
+            part = [records[i] for i in single]
             for repeat in range(n):
-                with tqdm(total=len(records), desc=f"llm free #{repeat + 1}", unit="prompt", mininterval=10) as bar:
-                    texts = free_texts(lm, prompts, cfg, seed, repeat, store, identity, bar.update)
-                for r, text in zip(records, texts):
+                with tqdm(total=len(part), desc=f"llm free #{repeat + 1}", unit="prompt", mininterval=10) as bar:
+                    texts = free_texts(lm, [prompts[i] for i in single], cfg, seed, repeat, store, identity, bar.update)
+                for r, text in zip(part, texts):
                     rows.append({**r, "variant": variant, "iteration": iteration_label(r, repeat, n), "answer": text})
+    if multi and mixed["answers"] == "constrained":
+        constrained(multi)
+    elif multi:
+        gen = {"temperature": mixed["temperature"], "max_new_tokens": mixed["max_new_tokens"]}
+        n = 1 if mixed["temperature"] == 0 else mixed["iterations"]
+        part = [records[i] for i in multi]
+        for repeat in range(n):
+            with tqdm(total=len(part), desc=f"llm mixed free #{repeat + 1}", unit="prompt", mininterval=10) as bar:
+                texts = free_texts(lm, [prompts[i] for i in multi], gen, [mixed_seed(seed, r, repeat) for r in part], repeat,
+                                   store, identity, bar.update)
+            for r, text in zip(part, texts):
+                rows.append({**r, "variant": "free", "iteration": iteration_label(r, repeat, n), "answer": text})
     return rows

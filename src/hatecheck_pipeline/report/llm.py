@@ -1,7 +1,8 @@
 """Report section: prompted LLMs on the ETHOS sets ("Detecting Hate Speech
 with GPT-3", Chiu, Collins, Alexander 2022): per backend the paper's Tables
 1-3 (yes/no settings, with the Overall rows), 4 and 7 (mixed settings per
-example set and All), 5 (distinct answers) and 6 (label x answer), each of
+example set and All), 5 (distinct answers, out of scope marked), section
+4.5's with/without-instruction contrast and 6 (label x answer), each of
 our cells with its provenance next to the paper's figure
 (``resources/published.yaml``)."""
 
@@ -10,9 +11,10 @@ from __future__ import annotations
 from html import escape
 from typing import Any, Mapping
 
+from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.llm import PAPER_TABLES
-from hatecheck_pipeline.evaluation.llm_answers import COUNTS, NO_CASES, answer_key, metrics_from_counts
+from hatecheck_pipeline.evaluation.llm_answers import COUNTS, MIXED_CLASSES, NO_CASES, answer_key, metrics_from_counts
 from hatecheck_pipeline.evaluation.tables import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td
 
@@ -33,9 +35,13 @@ MIXED_RULE = (
     "Category c (racist, sexist) is scored over the comments labelled c or neither, as the paper's section 4.4 does: "
     "labelled c and the answer contains c = true positive ('sexist, racist' on a racist comment counts), labelled c and "
     "any other answer = false negative ('transphobic', 'neither', 'I don't know'), labelled neither and the answer "
-    "contains c = false positive, otherwise true negative; out-of-scope answers are counted, not omitted. With the "
-    "instruction (section 4.5) only the answers 'both' and 'racist and sexist' are omitted (column 'omitted')."
+    "contains c = false positive, otherwise true negative; out-of-scope answers (anything but 'racist', 'sexist' or "
+    "'neither') are counted, not omitted. With the instruction (section 4.5) only the answers 'both' and 'racist and "
+    "sexist' are omitted (column 'omitted')."
 )
+CONSTRAINED_NOTE = ("constrained answers are one of racist / sexist / neither by construction: nothing can be out of scope, "
+                    "so this variant cannot show what Table 5 and section 4.5 are about (the backend's mixed_answers: free "
+                    "generates the answers as the paper did)")
 
 
 def _paper(published: Mapping[str, Any], table: str) -> dict[tuple[str, str], tuple[float, str, str]]:
@@ -219,7 +225,8 @@ def mixed_table(backend: str, setting: str, doc: Mapping[str, Any], source: str,
         cid = lambda *p: cell_id("llm", backend, setting, variant, setting, *p)  # noqa: E731
         share = (m.get("accuracy") or {}).get("mean")
         out += (f"<h5>{escape(variant)}: {m.get('n')} answers, {json_span(m.get('omitted'), cid('omitted'), source, stage)} omitted, "
-                f"{json_span(m.get('out_of_scope'), cid('out_of_scope'), source, stage)} naming no class or several; "
+                f"{json_span(m.get('out_of_scope'), cid('out_of_scope'), source, stage)} out of scope (neither racist, "
+                "sexist nor neither); "
                 f"answers naming exactly the comment's class (Figure 1): {json_span(share, cid('accuracy'), source, stage)}% "
                 "(mean over sets)</h5>"
                 + html_table(f"llm-{setting.replace('_', '-')}-{backend}-{variant}", head, rows))
@@ -237,7 +244,9 @@ def json_span(value: Any, cid: str, source: str, stage: str) -> str:
 
 def answers_table(backend: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
     """Table 5: the distinct answers of the mixed setting (no instruction)
-    with their counts, beside the paper's list of 143."""
+    with their counts (counted from the stage's answers file when it scored
+    them), each marked in or out of scope (section 4.4), beside the paper's
+    list of 143."""
     entry = published.get("gpt3_detection_t5") or {}
     theirs = {answer_key(a) for a in entry.get("answers") or []}
     paper = _paper(published, "gpt3_detection_t5")
@@ -249,17 +258,70 @@ def answers_table(backend: str, doc: Mapping[str, Any], source: str, stage: str,
         for answer, count in answers.items():
             cid = cell_id("llm", backend, "mixed", variant, "answers", answer or "(empty)")
             rows.append(f'<tr><td class="rowhead">{escape(answer or "(empty)")}</td>{json_td(count, cid, source, stage, 0)}'
+                        f'<td>{"in scope" if answer in MIXED_CLASSES else "out of scope"}</td>'
                         f'<td>{"yes" if answer in theirs else "no"}</td></tr>')
         count_cid = cell_id("llm", backend, "mixed", variant, "answers", "distinct")
-        out += (f"<h5>{escape(variant)}: {json_span(len(answers), count_cid, source, stage)} distinct answers "
-                f"(GPT-3: {_paper_td(paper, 'distinct', 'answers').replace('<td', '<span', 1).replace('</td>', '</span>')})</h5>"
-                + html_table(f"llm-t5-{backend}-{variant}", ["answer", "count", "in the paper's Table 5"], rows))
+        oos = cell_id("llm", backend, "mixed", variant, "mixed", "out_of_scope")
+        note = f"<p class='note'>{escape(CONSTRAINED_NOTE)}.</p>" if variant == "constrained" else ""
+        out += (f"<h5>{escape(variant)}: {json_span(len(answers), count_cid, source, stage)} distinct answers, "
+                f"{json_span(m.get('out_of_scope'), oos, source, stage)} of {m.get('n')} answers out of scope "
+                f"(GPT-3: {_paper_td(paper, 'distinct', 'answers').replace('<td', '<span', 1).replace('</td>', '</span>')} "
+                "distinct answers)</h5>" + note
+                + html_table(f"llm-t5-{backend}-{variant}", ["answer", "count", "section 4.4", "in the paper's Table 5"], rows))
     if not out:
         return ""
     listed = " | ".join(escape(a) for a in entry.get("answers") or [])
     return ("<h4>Table 5: distinct answers, mixed-category few-shot without instruction</h4>"
-            "<p class='note'>Answers lower-cased, whitespace collapsed, surrounding quotes and final full stops stripped.</p>"
+            f"<p class='note'>Every answer of the stage's answers file (<code>{escape(paths.llm_answers(backend))}</code>), "
+            "lower-cased, whitespace collapsed, surrounding quotes and final full stops stripped, with its count. Out of "
+            "scope (section 4.4): anything but racist, sexist or neither; such answers are counted and scored by the "
+            "contains rule above, never dropped. The paper prints its list without counts.</p>"
             + out + f"<details><summary>The paper's Table 5 ({escape(entry.get('source', ''))})</summary><p>{listed}</p></details>")
+
+
+CONTRAST_ROWS = (
+    ("n", "answers", None),
+    ("distinct", "distinct answers", "distinct"),
+    ("out_of_scope", "out of scope (count)", "out_of_scope"),
+    ("out_of_scope_share", "out of scope (%)", None),
+    ("omitted", "omitted (both / racist and sexist)", None),
+    ("correct_share", "naming exactly the comment's class (%, Figure 1, mean over sets)", "correct_share"),
+    ("f1_racist", "racist F1, All row", None),
+    ("f1_sexist", "sexist F1, All row", None),
+)
+
+
+def contrast_table(backend: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
+    """Section 4.5: the mixed settings without and with the instruction,
+    computed on this run's answers (``instruction_contrast`` of the metrics),
+    GPT-3's figures beside them (``gpt3_detection_s45``; the All rows' F1
+    are in Tables 4 and 7)."""
+    paper = _paper(published, "gpt3_detection_s45")
+    out = ""
+    for variant, c in (doc.get("instruction_contrast") or {}).items():
+        rows = []
+        for key, label, theirs in CONTRAST_ROWS:
+            tds = []
+            for side, setting in (("without", "mixed"), ("with", "mixed_instruction")):
+                digits = 0 if key in ("n", "distinct", "out_of_scope", "omitted") else 1
+                tds.append(json_td((c.get(side) or {}).get(key), cell_id("llm", backend, "contrast", variant, side, key), source,
+                                   stage, digits))
+                tds.append(_paper_td(paper, setting, theirs) if theirs else '<td class="missing">–</td>')
+            change = (c.get("change") or {}).get(key)
+            tds.append(json_td(change, cell_id("llm", backend, "contrast", variant, "change", key), source, stage, 1)
+                       if key in (c.get("change") or {}) else '<td class="missing">–</td>')
+            rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
+        head = ["", "without", "without (paper)", "with", "with (paper)", "with − without"]
+        note = f"<p class='note'>{escape(CONSTRAINED_NOTE)}.</p>" if variant == "constrained" else ""
+        out += f"<h5>{escape(variant)}</h5>{note}" + html_table(f"llm-contrast-{backend}-{variant}", head, rows)
+    if not out:
+        return ""
+    return ("<h4>Section 4.5: mixed-category few-shot without and with the instruction</h4>"
+            "<p class='note'>The same comments and example sets answered without and with the instruction line, on this "
+            "run's answers. The paper: the instruction cut the out-of-scope answers from 143 distinct answers to three "
+            "answers ('both' twice, 'racist and sexist' once, omitted) and raised the share of answers matching the label "
+            "(Figure 1); its counts are over two runs of the prompts with the instruction (Table 6's 4,800 answers).</p>"
+            + out)
 
 
 def confusion_table(backend: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
@@ -320,6 +382,7 @@ def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str
         for setting in MIXED:
             out += mixed_table(backend, setting, doc, source, stage, published, sets_doc, sets_file)
         out += answers_table(backend, doc, source, stage, published)
+        out += contrast_table(backend, doc, source, stage, published)
         out += confusion_table(backend, doc, source, stage, published)
     if misspelling:
         from hatecheck_pipeline.report.llm_misspelling import misspelling_section
