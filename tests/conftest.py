@@ -9,6 +9,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("HATECHECK_PIPELINE_MIRROR", REPO.parent / "shared" / "datasets")).resolve()
+if "HATECHECK_PIPELINE_MIRROR" in os.environ:  # as the README writes it (../shared/datasets): the tests run stages in scratch folders
+    os.environ["HATECHECK_PIPELINE_MIRROR"] = str(MIRROR)
 
 
 @pytest.fixture
