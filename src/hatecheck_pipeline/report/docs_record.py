@@ -96,6 +96,31 @@ def profile_of(workspace: Path) -> str:
     return profiles.pop() if profiles else "unknown"
 
 
+DISK_FOLDERS = ("data", "models", "results", "reports", "logs", ".dvc/cache", ".snakemake")
+
+
+def disk_use(workspace: Path, folders: Iterable[str] = DISK_FOLDERS) -> dict[str, int]:
+    """Bytes on disk under each of the workspace's ``folders`` (those that
+    exist) and their ``total``: a file linked twice (DVC's cache beside the
+    workspace copy) counted once, where it is met first."""
+    seen: set[tuple[int, int]] = set()
+    use: dict[str, int] = {}
+    for folder in folders:
+        root = Path(workspace) / folder
+        if not root.is_dir():
+            continue
+        size = 0
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                st = path.stat()
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    size += st.st_blocks * 512
+        use[folder] = size
+    use["total"] = sum(use.values())
+    return use
+
+
 def record(
     workspace: Path,
     out: Path,
@@ -137,6 +162,7 @@ def record(
         "command": command,
         "wall_s": wall_s,
         "machine": machine(),
+        "disk_bytes": disk_use(workspace),
     }
     write_text(json.dumps(info, indent=1) + "\n", out / RUN_FILE)
     return info
