@@ -1,6 +1,6 @@
 """The fault matrix's report (tests/reliability): one line per case (what
 was broken, what came out, how long it took) and a summary at the end of
-the session. A plugin registered by the ``outcome`` fixture on first use,
+the pytest run. A plugin registered by the ``outcome`` fixture on first use,
 so that it needs no conftest (whose module name tests/conftest.py holds)."""
 
 from __future__ import annotations

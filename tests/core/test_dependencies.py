@@ -1,6 +1,6 @@
 """pyproject.toml declares every third-party package the code imports, and
-declares nothing the project does not use (issue 31: `requests` and `numpy`
-were imported and not declared, `rich` declared and never used)."""
+declares nothing the project does not use (an import left undeclared, or a
+declared package never imported, fails)."""
 
 from __future__ import annotations
 

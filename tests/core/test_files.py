@@ -1,5 +1,5 @@
 """Atomic artifact writes: a write that fails leaves neither a half file nor
-its `<output>.tmp` behind (issue 31)."""
+its `<output>.tmp` behind."""
 
 import errno
 

@@ -1,4 +1,4 @@
-"""Template-level (cluster) bootstrap of the functional suites (issue 30, point 1)."""
+"""Template-level (cluster) bootstrap of the functional suites."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def one_per_template(k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 @pytest.mark.parametrize("size", [1, 2, 7, 18])
 def test_identical_cases_per_template_give_the_case_interval_of_one_case_per_template(size):
-    """Issue 30's 'done when': equal-sized templates whose cases are identical
+    """Equal-sized templates whose cases are identical
     within each template; the template-level interval equals the case-level
     interval of one case per template (same seed and resample count), exactly."""
     gold, pred = one_per_template(150, seed=size)

@@ -1,4 +1,4 @@
-"""Expanded suites in evaluation (issue 5) and the bias summary (issue 6) in
+"""Expanded suites in evaluation and the bias summary in
 the report: scores per source functionality, the original-vs-expanded table,
 registry stages, report sections."""
 

@@ -101,7 +101,7 @@ def test_bad_files_are_clear_errors(project, mutate, message):
     ("broken.parquet", b"PAR1 not really parquet", "broken.parquet: not a readable PARQUET predictions file"),
 ])
 def test_unreadable_predictions_files_are_one_line_errors_naming_the_file(project, name, content, message):
-    """A binary or non-UTF-8 file: one line naming the file, not a polars traceback (issue 31)."""
+    """A binary or non-UTF-8 file: one line naming the file, not a polars traceback."""
     (project / name).write_bytes(content)
     with pytest.raises(scoring.ScoringError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
         scoring.run(SUITE, name, "m.json", samples=10)

@@ -56,7 +56,7 @@ def test_each_stage_declares_the_params_snakemake_tracks(params):
 def test_stages_depend_on_the_active_profile_only(params):
     """Editing an inactive profile changes no stage's parameter values (both
     runners: Snakemake's params files, DVC's params); a switch of profile
-    changes every train and predict stage's (issue 31)."""
+    changes every train and predict stage's."""
     import copy
 
     from hatecheck_pipeline.core.config import get_key

@@ -1,4 +1,4 @@
-"""Sharing a run (issue 31, docs/sharing.md): a colleague's day in two fresh
+"""Sharing a run (docs/sharing.md): a colleague's day in two fresh
 clones against a real SSH server (Debian's openssh-server on 127.0.0.1,
 started and stopped by scripts/remote-up.sh / remote-down.sh) as the
 project's DVC remote, on the smoke profile.

@@ -33,13 +33,13 @@ def test_report_stage_declares_what_it_reads(params):
         assert dep in deps, dep
     assert len(deps) == len(set(deps))
     # the stage reads only what it declares: no run records (logs/benchmarks), which
-    # differ between runs of identical results (issue 31)
+    # differ between runs of identical results
     assert stage.args == {} and "logs/benchmarks" not in " ".join(deps)
 
 
 def test_no_stage_reads_an_undeclared_path(params):
     """A stage's constants are names, never paths: everything a stage reads
-    is a declared input (tracked by both runners) (issue 31)."""
+    is a declared input (tracked by both runners)."""
     from hatecheck_pipeline.pipeline.registry import build_stages
 
     for s in build_stages(params):

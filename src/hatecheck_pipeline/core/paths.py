@@ -186,7 +186,7 @@ def bias_summary() -> str:
     return f"{BIAS}/summary.json"
 
 
-# Suite expansion (issue 5)
+# Suite expansion
 EXPANDED = "data/expanded"
 
 
@@ -205,7 +205,7 @@ def expansion_file(name: str, file: str) -> str:
     return f"{EXPANDED}/{name}/{file}"
 
 
-# --- prompted LLM classifiers (issue 13: Chiu et al. 2022 on ETHOS) ---------
+# --- prompted LLM classifiers (Chiu et al. 2022 on ETHOS) ------------------
 ETHOS_SETS = "data/ethos_sets"
 LLM = f"{RESULTS}/llm"
 

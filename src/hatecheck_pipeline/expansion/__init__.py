@@ -1,4 +1,4 @@
-"""Suite expansion (issue 5): template regeneration and extension, spelling
+"""Suite expansion: template regeneration and extension, spelling
 perturbations, LLM generation validated by NLI (GPT-HateCheck), quality
 measures. Stages are declared in :mod:`hatecheck_pipeline.pipeline.expand`."""
 

@@ -2,9 +2,10 @@
 training's ``cpu_bf16``, prediction's ``predict_cpu_bf16`` and the local
 LLM's ``llm_cpu_bf16``.
 
-A native-bf16 flag is not enough. On the AMD EPYC hosts of issue 32 (flag
-``avx512_bf16``) bf16 autocast predicted 1.5x faster than fp32; on an Intel
-Xeon VM with the same flag it ran at 0.57x of fp32 (benchmarks/records/
+A native-bf16 flag is not enough. On AMD EPYC hosts with the flag
+``avx512_bf16`` bf16 autocast predicted faster than fp32
+(benchmarks/records/bench_predict_bf16_2026-11-27.txt); on an Intel Xeon VM
+with the same flag it ran slower (benchmarks/records/
 bf16_slower_xeon_2026-11-28.txt). So ``auto`` turns bf16 on only where the
 flags name native bf16 (core/cpu.native_bf16; without it PyTorch emulates
 bf16, ~10x slower) *and* a probe measures bf16 at least

@@ -1,4 +1,4 @@
-"""Stages of the llm phase (prompted LLMs as classifiers, issue 13;
+"""Stages of the llm phase (prompted LLMs as classifiers;
 "Detecting Hate Speech with GPT-3", Chiu, Collins, Alexander 2022):
 
 - ``fetch_llm_weights``: the active profile's local LLM weights
