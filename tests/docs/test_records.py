@@ -197,3 +197,22 @@ def test_the_local_llm_page_shows_the_whole_protocol_table():
     table = docs_pages.ethos_table(WHOLE_PROTOCOL.relative_to(REPO).as_posix(), doc, published.load())
     assert table in (REPO / "docs/local-llm.md").read_text("utf-8"), \
         "docs/local-llm.md does not show the record's table (render it with docs_pages.ethos_table)"
+
+
+def test_the_records_and_scripts_the_pages_name_exist():
+    """A page points to records and benchmark scripts instead of quoting
+    their figures: every record file (``name_YYYY-MM-DD.ext``) and every
+    ``benchmarks/...py`` a page, params.yaml or the README names exists."""
+    pages = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md", REPO / "params.yaml"]
+    missing, named = [], 0
+    for page in pages:
+        text = page.read_text("utf-8")
+        named += len(re.findall(r"_\d{4}-\d{2}-\d{2}\.(?:txt|json|jsonl)\b", text))
+        for name in set(re.findall(r"[\w.+-]+_\d{4}-\d{2}-\d{2}\.(?:txt|json|jsonl)\b", text)):
+            if not (RECORDS / name).is_file():
+                missing.append(f"{page.name}: {name}")
+        for script in set(re.findall(r"\b(?:benchmarks/)?(?:bench|screen|probe)_\w+\.py\b", text)):
+            if not (REPO / "benchmarks" / Path(script).name).is_file():
+                missing.append(f"{page.name}: {script}")
+    assert named > 20, "the pages name almost no records: the pattern no longer matches them"
+    assert not missing, "named but not in the repository:\n" + "\n".join(sorted(missing))
