@@ -343,8 +343,3 @@ def render(schema: Mapping[str, Any], params: Mapping[str, Any], sources: tuple[
     parts = [header, _cell(str(schema.get("description", "")).strip()) + ": " + counts]
     parts += [section(name, schema, params) for name in schema["properties"]]
     return "\n\n".join(parts) + "\n"
-
-
-def undescribed(schema: Mapping[str, Any]) -> list[str]:
-    """Dotted paths of the keys whose schema has no description (for the page's own check)."""
-    return [r.path for r in rows(schema) if not r.description]
