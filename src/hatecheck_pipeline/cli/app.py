@@ -13,7 +13,8 @@
 - ``pull``: ``dvc pull`` of the stages ``dvc.lock`` records (docs/sharing.md).
 - ``repro``: ``dvc repro`` with less of DVC's own work per stage.
 - ``docs record``, ``docs render``: record a finished run, render the
-  documentation's generated pages from it.
+  documentation's generated pages from it and the configuration reference
+  from the parameters schema and ``params.yaml``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """``hatecheck-pipeline docs``: record a finished run for the documentation
-and render the documentation's generated pages from a recorded run."""
+and render the documentation's generated pages from a recorded run, and the
+configuration reference from the parameters schema and ``params.yaml``."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from hatecheck_pipeline.cli.state import fail
+from hatecheck_pipeline.cli.state import STATE, fail
+from hatecheck_pipeline.core import config
 
-docs_app = typer.Typer(help="Record a run and render the documentation's generated pages from it.", no_args_is_help=True)
+docs_app = typer.Typer(help="Record a run and render the documentation's generated pages from it and from the parameters.",
+                       no_args_is_help=True)
 
 RUNS = Path("docs/runs")
 GENERATED = Path("docs/generated")
@@ -50,27 +53,56 @@ def record(
     typer.echo(f"recorded {info['profile']} run of {info['commit'][:12]} ({info['started']} to {info['finished']}) in {target}")
 
 
+def config_reference() -> tuple[str | None, str]:
+    """The configuration reference page rendered from the parameters file
+    (the app's ``--params``, params.yaml by default) and the schema beside it
+    (None and the reason when one of them is missing). The values are the
+    file's own, without ``--set`` or ``snakemake --config`` overrides."""
+    from hatecheck_pipeline.report import config_reference as ref
+
+    params_file = Path(STATE["params_file"])
+    schema_file = params_file.parent / config.SCHEMA_FILE
+    missing = [str(p) for p in (schema_file, params_file) if not p.is_file()]
+    if missing:
+        return None, f"{', '.join(missing)} not found (run from the project root)"
+    sources = (_relative(schema_file).as_posix(), _relative(params_file).as_posix())
+    return ref.render(config.read_yaml(schema_file), config.read_yaml(params_file) or {}, sources), ""
+
+
 @docs_app.command("render")
 def render(
     record: Annotated[Optional[Path], typer.Option(help="recorded run (default: the one the current pages name)")] = None,
     out: Annotated[Path, typer.Option(help="folder of the generated pages")] = GENERATED,
-    check: Annotated[bool, typer.Option(help="only check that the pages are what the record gives")] = False,
+    check: Annotated[bool, typer.Option(help="only check that the pages are what the record and the parameters give")] = False,
 ) -> None:
-    """Write docs/generated/{results,llm,performance,data}.md from a recorded run."""
+    """Write docs/generated/{results,llm,performance,data}.md from a recorded
+    run, and docs/generated/config.md (the configuration reference) from
+    workflow/schemas/params.schema.yaml and params.yaml."""
+    from hatecheck_pipeline.core.files import write_text
+    from hatecheck_pipeline.report import config_reference as ref
     from hatecheck_pipeline.report import docs_pages, docs_record
 
     record = record or docs_pages.record_of(out / "results.md")
     if record is None:
         fail(f"{out / 'results.md'} names no recorded run: give --record docs/runs/NAME")
     record = _relative(record)
+    reference, problem = config_reference()
+    page = out / f"{ref.PAGE}.md"
     try:
         if check:
             stale = docs_pages.stale(record, out)
             if stale:
                 fail(f"generated pages differ from what {record} gives: {', '.join(stale)} (run `hatecheck-pipeline docs render --record {record}`)")
-            typer.echo(f"{out}: the generated pages are what {record} gives")
+            if reference is None:
+                fail(f"cannot check {page}: {problem}")
+            if not page.is_file() or page.read_text("utf-8") != reference:
+                fail(f"{page} differs from what the parameters schema and params.yaml give (run `hatecheck-pipeline docs render`)")
+            typer.echo(f"{out}: the generated pages are what {record} and the parameters give")
             return
-        for page in docs_pages.write(record, out):
-            typer.echo(f"wrote {page}")
+        for written in docs_pages.write(record, out):
+            typer.echo(f"wrote {written}")
     except docs_record.RecordError as exc:
         fail(exc)
+    if reference is None:
+        fail(f"cannot write {page}: {problem}")
+    typer.echo(f"wrote {write_text(reference, page)}")
