@@ -11,7 +11,7 @@ benchmark's worker process only* (the pipeline never runs patched DVC):
 - ``stock``: DVC as installed;
 - ``params-once``: each params file parsed once per process and each
   stage's keys looked up once, as the pipeline's own recording of a run in
-  dvc.lock has them (``pipeline/dvc_internals._memoised_reads``): a lower
+  dvc.lock has them (``pipeline/dvc_speedups._memoised_reads``): a lower
   bound on the dry run of any split of params.yaml (small files still cost
   a parse each);
 - ``params-once-no-rwlock``: also without the per-stage read/write lock
@@ -57,13 +57,13 @@ def worker(variant: str, dvc_args: list[str]) -> int:
         return dvc_main(dvc_args)
     from dvc.repo import Repo
 
-    from hatecheck_pipeline.pipeline import dvc_internals
+    from hatecheck_pipeline.pipeline import dvc_speedups
 
     if variant == "params-once-no-rwlock":
         _patch_no_rwlock()
     # DVC's params reads memoised as the pipeline's own dvc.lock recording has them (module-wide, so the CLI's
     # repository reads through them too)
-    with Repo(".") as repo, dvc_internals._memoised_reads(repo):
+    with Repo(".") as repo, dvc_speedups._memoised_reads(repo):
         return dvc_main(dvc_args)
 
 

@@ -1,13 +1,13 @@
 """Cost of recording a Snakemake run in ``dvc.lock`` (``runners.record_in_dvc``).
 
 Commits every stage recorded in the workspace's ``dvc.lock`` again through
-``pipeline/dvc_internals.commit_stages``, alternately with DVC's own reads
+``pipeline/dvc_adapter.commit_stages``, alternately with DVC's own reads
 (``--variants plain``: each stage re-parses ``params.yaml``, looks its keys up
 three times, reads git's index once per output) and with them memoised for
-the commit (``memoised``, what the pipeline runs). Prints the seconds of each
-run and checks that both write the same ``dvc.lock`` bytes. Run it in a
-complete workspace (the stages' outputs exist); it rewrites ``dvc.lock`` with
-what it held.
+the commit (``memoised``, what the pipeline runs: ``pipeline/dvc_speedups``).
+Prints the seconds of each run and checks that both write the same
+``dvc.lock`` bytes. Run it in a complete workspace (the stages' outputs
+exist); it rewrites ``dvc.lock`` with what it held.
 
     python benchmarks/bench_dvc_record.py [--project DIR] [--repeat 2]
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from hatecheck_pipeline.pipeline import dvc_internals
+from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
 
 
 def main() -> None:
@@ -34,8 +34,8 @@ def main() -> None:
     args = ap.parse_args()
     os.chdir(args.project)
     names = list(yaml.safe_load(Path("dvc.lock").read_text())["stages"])
-    memoised = dvc_internals._memoised_reads
-    variants = {"plain": lambda repo: contextlib.nullcontext(), "memoised": memoised}
+    memoised = dvc_speedups._memoised_reads
+    variants = {"plain": lambda *args, **kwargs: contextlib.nullcontext(), "memoised": memoised}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     digests: set[str] = set()
     print(f"project: {Path.cwd()}  stages: {len(names)}  cores: {len(os.sched_getaffinity(0))}  "
@@ -43,14 +43,14 @@ def main() -> None:
     try:
         for rep in range(args.repeat):
             for name, reads in variants.items():
-                dvc_internals._memoised_reads = reads
+                dvc_speedups._memoised_reads = reads
                 start = time.perf_counter()
-                dvc_internals.commit_stages(names)
+                dvc_adapter.commit_stages(names)
                 seconds[name].append(time.perf_counter() - start)
                 digests.add(hashlib.sha256(Path("dvc.lock").read_bytes()).hexdigest())
                 print(f"  {name:9s} run {rep + 1}: {seconds[name][-1]:6.2f} s", flush=True)
     finally:
-        dvc_internals._memoised_reads = memoised
+        dvc_speedups._memoised_reads = memoised
     for name, runs in seconds.items():
         print(f"{name:9s} median {statistics.median(runs):6.2f} s  (best {min(runs):.2f})")
     print(f"ratio plain/memoised: {statistics.median(seconds['plain']) / statistics.median(seconds['memoised']):.2f}x; "

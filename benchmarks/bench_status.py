@@ -1,4 +1,4 @@
-"""Cost of asking DVC which stages are up to date (``dvc_internals.changed_stages``).
+"""Cost of asking DVC which stages are up to date (``dvc_adapter.changed_stages``).
 
 Snakemake asks it at the start of a run whenever some output looks older
 than an input (after a parameter change, `dvc pull`, `git checkout`:
@@ -21,7 +21,7 @@ import statistics
 import time
 from pathlib import Path
 
-from hatecheck_pipeline.pipeline import dvc_internals
+from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
 
 
 def main() -> None:
@@ -30,8 +30,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     os.chdir(args.project)
-    memoised = dvc_internals._memoised_reads
-    variants = {"plain": lambda repo, **kwargs: contextlib.nullcontext(), "memoised": memoised}
+    memoised = dvc_speedups._memoised_reads
+    variants = {"plain": lambda *args, **kwargs: contextlib.nullcontext(), "memoised": memoised}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     answers: set[tuple[str, ...]] = set()
     print(f"project: {Path.cwd()}  cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  "
@@ -39,14 +39,14 @@ def main() -> None:
     try:
         for r in range(args.repeat):
             for name, reads in variants.items():
-                dvc_internals._memoised_reads = reads
+                dvc_speedups._memoised_reads = reads
                 start = time.perf_counter()
-                changed = dvc_internals.changed_stages(".")
+                changed = dvc_adapter.changed_stages(".")
                 seconds[name].append(time.perf_counter() - start)
                 answers.add(tuple(sorted(changed)))
                 print(f"round {r + 1} {name:9s} {seconds[name][-1]:6.2f} s  stages changed: {len(changed)}", flush=True)
     finally:
-        dvc_internals._memoised_reads = memoised
+        dvc_speedups._memoised_reads = memoised
     if len(answers) != 1:
         raise SystemExit(f"the variants answered different stages: {sorted(answers)}")
     print(f"the same stages from both: True ({', '.join(next(iter(answers))) or 'none'})")

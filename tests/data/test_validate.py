@@ -87,3 +87,35 @@ print(sqlalchemy.__name__)
     assert out[1] == "True"
     assert out[2] == "module 0.5 True"  # the real scipy.stats once used
     assert out[3] == "sqlalchemy"
+
+
+@pytest.fixture(scope="module")
+def gx_as_loaded():
+    """In a fresh process, after load_gx(): how each module of GX_RELIED_ON
+    stands in sys.modules, and GX's attributes."""
+    import subprocess
+    import sys
+
+    code = """
+import json, sys
+from hatecheck_pipeline.data import validate
+gx = validate.load_gx()
+print(json.dumps({"modules": {m: type(sys.modules[m]).__name__ if m in sys.modules else None for m, _ in validate.GX_RELIED_ON},
+                  "gx": sorted(dir(gx)), "version": gx.__version__}))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, f"load_gx() fails with the installed great-expectations: {proc.stderr[-2000:]}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("where, how", sorted(validate.GX_RELIED_ON), ids=lambda x: str(x))
+def test_each_gx_import_internal_holds_for_the_installed_gx(gx_as_loaded, where, how):
+    why = validate.GX_RELIED_ON[(where, how)]
+    seen = gx_as_loaded["modules"].get(where)
+    version = f"great-expectations {gx_as_loaded['version']}"
+    if how == "deferred":
+        assert seen == "_DeferredModule", f"{version} loads {where} while it is imported ({seen}); relied on: {why}"
+    elif how == "absent":
+        assert seen is None, f"{version} imported {where}; relied on: {why}"
+    else:
+        assert how in gx_as_loaded["gx"], f"{version}: {where} has no {how!r}; relied on: {why}"

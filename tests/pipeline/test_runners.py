@@ -63,11 +63,15 @@ def test_stages_that_ran_are_read_from_their_logs(workdir):
 
 
 def test_a_live_dvc_stage_run_blocks_snakemake_naming_it(workdir):
+    """The rwlock as DVC itself writes it around a stage's command."""
+    from dvc.fs import LocalFileSystem
+    from dvc.rwlock import rwlock
+
     (workdir / ".dvc" / "tmp").mkdir(parents=True)
-    rw = {"read": {}, "write": {str(workdir / "data/x"): {"pid": os.getpid(), "cmd": "dvc repro prepare_x"}}}
-    (workdir / ".dvc/tmp/rwlock").write_text(json.dumps(rw))
-    with pytest.raises(PipelineError, match=r"rwlock: DVC is running a stage.*dvc repro prepare_x"):
-        runners.hold_dvc_lock()
+    with rwlock(str(workdir / ".dvc/tmp"), LocalFileSystem(), "dvc repro prepare_x", [], [str(workdir / "data/x")], False):
+        rw = json.loads((workdir / ".dvc/tmp/rwlock").read_text())
+        with pytest.raises(PipelineError, match=r"rwlock: DVC is running a stage.*dvc repro prepare_x"):
+            runners.hold_dvc_lock()
     rw["write"][str(workdir / "data/x")]["pid"] = 2**22 + 12345  # a dead process: stale entry, ignored
     (workdir / ".dvc/tmp/rwlock").write_text(json.dumps(rw))
     assert runners.hold_dvc_lock() is True
@@ -246,7 +250,7 @@ def test_a_successful_run_records_what_a_killed_run_finished(workdir, monkeypatc
     successful run records, besides what it ran, the stages of its DAG that
     the killed run finished (else `lineage` finds no record of them)."""
     committed = []
-    monkeypatch.setattr(runners.dvc_internals, "commit_stages", lambda names, overrides=None: committed.extend(names))
+    monkeypatch.setattr(runners.dvc_adapter, "commit_stages", lambda names, overrides=None: committed.extend(names))
     stages = {n: stage(n) for n in ["done_before", "recorded", "ran_now", "half_done", "not_in_run"]}
     (workdir / "logs").mkdir()
     (workdir / "data").mkdir()
@@ -274,3 +278,73 @@ def test_a_successful_run_records_what_a_killed_run_finished(workdir, monkeypatc
     os.utime(workdir / stages["recorded"].log, (2000, 2000))
     assert runners.record_in_dvc(stages.values(), time.time() + 10, in_run=in_run) == ["recorded"]
     assert runners.record_in_dvc(stages.values(), time.time() + 10) == []  # without the DAG: only what ran
+
+
+def test_the_snakemake_internals_relied_on_hold_for_the_installed_snakemake(workdir):
+    """A real run of the installed Snakemake: at onstart the scheduler has a
+    job rate limiter and disable_job_rate_limiter removes it; while a job
+    runs, Snakemake's locks are in SNAKEMAKE_LOCKS; a directory output gets
+    its .snakemake_timestamp; at onsuccess dag_job_names names every job of
+    the DAG, the up-to-date ones included. Each check names its entry of
+    SNAKEMAKE_RELIED_ON."""
+    relied = runners.SNAKEMAKE_RELIED_ON
+    (workdir / "done.txt").write_text("up to date\n")
+    (workdir / "Snakefile").write_text(f"""
+import json, sys
+sys.path.insert(0, {str(REPO / "src")!r})
+from hatecheck_pipeline.pipeline import runners
+
+seen = {{}}
+
+onstart:
+    seen["local_exec"] = workflow.local_exec
+    seen["had_limiter"] = workflow.scheduler.job_rate_limiter is not None
+    seen["disabled"] = runners.disable_job_rate_limiter(workflow)
+    seen["limiter_after"] = repr(workflow.scheduler.job_rate_limiter)
+
+onsuccess:
+    seen["dag"] = sorted(runners.dag_job_names(workflow))
+    open("seen.json", "w").write(json.dumps(seen))
+
+rule all:
+    input: "d", "done.txt"
+
+rule old:
+    output: "done.txt"
+    shell: "echo never > {{output}}"
+
+rule make_d:
+    output: directory("d")
+    shell: "mkdir -p {{output}} && ls {runners.SNAKEMAKE_LOCKS} > locks.txt"
+""")
+    os.utime(workdir / "Snakefile", (1, 1))
+    snakemake = os.path.join(os.path.dirname(sys.executable), "snakemake")
+    done = subprocess.run([snakemake, "--cores", "1"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads((workdir / "seen.json").read_text())
+    assert seen["local_exec"] is True, relied[("workflow", "local_exec")]
+    assert seen["had_limiter"] and seen["disabled"] and seen["limiter_after"] == "None", \
+        relied[("workflow.scheduler", "job_rate_limiter")]
+    assert seen["dag"] == ["all", "make_d", "old"], relied[("workflow.dag", "jobs")]
+    assert (workdir / "locks.txt").read_text().split(), relied[(runners.SNAKEMAKE_LOCKS, "*")]
+    assert (workdir / "d/.snakemake_timestamp").is_file(), relied[("directory()", ".snakemake_timestamp")]
+
+
+def test_a_snakemake_without_the_job_rate_limiter_warns_once(monkeypatch):
+    """Setting an attribute Snakemake no longer has would silently do
+    nothing: one warning instead, and the run goes on as it is."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(runners, "_WARNED", set())
+    renamed = SimpleNamespace(local_exec=True, scheduler=SimpleNamespace(rate_limiter="kept"))
+    with pytest.warns(RuntimeWarning, match="no job_rate_limiter"):
+        assert runners.disable_job_rate_limiter(renamed) is False
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert runners.disable_job_rate_limiter(renamed) is False  # warned once
+        assert runners.disable_job_rate_limiter(SimpleNamespace(local_exec=False)) is False  # Slurm: left as it is
+    assert not hasattr(renamed.scheduler, "job_rate_limiter")
+    present = SimpleNamespace(local_exec=True, scheduler=SimpleNamespace(job_rate_limiter=object()))
+    assert runners.disable_job_rate_limiter(present) is True and present.scheduler.job_rate_limiter is None

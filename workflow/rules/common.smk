@@ -81,16 +81,8 @@ onstart:
     except hc_runners.PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1)
-    # No job rate limiter (Snakemake >= 8.17 submits at most 100 jobs per
-    # second by default): with a limiter, every scheduling pass arms a timer
-    # that triggers another pass a timespan later, and every finished job
-    # starts one more such chain, so by the middle of a report build
-    # Snakemake ran ~70 passes a second (19% of a core, and rising) while a
-    # 2-thread torch stage waited at its barriers. Local stages are limited
-    # by the `cpu_cores` resource instead; the Slurm profile keeps its own
-    # rate limits (status checks, submission) in the executor plugin.
-    if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
-        workflow.scheduler.job_rate_limiter = None
+    # No job rate limiter for local jobs (runners.disable_job_rate_limiter).
+    hc_runners.disable_job_rate_limiter(workflow)
 
 
 onerror:
@@ -105,7 +97,7 @@ onsuccess:
     ran = hc_runners.record_in_dvc(
         STAGES,
         STARTED,
-        in_run={job.rule.name for job in workflow.dag.jobs},
+        in_run=hc_runners.dag_job_names(workflow),
         overrides=OVERRIDES,
     )
     if ran:

@@ -92,10 +92,10 @@ def repro(
     less of DVC's work per stage: params.yaml parsed once, and the lock
     written once at the end instead of after every stage (docs/performance.md,
     "`dvc repro` after a parameter change")."""
-    from hatecheck_pipeline.pipeline import dvc_internals
+    from hatecheck_pipeline.pipeline import dvc_adapter
 
     try:
-        ran = dvc_internals.reproduce(targets or (), force=force, dry=dry)
+        ran = dvc_adapter.reproduce(targets or (), force=force, dry=dry)
     except Exception as exc:  # DVC's own errors name the stage that failed
         fail(exc)
     if not dry:

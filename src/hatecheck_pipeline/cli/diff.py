@@ -16,12 +16,11 @@ from hatecheck_pipeline.cli.state import fail, load
 def predictions_at(path: str, rev: str, folder: Path) -> Path:
     """A DVC-tracked predictions file as it was at ``rev`` (DVC's public
     ``dvc.api.open``: from the cache or the remote), copied into ``folder``."""
-    import dvc.api
+    from hatecheck_pipeline.pipeline import dvc_adapter
 
     dest = folder / f"{rev.replace('/', '_')}-{Path(path).name}"
     try:
-        with dvc.api.open(path, rev=rev, mode="rb") as src:
-            dest.write_bytes(src.read())
+        dest.write_bytes(dvc_adapter.read_at(path, rev))
     except Exception as exc:  # DVC raises many kinds: a missing revision, path or cache entry
         fail(f"{path} at {rev}: {' '.join(str(exc).split())[:300]}")
     return dest

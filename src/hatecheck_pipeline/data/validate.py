@@ -40,6 +40,18 @@ class ValidationFailed(PipelineError, RuntimeError):
 DEFERRED_BY_GX_IMPORT = ("scipy.stats", "altair")
 ABSENT_FOR_GX_IMPORT = ("sqlalchemy",)
 
+# What :func:`load_gx` relies on of great-expectations' import: (module, how)
+# -> why. tests/data/test_validate.py imports the installed GX this way in a
+# fresh process and fails, naming the entry, where one no longer holds (a
+# deferred module GX uses while it is imported is loaded then: slower, not
+# wrong; a module GX needs at import raises ImportError at once).
+GX_RELIED_ON = {
+    **{(name, "deferred"): "imported by GX at module level, never used until a distribution expectation or a chart"
+       for name in DEFERRED_BY_GX_IMPORT},
+    **{(name, "absent"): "optional for GX (its SQL data sources): GX imports without it" for name in ABSENT_FOR_GX_IMPORT},
+    ("great_expectations", "expectations"): "the expectation classes the suites here are built of",
+}
+
 
 class _DeferredModule(types.ModuleType):
     """Stands in ``sys.modules`` for a module until an attribute of it is

@@ -14,7 +14,7 @@ both runners keep it true:
 - **Snakemake records in DVC.** After a successful Snakemake run,
   :func:`record_in_dvc` commits the stages that ran into ``dvc.lock`` (and
   those of its DAG that a killed earlier run finished and never recorded)
-  (through DVC's internals, all behind ``pipeline.dvc_internals``, in this
+  (through DVC's internals, all behind ``pipeline.dvc_adapter``, in this
   one process, after every job finished, one
   write of the lock; outputs cached without re-linking them) and keeps the
   outputs' modification times, so the next Snakemake run still has nothing
@@ -44,7 +44,7 @@ from typing import Any, Iterable, Mapping
 from hatecheck_pipeline.core.config import PARAMS_FILE, read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage
-from hatecheck_pipeline.pipeline import dvc_internals
+from hatecheck_pipeline.pipeline import dvc_adapter
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
 OLD = 0  # modification time of a params file the lock already records (the epoch)
@@ -230,7 +230,7 @@ def record_in_dvc(
         return []
     stamps = _stamps(o for s in ran for o in s.all_outs)
     try:
-        dvc_internals.commit_stages([s.name for s in ran], overrides=overrides)
+        dvc_adapter.commit_stages([s.name for s in ran], overrides=overrides)
     finally:
         for path, (atime, mtime) in stamps.items():
             if os.path.lexists(path):
@@ -310,7 +310,7 @@ def align_to_record(
 
     if not Path(root, "dvc.lock").exists() or not any(stale(s) for s in stages):
         return []
-    changed = dvc_internals.changed_stages(root, overrides)
+    changed = dvc_adapter.changed_stages(root, overrides)
     now = time.time()
     done = []
     for s in dag_order(stages):  # upstream first: every output gets a time after its inputs
@@ -365,6 +365,60 @@ _HELD: dict[str, Any] = {}
 DVC_LOCK = ".dvc/tmp/lock"
 RUNS_DIR = ".snakemake/hatecheck-runs"
 SNAKEMAKE_LOCKS = ".snakemake/locks"
+
+# What of Snakemake's internals this module and workflow/rules/common.smk rely
+# on: (object or layout, name) -> why. tests/pipeline/test_runners.py runs the
+# installed Snakemake and fails, naming the entry, where one differs.
+SNAKEMAKE_RELIED_ON = {
+    ("workflow", "local_exec"): "jobs run on this machine (not Slurm): threads capped, no job rate limiter",
+    ("workflow.scheduler", "job_rate_limiter"): "set to None at onstart (disable_job_rate_limiter): no timer-driven "
+                                                "scheduling passes; where absent, warned once",
+    ("workflow.dag", "jobs"): "every job of the run's DAG, at onsuccess (dag_job_names): recorded if never recorded",
+    ("job.rule", "name"): "a job's rule, i.e. its stage",
+    (SNAKEMAKE_LOCKS, "*"): "where a run's locks are (clear_stale_locks removes those a killed run left)",
+    ("directory()", ".snakemake_timestamp"): "the marker whose time Snakemake takes as a directory output's (_mtime, "
+                                             "align_to_record)",
+}
+_WARNED: set[str] = set()
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        import warnings
+
+        warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def disable_job_rate_limiter(workflow: Any) -> bool:
+    """No job rate limiter for a local run (Snakemake >= 8.17 submits at
+    most 100 jobs per second by default): with a limiter, every scheduling
+    pass arms a timer that triggers another pass a timespan later, and every
+    finished job starts one more such chain, so by the middle of a report
+    build Snakemake ran ~70 passes a second (19% of a core, and rising)
+    while a 2-thread torch stage waited at its barriers. Local stages are
+    limited by the ``cpu_cores`` resource instead; the Slurm profile keeps
+    its own rate limits in the executor plugin. Called at onstart. True
+    where it was switched off; a Snakemake whose scheduler has no
+    ``job_rate_limiter`` (:data:`SNAKEMAKE_RELIED_ON`) gets one warning and
+    runs as it is."""
+    if not workflow.local_exec:
+        return False
+    scheduler = getattr(workflow, "scheduler", None)
+    if scheduler is None or not hasattr(scheduler, "job_rate_limiter"):
+        import importlib.metadata
+
+        _warn_once("job_rate_limiter", f"Snakemake {importlib.metadata.version('snakemake')}: workflow.scheduler has no "
+                   "job_rate_limiter (pipeline/runners.SNAKEMAKE_RELIED_ON); the run keeps Snakemake's rate limiter")
+        return False
+    scheduler.job_rate_limiter = None
+    return True
+
+
+def dag_job_names(workflow: Any) -> set[str]:
+    """The stages of every job of a run's DAG (``workflow.dag.jobs``), up
+    to date or not; called at onsuccess."""
+    return {job.rule.name for job in workflow.dag.jobs}
 
 
 def register_run(runs_dir: str | Path = RUNS_DIR) -> Path:
@@ -424,38 +478,19 @@ def hold_dvc_lock(root: str | Path = ".") -> bool:
     if not lockfile.parent.parent.is_dir():
         return False
     lockfile.parent.mkdir(exist_ok=True)
-    lock, LockError = dvc_internals.repository_lock(lockfile)
+    lock, LockError = dvc_adapter.repository_lock(lockfile)
     try:
         lock.lock()
     except LockError as exc:
         raise PipelineError(f"{lockfile}: DVC or another Snakemake run is working in this workspace (DVC's repository "
                             "lock is held); wait for it to finish, then run Snakemake again") from exc
-    busy = dvc_stage_runs(lockfile.parent / "rwlock")
+    busy = dvc_adapter.stage_runs(lockfile.parent / "rwlock")
     if busy:
         lock.unlock()
         raise PipelineError(f"{lockfile.parent / 'rwlock'}: DVC is running a stage in this workspace ({busy}); "
                             "wait for it to finish, then run Snakemake again")
     _HELD["lock"] = lock
     return True
-
-
-def dvc_stage_runs(rwlock: Path) -> str:
-    """The live DVC processes that hold stage outputs (``dvc repro`` releases
-    the repository lock while a stage's command runs, and records it here)."""
-    try:
-        doc = json.loads(rwlock.read_text("utf-8"))
-    except (OSError, ValueError):
-        return ""
-    infos = [i for group in ("read", "write") for entries in (doc.get(group) or {}).values()
-             for i in (entries if isinstance(entries, list) else [entries])]
-    live = {}
-    for info in infos:
-        try:
-            os.kill(int(info["pid"]), 0)
-        except (OSError, KeyError, ValueError, TypeError):
-            continue
-        live[info["pid"]] = info.get("cmd", "")
-    return "; ".join(f"PID {pid}: {cmd}" for pid, cmd in live.items())
 
 
 def release_dvc_lock() -> None:
