@@ -289,4 +289,4 @@ def test_the_public_commit_benchmark_runs_every_way_on_a_small_project(workdir):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for variant in ("dvc commit -f --no-relink", "adapter, speed-ups on", "adapter, speed-ups off"):
         assert re.search(rf"^{re.escape(variant)}\s+median\s+[\d.]+ s .* dvc.lock as before: True$", proc.stdout, re.M), variant
-    assert "stages: 3" in proc.stdout and (workdir / "dvc.lock").read_bytes() == lock
+    assert "stages: 3 of 3" in proc.stdout and (workdir / "dvc.lock").read_bytes() == lock
