@@ -125,7 +125,7 @@ def test_stale_snakemake_locks_go_only_when_no_run_is_alive(workdir):
 def test_a_float_without_a_dot_in_a_lock_dvc_wrote_matches_params(workdir):
     """DVC writes params.yaml's `5.0e-5` into dvc.lock as `5e-05` (YAML 1.2: a
     float; YAML 1.1: a string): read as DVC wrote it, the lock matches the
-    params, so Snakemake has nothing to redo after `dvc repro` (issue 31)."""
+    params, so Snakemake has nothing to redo after `dvc repro`."""
     dvc = [sys.executable, "-m", "dvc"]
     subprocess.run(["git", "init", "-q"], check=True)
     subprocess.run([*dvc, "init", "-q"], check=True)
@@ -142,7 +142,7 @@ def test_a_float_without_a_dot_in_a_lock_dvc_wrote_matches_params(workdir):
 
 
 def test_threads_are_capped_by_the_local_cores_only():
-    """On Slurm a login node with fewer cores must not shrink every job (issue 31)."""
+    """On Slurm a login node with fewer cores must not shrink every job."""
     assert runners.rule_threads(8, 2, local=True) == 2
     assert runners.rule_threads(8, 2, local=False) == 8
     assert runners.rule_threads(1, 16, local=True) == 1
@@ -153,7 +153,7 @@ def test_threads_are_capped_by_the_local_cores_only():
 
 def test_a_failed_stage_log_reaches_the_terminal_through_the_default_profile(workdir):
     """The default workflow profile prints a failed job's log: the stage's
-    one-line error is on the terminal, not only in logs/<stage>.log (issue 31)."""
+    one-line error is on the terminal, not only in logs/<stage>.log."""
     import shutil
 
     shutil.copytree(REPO / "profiles", workdir / "profiles")
@@ -173,7 +173,7 @@ def test_dvc_follows_the_active_profile_only(workdir):
     reads (as `dag write` renders it): DVC resolves it from params.yaml, so
     editing an inactive profile, or a key of the active one the stage does
     not read, leaves the stage up to date, while a change of a key it reads
-    or a switch of profile makes it stale (issue 31)."""
+    or a switch of profile makes it stale."""
     from hatecheck_pipeline.core.stage import profile_params
     from hatecheck_pipeline.pipeline.registry import to_dvc
 
