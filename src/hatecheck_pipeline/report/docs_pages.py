@@ -453,7 +453,7 @@ def memory_section(records: list[dict[str, Any]], info: Mapping[str, Any], folde
     text = (f"### Memory and disk\n\nThe largest peak resident memory of any stage: **{_num(top['max_rss_mb'], 0)} MiB** "
             f"(`{top['stage']}`, {source}). A machine running this profile needs that much "
             "free; Snakemake starts further stages beside it only while their declared `mem_mb` fits in the machine's "
-            "available memory ([pipeline](../pipeline.md)). Stages peaking at or above "
+            "available memory ([pipeline](pipeline.md)). Stages peaking at or above "
             f"{MEMORY_LISTED_MIB:,} MiB:\n\n"
             + _table(["stage", "phase", "peak RSS MiB", "source"],
                      [[r["stage"], r["phase"], _num(r["max_rss_mb"], 0), _code(f"{folder}/{r['stage']}.json")] for r in big]))
