@@ -8,7 +8,6 @@ pipeline/dvc_adapter.py."""
 from __future__ import annotations
 
 import ast
-import importlib
 import importlib.metadata as md
 import inspect
 import os
@@ -21,30 +20,15 @@ from conftest import REPO
 from dvc_projects import chain_project, git_dvc_project
 
 from hatecheck_pipeline.pipeline import dvc_adapter
-
-def resolve(dotted: str):
-    parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for attr in parts[i:]:
-            obj = getattr(obj, attr)
-        return obj
-    raise ImportError(dotted)
-
+from hatecheck_pipeline.pipeline.dvc_speedups import has, resolve
 
 @pytest.mark.parametrize("where, name", sorted(dvc_adapter.NEEDED), ids=lambda x: str(x))
 def test_each_needed_internal_exists_in_the_installed_dvc(where, name):
     why = dvc_adapter.NEEDED[(where, name)]
     try:
-        obj = resolve(where)
+        assert has(where, name), f"DVC {md.version('dvc')}: {where} has no {name!r}; needed for: {why}"
     except (ImportError, AttributeError) as exc:
         pytest.fail(f"DVC {md.version('dvc')}: {where} is gone ({exc}); needed for: {why}")
-    if callable(obj) and not isinstance(obj, type) and name in inspect.signature(obj).parameters:
-        return  # a parameter of a function
-    assert hasattr(obj, name), f"DVC {md.version('dvc')}: {where} has no {name!r}; needed for: {why}"
 
 
 @pytest.mark.parametrize("where", sorted(dvc_adapter.NEEDED_SIGNATURES))

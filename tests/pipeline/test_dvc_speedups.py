@@ -159,10 +159,6 @@ def test_a_commit_writes_the_lock_bytes_dvc_writes(workdir, monkeypatch):
     assert dvc_adapter.changed_stages() == set()
 
 
-def resolve(dotted):
-    return dvc_speedups.resolve(dotted)
-
-
 @pytest.mark.parametrize("where, name", sorted(dvc_speedups.SPEED), ids=lambda x: str(x))
 def test_each_speed_internal_exists_in_the_installed_dvc(where, name):
     why = dvc_speedups.SPEED[(where, name)]
@@ -177,7 +173,7 @@ def test_each_replaced_function_takes_what_the_replacement_passes(where):
     import inspect
 
     params = dvc_speedups.SIGNATURES[where]
-    found = tuple(inspect.signature(resolve(where)).parameters)[:len(params)]
+    found = tuple(inspect.signature(dvc_speedups.resolve(where)).parameters)[:len(params)]
     assert found == params, f"DVC {md.version('dvc')}: {where}{found}, the speed-ups pass {params}"
 
 
@@ -197,7 +193,7 @@ def dvc_without(monkeypatch):
     afterwards with everything back."""
     def without(where: str, name: str, kept_away: bool) -> None:
         patch = monkeypatch if kept_away else pytest.MonkeyPatch()
-        patch.delattr(resolve(where), name)
+        patch.delattr(dvc_speedups.resolve(where), name)
         try:
             with pytest.warns(RuntimeWarning, match=rf"^DVC {re.escape(md.version('dvc'))}: {re.escape(where)}\.{name} "):
                 assert dvc_speedups.check() is False
