@@ -36,11 +36,12 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 STAGE = """
 import time; t0 = time.perf_counter()
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import scoring
 from hatecheck_pipeline.suites.registry import hatecheck, mhc
 suite = {suite}
 gold = scoring.gold_cases(suite, {table!r})
-scoring.run(suite, {pred!r}, {out!r}, samples=1000, seed=0, gold=gold)
+scoring.run(suite, {pred!r}, {out!r}, boot=Bootstrap(1000, 0), gold=gold)
 print(time.perf_counter() - t0)
 """
 
@@ -94,7 +95,7 @@ def compare(suites: dict[str, tuple[str, str, str, str]]) -> list[dict]:
     for name, (expr, table, pred, what) in suites.items():
         suite = eval(expr)  # noqa: S307 (our own constant expressions)
         cases = scoring.align(scoring.gold_cases(suite, table), scoring.read_predictions(pred, suite.id_column))
-        doc = {u: scoring.score_cases(cases, suite.id_column, 1000, 0, 0.95, u) for u in (M.CASE, M.TEMPLATE)}
+        doc = {u: scoring.score_cases(cases, suite.id_column, M.Bootstrap(1000, 0), u) for u in (M.CASE, M.TEMPLATE)}
         for section, fig in (("overall", "accuracy"), ("overall", "macro_f1"), ("contrast", "both_correct")):
             c, t = doc[M.CASE][section], doc[M.TEMPLATE][section]
             rows.append({"suite": name, "predictions": what, "figure": f"{section} {fig}", "value": c[fig]["value"],

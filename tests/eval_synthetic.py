@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.audits import summary as bias_summary
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import scoring, tables
@@ -68,7 +69,7 @@ def make_metrics(workdir, model: str, suite: Suite, accuracy: float, seed: int) 
     pred_file = workdir / f"{model}_{suite.name}.parquet"
     predictions(frame, accuracy, seed, id_column=suite.id_column).write_parquet(pred_file)
     out, reps = paths.metrics(model, suite.name), paths.bootstrap_replicates(model, suite.name)
-    scoring.run(suite, pred_file, out, samples=50, gold=gold, replicates=reps)
+    scoring.run(suite, pred_file, out, boot=Bootstrap(50), gold=gold, replicates=reps)
     return tables.Source(model, suite.name, suite.dataset, suite.language, out, ph.score_stage_name(model, suite.name), suite.kind, reps)
 
 
@@ -106,7 +107,7 @@ def make_expanded_metrics(workdir, model: str, suite: ExpandedSuite, original: S
     frame.write_parquet(table)
     pred_file = workdir / f"{model}_{suite.name}.parquet"
     predictions(frame, accuracy, seed, id_column="id").write_parquet(pred_file)
-    scoring.run(suite, pred_file, paths.metrics(model, suite.name), samples=50)
+    scoring.run(suite, pred_file, paths.metrics(model, suite.name), boot=Bootstrap(50))
     return tables.Source(model, suite.name, suite.dataset, suite.language, paths.metrics(model, suite.name), ph.score_stage_name(model, suite.name), suite.kind)
 
 

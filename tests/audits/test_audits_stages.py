@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 from conftest import REPO
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.audits import bias_auc, crows, hatexplain, summary
 from hatecheck_pipeline.core import config, paths
 from hatecheck_pipeline.core.stage import signature_mismatch
@@ -33,7 +34,7 @@ def test_stage_declarations(params):
     # the fine-tuned 3-class models (BERT and BERT-HateXplain): explained by their own stages, scored by the same metrics stage as the baseline
     assert audits.explained_models(params) == ["hatexplain", "hatexplain-supervised"]
     ex = stages["hatexplain_explain_hatexplain"]
-    assert ex.inputs["model_dir"] == paths.model_dir("hatexplain") and {"profile", "profiles", "explain"} <= set(ex.params)
+    assert ex.inputs["model_dir"] == paths.model_dir("hatexplain") and {"profile", "explain"} <= set(ex.params)
     assert stages["hatexplain_metrics_hatexplain"].inputs["attributions"] == paths.hatexplain_attributions("hatexplain")
     assert params["bias"]["hatexplain"]["supervised"]["train_rationales"] == "eraser"
     plots = [o for s in stages.values() for o in s.outs_of("plots")]
@@ -49,7 +50,7 @@ def test_stage_declarations(params):
 
 def test_crows_pair_cap_from_profile(params):
     assert crows.crows_pair_cap(None, 20) == 20 and crows.crows_pair_cap(10, 20) == 10 and crows.crows_pair_cap(None, None) is None
-    assert config.active_profile("smoke", params["profiles"])["crows_max_pairs"] == 20
+    assert config.profile_named(params, "smoke")["crows_max_pairs"] == 20
 
 
 PAPER_MLMS = {"bert-base-uncased": True, "roberta-large": False, "albert-xxlarge-v2": True}  # hub id -> metric.py's `uncased`
@@ -63,7 +64,7 @@ def crows_runs(params, profile: str) -> dict[str, dict]:
     for s in audits.stages(under):
         if s.name.startswith("crows_pairs_"):
             kwargs = s.arguments(under)
-            if s.args["name"] in config.active_profile(profile, kwargs["profiles"])["crows_scorers"]:
+            if s.args["name"] in kwargs["profile"]["crows_scorers"]:
                 runs[s.args["name"]] = kwargs["scorer"]
     return runs
 
@@ -135,14 +136,14 @@ def test_target_bias_audits_the_predicted_subsample(tmp_path):
         drawn = predicted_subsample(frame, "id", 6, 7)
         preds[name] = tmp_path / f"{name}.parquet"
         drawn.select("id", p_hateful=pl.Series([0.1, 0.9, 0.4, 0.6, 0.8, 0.2])).write_parquet(preds[name])
-    kw = dict(model="M", suites=suites, gold=gold, predictions=preds, power=-5, profiles=profiles, seed=7)
-    msg = bias_auc.target_bias(**kw, metrics=tmp_path / "m.json", communities_csv=tmp_path / "c.csv", profile="smoke")
+    kw = dict(model="M", suites=suites, gold=gold, predictions=preds, power=-5, seed=7)
+    msg = bias_auc.target_bias(**kw, metrics=tmp_path / "m.json", communities_csv=tmp_path / "c.csv", profile=Profile("smoke", profiles["smoke"]))
     assert msg == "M: target-group bias on 2 suite(s)"
     doc = json.loads((tmp_path / "m.json").read_text())
     assert list(doc["suites"]) == ["hatecheck", "mhc_german"] and doc["suites"]["mhc_german"]["n_cases"] == 6
     assert set(pl.read_csv(tmp_path / "c.csv")["suite"]) == {"hatecheck", "mhc_german"}
     with pytest.raises(ValueError, match="cover"):  # uncapped: the predictions miss cases
-        bias_auc.target_bias(**kw, metrics=tmp_path / "x.json", communities_csv=tmp_path / "x.csv", profile="paper")
+        bias_auc.target_bias(**kw, metrics=tmp_path / "x.json", communities_csv=tmp_path / "x.csv", profile=Profile("paper", profiles["paper"]))
 
 
 def test_hatexplain_and_summary_stage_functions(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 import torch
 from models_helpers import hatexplain_table, tiny_bert
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.audits import explain, hatexplain
 from hatecheck_pipeline.models import train as training
 
@@ -30,7 +31,7 @@ MAX_LENGTH = 24
 def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("hx-model")
     table = hatexplain_table(root / "hatexplain.parquet")
-    training.run("hatexplain", str(tiny_bert(root / "base")), [table], RECIPE, {"name": "test", "max_length": MAX_LENGTH}, 3,
+    training.run("hatexplain", str(tiny_bert(root / "base")), [table], RECIPE, Profile("test", {"max_length": MAX_LENGTH}), 3,
                  root / "final", root / "ckpt", root / "log.json", root / "card.json", threads=1, progress=False)
     return root / "final", root / "card.json", table
 
@@ -137,7 +138,7 @@ def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path
 
 
 def test_explain_stage_function_caps_the_explained_posts_by_profile(trained, tmp_path):
-    from hatecheck_pipeline.core.stage import Stage, call, out
+    from hatecheck_pipeline.core.stage import Stage, call, out, profile_params
 
     model_dir, card_path, table = trained
     params = {
@@ -149,7 +150,7 @@ def test_explain_stage_function_caps_the_explained_posts_by_profile(trained, tmp
         "hatexplain_explain_hx", "audits", "hatecheck_pipeline.audits.explain:hatexplain_explain",
         inputs={"model_dir": str(model_dir), "model_card": str(card_path), "table": str(table)},
         outputs={**{k: out(v) for k, v in files.items()}, "card": out(str(tmp_path / "card.json"))},
-        params={"profile": "profile", "profiles": "profiles", "explain": "bias.hatexplain.explain", "top_k": "bias.hatexplain.top_k",
+        params={**profile_params(params, ["max_length", "hatexplain_max_explain"]), "explain": "bias.hatexplain.explain", "top_k": "bias.hatexplain.top_k",
                 "seed": "bias.seed", "threads": "bias.threads"},
         args={"model": "hx"},
     )

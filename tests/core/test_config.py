@@ -46,10 +46,13 @@ def test_flat_diff_finds_snakemake_config_overrides():
     assert config.flat_diff(base, changed) == {"profile": "smoke"}
 
 
-def test_active_profile_names_the_allowed_profiles(params):
-    assert config.active_profile("smoke", params["profiles"])["name"] == "smoke"
+def test_profile_named_names_the_allowed_profiles(params):
+    smoke = config.profile_named(params, "smoke")
+    assert smoke.name == "smoke" and dict(smoke) == params["profiles"]["smoke"]
+    assert config.profile({**params, "profile": "smoke"}) == smoke
+    assert smoke.get("no such key") is None and "no such key" not in smoke  # the whole profile: an ordinary mapping
     with pytest.raises(config.ConfigError, match="nonexistent.*embedded"):
-        config.active_profile("nonexistent", params["profiles"])
+        config.profile_named(params, "nonexistent")
 
 
 def test_names_that_refer_to_other_sections_are_checked():

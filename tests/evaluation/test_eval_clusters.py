@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import metrics, scoring
 from hatecheck_pipeline.report import cells as report_cells
 from hatecheck_pipeline.report import sections as report_sections
@@ -39,8 +40,8 @@ def test_identical_cases_per_template_give_the_case_interval_of_one_case_per_tem
     gold, pred = one_per_template(150, seed=size)
     suite_gold, suite_pred = np.repeat(gold, size), np.repeat(pred, size)
     templates = np.repeat(np.arange(150), size)
-    clustered = metrics.summarise(suite_gold, suite_pred, NAMES, samples=1000, seed=3, clusters=templates)
-    single = metrics.summarise(gold, pred, NAMES, samples=1000, seed=3)
+    clustered = metrics.summarise(suite_gold, suite_pred, NAMES, boot=Bootstrap(1000, 3), clusters=templates)
+    single = metrics.summarise(gold, pred, NAMES, boot=Bootstrap(1000, 3))
     for name in NAMES:
         assert clustered[name] == single[name]
     assert clustered["n"] == 150 * size and clustered["n_clusters"] == single["n_clusters"] == 150
@@ -62,8 +63,8 @@ def test_the_same_holds_through_the_score_stage_with_template_texts():
         "case_templ": [f"I hate [IDENTITY_P] number {t}." for t in range(120) for _ in range(7)],
     }).with_row_index("_order")
     one = rows.filter(pl.col("id").str.ends_with("-0"))
-    templated = scoring.score_cases(rows, "id", samples=500, seed=11, unit=metrics.TEMPLATE)
-    single = scoring.score_cases(one.drop("case_templ"), "id", samples=500, seed=11, unit=metrics.CASE)
+    templated = scoring.score_cases(rows, "id", boot=Bootstrap(500, 11), unit=metrics.TEMPLATE)
+    single = scoring.score_cases(one.drop("case_templ"), "id", boot=Bootstrap(500, 11), unit=metrics.CASE)
     for name in NAMES:
         assert templated["overall"][name] == single["overall"][name]
     assert templated["overall"]["n_clusters"] == 120 and templated["overall"]["n"] == 840
@@ -90,8 +91,8 @@ def test_clustered_interval_is_wider_on_clustered_data():
     gold = rng.integers(0, 2, k * size)
     pred = np.where(np.repeat(right, size), gold, 1 - gold)
     templates = np.repeat(np.arange(k), size)
-    case = metrics.summarise(gold, pred, ["accuracy"], samples=1000, seed=0)["accuracy"]
-    templ = metrics.summarise(gold, pred, ["accuracy"], samples=1000, seed=0, clusters=templates)["accuracy"]
+    case = metrics.summarise(gold, pred, ["accuracy"], boot=Bootstrap(1000, 0))["accuracy"]
+    templ = metrics.summarise(gold, pred, ["accuracy"], boot=Bootstrap(1000, 0), clusters=templates)["accuracy"]
     assert case["value"] == templ["value"]
     case_width, templ_width = case["ci_high"] - case["ci_low"], templ["ci_high"] - templ["ci_low"]
     assert templ_width > 2 * case_width  # sqrt(7) ~ 2.6 times wider in expectation
@@ -132,10 +133,10 @@ def test_contrast_pairs_resample_clusters_of_both_cases():
         "ref_case_id": [None, None, None, "1", "2", "3"],
         "case_templ": ["I hate [A].", "I hate [A].", "Kill [A].", "I don't hate [A].", "I don't hate [A].", "Never kill [A]."],
     }).with_row_index("_order")
-    doc = scoring.score_cases(cases, "id", samples=50, unit=metrics.TEMPLATE)
+    doc = scoring.score_cases(cases, "id", boot=Bootstrap(50), unit=metrics.TEMPLATE)
     assert doc["contrast"]["n_pairs"] == 3 and doc["contrast"]["n_clusters"] == 2
     assert doc["overall"]["n_clusters"] == 4 and doc["by_label"]["hateful"]["n_clusters"] == 2
-    assert scoring.score_cases(cases, "id", samples=50, unit=metrics.CASE)["contrast"]["n_clusters"] == 3
+    assert scoring.score_cases(cases, "id", boot=Bootstrap(50), unit=metrics.CASE)["contrast"]["n_clusters"] == 3
 
 
 def test_resampling_unit_per_suite_kind():

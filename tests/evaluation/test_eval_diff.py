@@ -11,7 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import diff as D
+from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.evaluation.scoring import ScoringError
 from hatecheck_pipeline.suites.registry import hatecheck
 
@@ -42,7 +44,7 @@ def suite_files(tmp_path):
 
 def test_a_model_against_itself_flags_nothing(suite_files, tmp_path):
     table, a, _ = suite_files
-    doc = D.run(hatecheck(), a, a, tmp_path / "d.json", ("A", "A"), samples=500, gold_table=table)
+    doc = D.run(hatecheck(), a, a, tmp_path / "d.json", ("A", "A"), boot=Bootstrap(500), gold_table=table)
     assert doc["flagged"] == []
     assert all(t["difference"] == 0 and t["ci_low"] == 0 == t["ci_high"] and t["p_value"] == 1.0 for t in doc["by_functionality"].values())
     assert json.loads((tmp_path / "d.json").read_text())["correction"] == "holm"
@@ -59,7 +61,7 @@ def test_flipping_one_functionality_flags_exactly_that_one(suite_files, tmp_path
     ).select("case_id", "pred")
     b = tmp_path / "b.csv"
     flipped.write_csv(b)
-    doc = D.run(hatecheck(), a, b, None, ("A", "B"), samples=2000, gold_table=table)
+    doc = D.run(hatecheck(), a, b, None, ("A", "B"), boot=Bootstrap(2000), gold_table=table)
     assert doc["flagged"] == ["f3"]
     f3 = doc["by_functionality"]["f3"]
     assert f3["difference"] == round(f3["accuracy_b"] - f3["accuracy_a"], 1) and f3["difference"] < -50

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import metrics, scoring, tables
 from hatecheck_pipeline.report import html as report
 from hatecheck_pipeline.report import lineage
@@ -57,12 +58,12 @@ def test_an_undefined_f1_is_null_with_its_reason_and_left_out_of_the_interval():
     # every case hateful, all predicted hateful but one: F1 non-hateful 0 (defined: one predicted non-hateful);
     # every case hateful and predicted hateful: F1 non-hateful undefined
     gold, pred = np.ones(30, dtype=int), np.ones(30, dtype=int)
-    s = metrics.summarise(gold, pred, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], samples=200, seed=0)
+    s = metrics.summarise(gold, pred, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], boot=Bootstrap(200, 0))
     assert s["f1_non_hateful"]["value"] is None and s["f1_non_hateful"]["ci_low"] is None
     assert "non-hateful" in s["f1_non_hateful"]["undefined"]
     assert s["macro_f1"]["value"] == 100.0 and "undefined" not in s["macro_f1"]  # the defined class alone, not (100 + 0) / 2
     pred[0] = 0
-    s = metrics.summarise(gold, pred, ["f1_non_hateful", "macro_f1"], samples=200, seed=0)
+    s = metrics.summarise(gold, pred, ["f1_non_hateful", "macro_f1"], boot=Bootstrap(200, 0))
     assert s["f1_non_hateful"]["value"] == 0.0 and "undefined" not in s["f1_non_hateful"]
     # resamples that miss the one non-hateful prediction have no non-hateful F1: left out, counted
     assert 0 < s["f1_non_hateful"]["resamples_undefined"] < 200
@@ -86,9 +87,9 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
     rng = np.random.default_rng(2)
     gold = rng.integers(0, 2, 300)
     pred = np.where(rng.random(300) < 0.8, gold, 1 - gold)
-    a = metrics.summarise(gold, pred, ["accuracy", "macro_f1"], samples=500, seed=7)
-    b = metrics.summarise(gold, pred, ["accuracy", "macro_f1"], samples=500, seed=7)
-    c = metrics.summarise(gold, pred, ["accuracy", "macro_f1"], samples=500, seed=8)
+    a = metrics.summarise(gold, pred, ["accuracy", "macro_f1"], boot=Bootstrap(500, 7))
+    b = metrics.summarise(gold, pred, ["accuracy", "macro_f1"], boot=Bootstrap(500, 7))
+    c = metrics.summarise(gold, pred, ["accuracy", "macro_f1"], boot=Bootstrap(500, 8))
     assert a == b
     assert a != c
     for name in ("accuracy", "macro_f1"):
@@ -99,5 +100,5 @@ def test_bootstrap_is_seeded_and_brackets_the_estimate():
 
 
 def test_no_bootstrap_gives_null_intervals():
-    s = metrics.summarise(np.array([1, 0]), np.array([1, 1]), ["accuracy"], samples=0)
+    s = metrics.summarise(np.array([1, 0]), np.array([1, 1]), ["accuracy"], boot=Bootstrap(0))
     assert s["accuracy"] == {"value": 50.0, "ci_low": None, "ci_high": None}

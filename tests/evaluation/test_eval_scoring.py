@@ -12,6 +12,8 @@ from conftest import REPO
 from eval_synthetic import hatecheck_like, predictions
 from typer.testing import CliRunner
 
+from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.cli.app import app
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import scoring
@@ -37,7 +39,7 @@ def test_metrics_document(project):
     frame = hatecheck_like()
     preds = predictions(frame, 0.8)
     preds.write_parquet("p.parquet")
-    doc = scoring.run(SUITE, "p.parquet", "m.json", samples=200, seed=0)
+    doc = scoring.run(SUITE, "p.parquet", "m.json", boot=Bootstrap(200, 0))
     on_disk = json.loads((project / "m.json").read_text())
     assert on_disk == json.loads(json.dumps(doc))
     o = doc["overall"]
@@ -64,7 +66,7 @@ def test_contrast_counts_both_right(project):
     # right on every hateful case, wrong on every contrast: consistency 0
     pred = pl.DataFrame({"id": gold["id"], "pred": np.ones(gold.height, dtype=int)})
     cases = scoring.align(gold, pred)
-    doc = scoring.score_cases(cases, "case_id", samples=10)
+    doc = scoring.score_cases(cases, "case_id", boot=Bootstrap(10))
     assert doc["contrast"]["both_correct"]["value"] == 0.0
     assert doc["contrast"]["hateful_correct"] == 100.0
     assert doc["by_label"]["hateful"]["accuracy"]["value"] == 100.0
@@ -92,7 +94,7 @@ def test_mhc_ref_ids_map_to_language_ids():
 def test_bad_files_are_clear_errors(project, mutate, message):
     mutate(predictions(hatecheck_like(), 0.9)).write_csv("p.csv")
     with pytest.raises(scoring.ScoringError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        scoring.run(SUITE, "p.csv", "m.json", samples=10)
+        scoring.run(SUITE, "p.csv", "m.json", boot=Bootstrap(10))
 
 
 @pytest.mark.parametrize("name, content, message", [
@@ -104,7 +106,7 @@ def test_unreadable_predictions_files_are_one_line_errors_naming_the_file(projec
     """A binary or non-UTF-8 file: one line naming the file, not a polars traceback."""
     (project / name).write_bytes(content)
     with pytest.raises(scoring.ScoringError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
-        scoring.run(SUITE, name, "m.json", samples=10)
+        scoring.run(SUITE, name, "m.json", boot=Bootstrap(10))
     assert "\n" not in str(info.value)
     result = CliRunner().invoke(app, ["score", "--suite", "hatecheck", "--predictions", name, "--out", "x.json"])
     assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output
@@ -114,12 +116,12 @@ def test_label_formats_agree(project):
     preds = predictions(hatecheck_like(), 0.7)
     preds.write_csv("words.csv")
     preds.with_columns((pl.col("pred") == "hateful").cast(pl.Int8).alias("pred")).write_csv("ints.csv")
-    a = scoring.run(SUITE, "words.csv", "a.json", samples=50)
-    b = scoring.run(SUITE, "ints.csv", "b.json", samples=50)
-    c = scoring.run(SUITE, "words.csv", "c.json", pred_column="p_hateful", threshold=0.5, samples=50)
+    a = scoring.run(SUITE, "words.csv", "a.json", boot=Bootstrap(50))
+    b = scoring.run(SUITE, "ints.csv", "b.json", boot=Bootstrap(50))
+    c = scoring.run(SUITE, "words.csv", "c.json", pred_column="p_hateful", threshold=0.5, boot=Bootstrap(50))
     assert a["overall"] == b["overall"] == c["overall"]
     with pytest.raises(scoring.ScoringError, match="need --threshold"):
-        scoring.run(SUITE, "words.csv", "d.json", pred_column="p_hateful", samples=10)
+        scoring.run(SUITE, "words.csv", "d.json", pred_column="p_hateful", boot=Bootstrap(10))
 
 
 def test_probabilities_with_a_threshold_name_only_the_bad_rows(project):
@@ -131,7 +133,7 @@ def test_probabilities_with_a_threshold_name_only_the_bad_rows(project):
     prob[2], prob[4] = "abc", "1.7"
     preds.with_columns(pl.Series("p_hateful", prob)).write_csv("bad_prob.csv")
     with pytest.raises(scoring.ScoringError) as info:
-        scoring.run(SUITE, "bad_prob.csv", "m.json", pred_column="p_hateful", threshold=0.5, samples=10)
+        scoring.run(SUITE, "bad_prob.csv", "m.json", pred_column="p_hateful", threshold=0.5, boot=Bootstrap(10))
     message = str(info.value)
     assert "bad_prob.csv: column 'p_hateful': 2 prediction(s) are not probabilities in [0, 1] (--threshold 0.5 given)" in message
     assert "at row(s) 3, 5: 'abc', '1.7'" in message
@@ -164,7 +166,7 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     predictions(drawn, 0.8).write_parquet("p.parquet")
     summary = scoring.score(
         SUITE, "B-D", "p.parquet", "data/interim/hatecheck/table.parquet", "m.json", "r.parquet",
-        samples=20, seed=0, level=0.95, threshold=None, profile="small", profiles=profiles, model_seed=7,
+        bootstrap=Bootstrap(20, 0), threshold=None, profile=Profile("small", profiles["small"]), model_seed=7,
     )
     doc = json.loads((project / "m.json").read_text())
     assert summary == f"B-D/hatecheck: macro F1 {doc['overall']['macro_f1']['value']}"
@@ -180,9 +182,9 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     with pytest.raises(scoring.ScoringError, match="35 unknown id"):  # the whole suite against the 25 drawn
         predictions(frame, 0.8).write_parquet("all.parquet")
         scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json", "xr.parquet",
-                      samples=20, seed=0, level=0.95, threshold=0.5, profile="small", profiles=profiles, model_seed=7)
+                      bootstrap=Bootstrap(20, 0), threshold=0.5, profile=Profile("small", profiles["small"]), model_seed=7)
     scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json", "xr.parquet",
-                  samples=20, seed=0, level=0.95, threshold=0.5, profile="all", profiles=profiles, model_seed=7)
+                  bootstrap=Bootstrap(20, 0), threshold=0.5, profile=Profile("all", profiles["all"]), model_seed=7)
     assert json.loads((project / "x.json").read_text())["overall"]["n"] == 60
 
 

@@ -12,6 +12,7 @@ import torch
 from fake_openai import fake_chat_server
 from tiny_causal_lm import tiny_causal_lm
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.data import ethos
 from hatecheck_pipeline.evaluation import llm
 from hatecheck_pipeline.models import llm as prompting
@@ -158,7 +159,7 @@ def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
     items_path, items = synthetic_items(tmp_path)
     profiles = {"p": {"base_models": {}, "llm_example_sets": 1}}
     kw = dict(name="fake", items=items_path, answers=tmp_path / "a.csv", metrics=tmp_path / "m.json", backend=backend(server),
-              settings=list(llm.SETTINGS), seed=0, threads=1, batch_size=2, profile="p", profiles=profiles,
+              settings=list(llm.SETTINGS), seed=0, threads=1, batch_size=2, profile=Profile("p", profiles["p"]),
               cache_dir=str(tmp_path / "cache"))
     llm.run_ethos(**kw)
     single = items.filter(pl.col("example_set").is_null()).height
@@ -207,8 +208,8 @@ def test_an_endpoint_asks_each_mixed_prompt_mixed_iterations_times(tmp_path, mon
         extra["mixed_iterations"] = mixed_iterations
     with fake_chat_server(mixed_reply, calls) as url:
         cfg = backend(url, iterations=5, api="completions", **extra)
-        llm.run_ethos("fake", items_path, tmp_path / "a.csv", tmp_path / "m.json", cfg, list(llm.SETTINGS), 0, 1, 2, "p",
-                      {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+        llm.run_ethos("fake", items_path, tmp_path / "a.csv", tmp_path / "m.json", cfg, list(llm.SETTINGS), 0, 1, 2, Profile("p",
+                      {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
     single = items.filter(pl.col("example_set").is_null())
     mixed = items.filter(pl.col("example_set").is_not_null())
     per_mixed = mixed_iterations or 1
@@ -234,8 +235,8 @@ def test_an_endpoint_refuses_constrained_mixed_answers(tmp_path):
     items_path, _ = synthetic_items(tmp_path)
     with pytest.raises(llm.BackendError, match="mixed_answers.*local backend"):
         llm.run_ethos("fake", items_path, tmp_path / "a.csv", tmp_path / "m.json",
-                      backend("http://127.0.0.1:9/v1", mixed_answers="constrained"), ["mixed"], 0, 1, 2, "p",
-                      {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+                      backend("http://127.0.0.1:9/v1", mixed_answers="constrained"), ["mixed"], 0, 1, 2, Profile("p",
+                      {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
 
 
 def run_local(tiny_lm, tmp_path, monkeypatch, cfg, settings, name="run"):
@@ -244,7 +245,7 @@ def run_local(tiny_lm, tmp_path, monkeypatch, cfg, settings, name="run"):
     monkeypatch.setattr(prompting.LocalLM, "load", classmethod(lambda cls, model, batch_size=8: cls(net, tok, batch_size)))
     base = {"kind": "local", "enabled": True, "model": "tiny-random", "temperature": 0.0, "iterations": 1, "max_new_tokens": 2}
     llm.run_ethos("tiny", items_path, tmp_path / f"{name}.csv", tmp_path / f"{name}.json", {**base, **cfg}, settings, 0, 1, 4,
-                  "p", {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+                  Profile("p", {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
     return pl.read_csv(tmp_path / f"{name}.csv", infer_schema=False), json.loads((tmp_path / f"{name}.json").read_text())
 
 
@@ -343,7 +344,7 @@ def test_a_resumed_ethos_run_reports_the_time_of_every_piece(tiny_lm, tmp_path, 
     docs = []
     for run in ("first", "again"):
         llm.run_ethos("tiny", items_path, tmp_path / f"{run}.csv", tmp_path / f"{run}.json", cfg, ["zero_shot", "mixed"], 0,
-                      1, 4, "p", {"p": {"base_models": {}, "llm_example_sets": None}}, str(tmp_path / "cache"))
+                      1, 4, Profile("p", {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
         docs.append(json.loads((tmp_path / f"{run}.json").read_text())["answer_store"])
     first, again = docs
     assert first["added"] == first["all_pieces"]["prompts"] > 0 and first["all_pieces"]["untimed"] == 0

@@ -13,6 +13,7 @@ import pytest
 from fake_openai import fake_chat_server
 from tiny_causal_lm import tiny_causal_lm
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.config import SCHEMA_FILE, ConfigError, cross_check, load_params, validate
 from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.evaluation import llm_classifier as lc
@@ -49,7 +50,7 @@ def run_local(tmp_path, monkeypatch, lm, prompt_language, profile="p"):
     msg = lc.predict_suites(
         "LLM", "tiny", suites, suite_tables(tmp_path), [], outs, tmp_path / prompt_language / "answers.csv",
         {"kind": "local", "model": "unused"}, "suite_zero_shot", prompt_language, 42, 0.5, 1, 4, str(tmp_path / "cache"),
-        profile, PROFILES,
+        Profile(profile, PROFILES[profile]),
     )
     return suites, outs, msg
 
@@ -104,7 +105,7 @@ def test_endpoint_backend_parses_the_language_s_yes_and_no_and_caches(tmp_path):
         for _ in range(2):
             outs = [tmp_path / s.name / "p.parquet" for s in suites]
             msg = lc.predict_suites("LLM", "ep", suites, suite_tables(tmp_path), [], outs, tmp_path / "a.csv", cfg,
-                                    "suite_zero_shot", "suite", 42, 0.5, 1, 4, str(tmp_path / "cache"), "all", PROFILES)
+                                    "suite_zero_shot", "suite", 42, 0.5, 1, 4, str(tmp_path / "cache"), Profile("all", PROFILES["all"]))
     # 8 + 7 prompts, but only 4 distinct ones; the second run is all cached
     assert len(calls) == 4
     answers = pl.read_csv(tmp_path / "a.csv")

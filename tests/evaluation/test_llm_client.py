@@ -11,6 +11,7 @@ import pytest
 from fake_openai import fake_chat_server
 from test_llm_backends import synthetic_items
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.evaluation import llm
 from hatecheck_pipeline.expansion.llm import ChatClient, EndpointError
 
@@ -34,7 +35,7 @@ def test_completions_style_posts_prompt_max_tokens_temperature_and_caches(tmp_pa
     with fake_chat_server(completion_answer, calls) as url:
         kw = dict(name="davinci", items=items_path, answers=tmp_path / "a.csv", metrics=tmp_path / "m.json",
                   backend=cfg(url, "completions"), settings=["zero_shot", "mixed"], seed=0, threads=1, batch_size=2,
-                  profile="p", profiles={"p": {"base_models": {}, "llm_example_sets": 1}}, cache_dir=str(tmp_path / "cache"))
+                  profile=Profile("p", {"base_models": {}, "llm_example_sets": 1}), cache_dir=str(tmp_path / "cache"))
         llm.run_ethos(**kw)
         assert calls and {c["path"] for c in calls} == {"/v1/completions"}
         assert {c["auth"] for c in calls} == {f"Bearer {SECRET}"}

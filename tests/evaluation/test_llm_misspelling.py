@@ -12,6 +12,7 @@ import pytest
 from conftest import REPO
 from fake_openai import fake_chat_server
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.data.specs import HATEFUL
 from hatecheck_pipeline.evaluation import llm_misspelling as ms
 from hatecheck_pipeline.evaluation.published import load
@@ -89,8 +90,8 @@ def test_stage_asks_both_settings_at_temperature_zero_and_reports_next_to_table2
            "timeout_s": 5, "temperature": 0.3, "iterations": 100, "max_new_tokens": 2}
     with fake_chat_server(reply, calls) as url:
         msg = ms.run_misspelling("fake", table_path, tmp_path / "v.json", PUBLISHED, tmp_path / "a.csv", tmp_path / "m.json",
-                                 {**cfg, "base_url": url}, 0.5, 0, 1, 2, str(tmp_path / "cache"), "p",
-                                 {"p": {"base_models": {}, "llm_misspelling_max_texts": None}})
+                                 {**cfg, "base_url": url}, 0.5, 0, 1, 2, str(tmp_path / "cache"), Profile("p",
+                                 {"base_models": {}, "llm_misspelling_max_texts": None}))
     n_texts = ms.build_texts(table(), 0.5, ms.load_edits(PUBLISHED), None).height
     assert len(calls) == 2 * n_texts  # zero- and one-shot, one iteration each
     assert {c["body"]["temperature"] for c in calls} == {0.0} and {c["path"] for c in calls} == {"/v1/completions"}

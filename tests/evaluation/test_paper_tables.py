@@ -15,6 +15,7 @@ from sklearn.metrics import f1_score
 from hatecheck_pipeline.core.files import InputError
 from hatecheck_pipeline.data import specs
 from hatecheck_pipeline.evaluation import annotators, multiclass
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report import paper_tables
 
@@ -64,7 +65,7 @@ def test_multiclass_scores_equal_scikit_learns_and_their_intervals_hold_them():
     classes = ["hateful", "offensive", "neither"]
     gold = rng.choice(classes, 400, p=[0.1, 0.7, 0.2])
     pred = np.where(rng.random(400) < 0.7, gold, rng.choice(classes, 400))
-    doc = multiclass.evaluate(gold.tolist(), pred.tolist(), classes, "hateful", samples=200, seed=1)
+    doc = multiclass.evaluate(gold.tolist(), pred.tolist(), classes, "hateful", Bootstrap(200, 1))
     for figure, average in (("micro_f1", "micro"), ("weighted_f1", "weighted"), ("macro_f1", "macro")):
         assert doc[figure]["value"] == pytest.approx(100 * f1_score(gold, pred, average=average, labels=classes), abs=0.05)
         assert doc[figure]["ci_low"] <= doc[figure]["value"] <= doc[figure]["ci_high"]
@@ -72,7 +73,7 @@ def test_multiclass_scores_equal_scikit_learns_and_their_intervals_hold_them():
     assert doc["binary_macro_f1_from_argmax"] == pytest.approx(100 * binary, abs=0.05)
     assert sum(map(sum, doc["confusion"]["counts"])) == doc["n"] == 400
     with pytest.raises(InputError, match="gold classes"):
-        multiclass.evaluate(["spam"], ["hateful"], classes, "hateful", samples=0)
+        multiclass.evaluate(["spam"], ["hateful"], classes, "hateful", Bootstrap(0))
 
 
 def test_davidson_keeps_its_three_classes_for_appendix_f(write_raw, mirror):
@@ -102,7 +103,7 @@ def test_report_parts_carry_provenance_next_to_the_papers_figures():
     assert "not found" in paper_tables.mhc_t5_section(None, "x.json", pub)
 
     doc = multiclass.evaluate(["hateful", "offensive", "neither", "offensive"], ["hateful", "offensive", "offensive", "offensive"],
-                              ["hateful", "offensive", "neither"], "hateful", samples=10)
+                              ["hateful", "offensive", "neither"], "hateful", Bootstrap(10))
     entry = {"model": "B-D-multiclass", "dataset": "davidson2017", "doc": {**doc, "complete": True, "cases_available": 4},
              "file": "results/B-D-multiclass/multiclass_heldout_davidson2017/metrics.json",
              "stage": "heldout_multiclass_B-D-multiclass_davidson2017"}

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 from models_helpers import tiny_bert
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.base import content_hash
 from hatecheck_pipeline.models.classifiers import ClassifierError
@@ -194,7 +195,7 @@ def test_register_and_predict_write_a_card_and_predictions_in_every_model_s_layo
     onnx_file = keyword_onnx(tmp_path / "kw.onnx")
     spec = {**ONNX_SPEC, "model": str(onnx_file), "trained_on": ["davidson2017"], "decision": "argmax"}
     card = tmp_path / "models/kw/model_card.json"
-    summary = external.register("kw", spec, card, "smoke", source=onnx_file)
+    summary = external.register("kw", spec, card, Profile("smoke", {}), source=onnx_file)
     assert "answers the probe texts" in summary
     doc = json.loads(card.read_text())
     assert doc["classifier"] and doc["kind"] == "onnx" and doc["trained_on"] == ["davidson2017"]
@@ -204,7 +205,7 @@ def test_register_and_predict_write_a_card_and_predictions_in_every_model_s_layo
     suite = Suite("hatecheck", "hatecheck", "case_id")
     out = tmp_path / "results/kw/hatecheck/predictions.parquet"
     external.predict("kw", spec, [suite], {"hatecheck": table}, [out], card, threshold=0.5, threads=1,
-                     profile="smoke", profiles={"smoke": {"max_cases_per_suite": None}}, seed=0, model_file=onnx_file)
+                     profile=Profile("smoke", {"max_cases_per_suite": None}), seed=0, model_file=onnx_file)
     preds = pl.read_parquet(out)
     assert preds["id"].to_list() == ["1", "2", "3"]  # sorted by id, as every predict stage writes them
     assert preds["pred"].to_list() == ["non-hateful", "hateful", "hateful"]

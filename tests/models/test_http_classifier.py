@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 from fake_openai import serve_json
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.http import EndpointError
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
@@ -108,10 +109,10 @@ def test_the_predict_stage_asks_each_case_once_and_a_resumed_run_asks_nothing(tm
     with fake_perspective(calls) as url:
         s = spec(url, tmp_path)
         card = tmp_path / "card.json"
-        external.register("P", s, card, "smoke")
+        external.register("P", s, card, Profile("smoke", {}))
         probes = len(calls)
         out = tmp_path / "p.parquet"
-        args = dict(threshold=0.5, threads=1, profile="smoke", profiles={"smoke": {"max_cases_per_suite": None}}, seed=0)
+        args = dict(threshold=0.5, threads=1, profile=Profile("smoke", {"max_cases_per_suite": None}), seed=0)
         external.predict("P", s, [Suite("hatecheck", "hatecheck", "case_id")], {"hatecheck": table}, [out], card, **args)
         assert len(calls) - probes == 3
         assert pl.read_parquet(out)["pred"].to_list() == ["hateful", "non-hateful", "non-hateful"]

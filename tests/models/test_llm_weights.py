@@ -17,6 +17,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import read_json
 from hatecheck_pipeline.models import weights as W
@@ -67,7 +68,7 @@ def no_gguf(weights, dest, dtype, sha256):  # the synthetic bytes are no GGUF to
 
 def run_stage(tmp_path, doc, llm_cpu_bf16=False):
     out, info = tmp_path / "w" / "model.gguf", tmp_path / "w" / "weights.json"
-    msg = W.fetch_weights(out, info, "p", {"p": {"llm_weights": "fake", "llm_cpu_bf16": llm_cpu_bf16}}, {"fake": doc}, convert=no_gguf)
+    msg = W.fetch_weights(out, info, Profile("p", {"llm_weights": "fake", "llm_cpu_bf16": llm_cpu_bf16}), {"fake": doc}, convert=no_gguf)
     return out, info, msg
 
 
@@ -121,7 +122,7 @@ def test_an_assembled_file_that_differs_from_its_pin_is_an_error(served, tmp_pat
 
 def test_an_unknown_weights_name_is_a_one_line_error(tmp_path):
     with pytest.raises(W.WeightsError, match="no weights named 'nope'"):
-        W.fetch_weights(tmp_path / "m.gguf", tmp_path / "i.json", "p", {"p": {"llm_weights": "nope", "llm_cpu_bf16": False}}, {})
+        W.fetch_weights(tmp_path / "m.gguf", tmp_path / "i.json", Profile("p", {"llm_weights": "nope", "llm_cpu_bf16": False}), {})
 
 
 def test_the_pinned_registry_lists_every_part_of_the_stand_in():
@@ -198,14 +199,14 @@ def test_the_dequantised_copy_loads_the_same_model_as_the_gguf(tmp_path):
     real, parsed = gguf.GGUFReader, []
     with pytest.MonkeyPatch.context() as m:  # the dequantising load parses the GGUF once (tokenizer, config, weights)
         m.setattr(gguf, "GGUFReader", lambda path, *a, **kw: parsed.append(str(path)) or real(path, *a, **kw))
-        msg = llm_fetch.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
+        msg = llm_fetch.fetch_weights(out, info, Profile("p", {"llm_weights": name, "llm_cpu_bf16": True}), reg)
         assert parsed == [str(out)] and gguf.GGUFReader.__name__ == "<lambda>"  # put back after
     assert "dequantised to bfloat16 safetensors" in msg
     dq = out.parent / W.DEQUANTISED
     assert (dq / "model.safetensors").exists() and not list(dq.glob("*.bin")) and not list(dq.glob("*.pkl"))
     manifest = read_json(info)
     assert W.dequantised_folder(out.parent, manifest) == dq
-    assert "copy kept" in W.fetch_weights(out, info, "p", {"p": {"llm_weights": name, "llm_cpu_bf16": True}}, reg)
+    assert "copy kept" in W.fetch_weights(out, info, Profile("p", {"llm_weights": name, "llm_cpu_bf16": True}), reg)
 
     fast = LocalLM.load(str(out.parent))
     assert fast.net.dtype == torch.bfloat16 and fast.net.name_or_path == str(dq)

@@ -13,6 +13,7 @@ import pytest
 import torch
 from models_helpers import hatexplain_table, tiny_bert
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.models import attention, predict
 from hatecheck_pipeline.models import train as training
 from hatecheck_pipeline.models.recipe import BINARY, ID2LABEL, LABEL2ID, LabelSet, class_weights
@@ -37,7 +38,7 @@ RECIPE = {
     "grid_search": False,
     "attention_supervision": None,
 }
-PROFILE = {"name": "test", "max_train_per_model": None, "max_epochs": None, "max_length": 24}
+PROFILE = {"max_train_per_model": None, "max_epochs": None, "max_length": 24}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,7 @@ def table(tmp_path_factory) -> Path:
 
 
 def train(base, table, root: Path, recipe=RECIPE, **kw):
-    return training.run("HX", str(base), [table], recipe, PROFILE, 3, root / "final", root / "ckpt", root / "log.json", root / "card.json",
+    return training.run("HX", str(base), [table], recipe, Profile("test", PROFILE), 3, root / "final", root / "ckpt", root / "log.json", root / "card.json",
                         threads=1, progress=False, **kw)
 
 
@@ -180,25 +181,27 @@ def test_heldout_multiclass_stage_scores_every_class_of_the_trained_model(base, 
     """The stage ``heldout_multiclass_<model>_<dataset>`` on the tiny 3-class
     model: argmax classes of the test split, scored on all classes (the
     appendix-F figures), the profile's case cap drawing the same sample."""
+    from hatecheck_pipeline.core.config import Profile
     from hatecheck_pipeline.core.files import read_json
     from hatecheck_pipeline.evaluation import multiclass
+    from hatecheck_pipeline.evaluation.metrics import Bootstrap
 
     train(base, table, tmp_path)
     profiles = {"test": {**PROFILE, "max_cases_per_suite": None}, "capped": {**PROFILE, "max_cases_per_suite": 12}}
-    args = dict(model="HX", dataset="hatexplain", model_dir=tmp_path / "final", table=table, labels=LABELS, profiles=profiles,
-                seed=3, prediction={"threads": 1, "batch_size": 8}, amp=False, samples=50, boot_seed=0, level=0.95)
-    multiclass.heldout_multiclass(out=tmp_path / "all.json", profile="test", **args)
+    args = dict(model="HX", dataset="hatexplain", model_dir=tmp_path / "final", table=table, labels=LABELS,
+                seed=3, prediction={"threads": 1, "batch_size": 8}, amp=False, bootstrap=Bootstrap(50, 0))
+    multiclass.heldout_multiclass(out=tmp_path / "all.json", profile=Profile("test", profiles["test"]), **args)
     doc = read_json(tmp_path / "all.json")
     test_rows = pl.read_parquet(table).filter(pl.col("split") == "test")
     assert doc["n"] == test_rows.height == doc["cases_available"] and doc["complete"]
-    assert doc["classes"] == LABELS["classes"] and doc["bootstrap"]["unit"] == "case"
+    assert doc["classes"] == LABELS["classes"] and doc["bootstrap"]["resampling_unit"] == "case"
     assert [sum(r) for r in doc["confusion"]["counts"]] == [doc["per_class"][c]["support"] for c in LABELS["classes"]]
     assert doc["micro_f1"]["value"] > 50  # the tiny model learnt the class words (chance: 33)
-    multiclass.heldout_multiclass(out=tmp_path / "capped.json", profile="capped", **args)
+    multiclass.heldout_multiclass(out=tmp_path / "capped.json", profile=Profile("capped", profiles["capped"]), **args)
     capped = read_json(tmp_path / "capped.json")
     assert capped["n"] == 12 and not capped["complete"]
     with pytest.raises(Exception, match="not the recipe's"):
-        multiclass.heldout_multiclass(out=tmp_path / "x.json", profile="test",
+        multiclass.heldout_multiclass(out=tmp_path / "x.json", profile=Profile("test", profiles["test"]),
                                       **{**args, "labels": {**LABELS, "classes": ["normal", "offensive", "hatespeech"]}})
 
 
@@ -227,7 +230,7 @@ def test_two_class_model_gives_p_toxic_of_every_test_post(base, table, tmp_path)
     card = json.loads((tmp_path / "card.json").read_text())
     assert card["labels"] == {"0": "non-toxic", "1": "toxic"} and log["train_examples"] == 60
     out = tmp_path / "toxicity.parquet"
-    msg = two_class.hatexplain_toxicity("HX2", tmp_path / "final", tmp_path / "card.json", table, out, "test", {"test": PROFILE},
+    msg = two_class.hatexplain_toxicity("HX2", tmp_path / "final", tmp_path / "card.json", table, out, Profile("test", PROFILE),
                                         {"batch_size": 8}, threads=1)
     frame = pl.read_parquet(out).join(pl.read_parquet(table).select("id", "label3"), on="id")
     assert frame.height == 30 and msg.startswith("HX2: p(toxic) of 30 test posts")

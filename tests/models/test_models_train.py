@@ -15,6 +15,7 @@ import torch
 from models_helpers import processed_table, tiny_bert
 from safetensors.torch import load_file
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.models import predict, runtime
@@ -40,7 +41,7 @@ RECIPE = {
     "select_on": "dev_loss",
     "grid_search": False,
 }
-PROFILE = {"name": "test", "max_train_per_model": None, "max_epochs": None, "max_length": 24}
+PROFILE = {"max_train_per_model": None, "max_epochs": None, "max_length": 24}
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def run_training(base: Path, data: Path, root: Path, recipe=RECIPE, profile=PROF
         str(base),
         [data],
         recipe,
-        profile,
+        Profile("test", profile),
         7,
         root / "final",
         root / "checkpoints",
@@ -291,13 +292,15 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
     `pipeline:` base read from the declared `bases` input), predict reads the
     suite's cases from its declared table, capped by the profile with the
     model's seed."""
-    from hatecheck_pipeline.core.stage import Stage, call, metric, out
+    from hatecheck_pipeline.core.stage import Stage, call, metric, out, profile_params
+    from hatecheck_pipeline.models.recipe import BUDGET_KEYS
     from hatecheck_pipeline.suites.registry import Suite
     from hatecheck_pipeline.suites.sample import sample_cases
 
     params = {
         "profile": "test",
-        "profiles": {"test": {**{k: v for k, v in PROFILE.items() if k != "name"}, "base_models": {"tiny": "pipeline:multilingual-e5-small"}, "max_cases_per_suite": 5, "max_expanded_cases_per_suite": 3}},
+        "profiles": {"test": {**dict.fromkeys(BUDGET_KEYS), "cpu_bf16": False, **PROFILE, "base_models": {"tiny": "pipeline:multilingual-e5-small"},
+                              "max_cases_per_suite": 5, "max_expanded_cases_per_suite": 3, "predict_cpu_bf16": False}},
         "models": {"TINY": {"role": "tiny", "scheme": "bert", "train": ["toy"], "suites": [], "recipe": "r", "seed": 7}},
         "training": {"recipes": {"r": {**RECIPE, "epochs": 1}}, "amp": False, "threads": 1},
         "prediction": {"batch_size": 4, "threshold": 0.5, "threads": 1},
@@ -308,7 +311,7 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
         inputs={"data": [str(data)], "bases": {"multilingual-e5-small": str(base)}},
         outputs={"model_dir": out(str(final), directory=True), "card": out(str(card)),
                  "checkpoints": out(str(ckpts), directory=True, persist=True), "training_log": metric(str(log))},
-        params={"profile": "profile", "profiles": "profiles", "spec": "models.TINY", "recipe": "training.recipes.r", "amp": "training.amp"},
+        params={**profile_params(params, [*BUDGET_KEYS, "base_models.tiny"]), "spec": "models.TINY", "recipe": "training.recipes.r", "amp": "training.amp"},
         args={"model": "TINY", "threads": 1},
     )
     summary = call(train, params)
@@ -327,7 +330,8 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
         "predict_TINY_heldout_toy", "predict", "hatecheck_pipeline.models.predict:predict",
         inputs={"model_dir": str(final), "tables": {"heldout_toy": str(data), "perturbed_toy": str(data)}},
         outputs={"predictions": (out(str(pred)), out(str(pred_expanded)))},
-        params={"profile": "profile", "profiles": "profiles", "seed": "models.TINY.seed", "scheme": "models.TINY.scheme", "prediction": "prediction"},
+        params={**profile_params(params, ["max_length", "predict_cpu_bf16", "max_cases_per_suite", "max_expanded_cases_per_suite"]),
+                "seed": "models.TINY.seed", "scheme": "models.TINY.scheme", "prediction": "prediction"},
         args={"model": "TINY", "suites": [suite, expanded], "amp": False},
     )
     summary = call(predict_stage, params)
@@ -349,7 +353,7 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
 def test_frozen_word_embeddings_keep_their_pretrained_values(base, data, tmp_path):
     frozen = {**PROFILE, "freeze_embeddings": True}
     log = training.run(
-        "TINY", str(base), [data], RECIPE, frozen, 7, tmp_path / "final", tmp_path / "ckpt",
+        "TINY", str(base), [data], RECIPE, Profile("test", frozen), 7, tmp_path / "final", tmp_path / "ckpt",
         tmp_path / "log.json", tmp_path / "card.json", threads=1, progress=False,
     )  # fmt: skip
     assert log["freeze_embeddings"] is True
@@ -375,7 +379,7 @@ def test_frozen_lower_layers_keep_their_pretrained_values(base, data, tmp_path):
     the head train; the share is in the log, the card and the fingerprint."""
     profile = {**PROFILE, "freeze_lower_layers": 0.5}
     log = training.run(
-        "TINY", str(base), [data], RECIPE, profile, 7, tmp_path / "final", tmp_path / "ckpt",
+        "TINY", str(base), [data], RECIPE, Profile("test", profile), 7, tmp_path / "final", tmp_path / "ckpt",
         tmp_path / "log.json", tmp_path / "card.json", threads=1, progress=False,
     )  # fmt: skip
     before = {k.removeprefix("bert."): v for k, v in load_file(str(base / "model.safetensors")).items()}
@@ -435,7 +439,7 @@ def test_profile_recipe_by_role_overrides_the_recipe_and_is_recorded(base, data,
         prof = {**PROFILE, "base_models": {"bert": str(base)}, **({"recipe_by_role": recipe_by_role} if recipe_by_role else {})}
         training.train(
             "TINY", [data], {}, root / "final", root / "card.json", root / "ckpt", root / "log.json",
-            "test", {"test": prof}, {"role": "bert", "seed": 7}, RECIPE, amp=False, threads=1,
+            Profile("test", prof), {"role": "bert", "seed": 7}, RECIPE, amp=False, threads=1,
         )  # fmt: skip
         return json.loads((root / "card.json").read_text()), json.loads((root / "log.json").read_text())
 
@@ -452,7 +456,7 @@ def test_profile_recipe_by_role_overrides_the_recipe_and_is_recorded(base, data,
 def test_per_dataset_training_budget_is_in_the_model_card(base, data, tmp_path):
     profile = {**PROFILE, "max_train_per_dataset": 20}
     log = training.run(
-        "TINY", str(base), [data], RECIPE, profile, 7, tmp_path / "final", tmp_path / "ckpt",
+        "TINY", str(base), [data], RECIPE, Profile("test", profile), 7, tmp_path / "final", tmp_path / "ckpt",
         tmp_path / "log.json", tmp_path / "card.json", threads=1, progress=False,
     )  # fmt: skip
     card = json.loads((tmp_path / "card.json").read_text())

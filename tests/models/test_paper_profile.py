@@ -67,7 +67,7 @@ def trained_recipes(params, profile: str, monkeypatch) -> dict[str, tuple[dict, 
     for name, spec in params["models"].items():
         if not config.is_finetuned(spec):  # a prompted LLM or a classifier trained elsewhere: no training
             continue
-        T.train(name, [], {}, Path("m"), Path("c"), Path("k"), Path("l"), profile, params["profiles"], spec,
+        T.train(name, [], {}, Path("m"), Path("c"), Path("k"), Path("l"), config.profile_named(params, profile), spec,
                 params["training"]["recipes"][spec["recipe"]], amp=True, threads=1)
     return seen
 

@@ -13,6 +13,7 @@ import pytest
 import torch
 from models_helpers import processed_table, tiny_bert
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.models import predict
 from hatecheck_pipeline.models import train as training
 from hatecheck_pipeline.models.pooled import MeanPooledClassifier, load_classifier
@@ -96,7 +97,7 @@ def test_a_mean_pooled_model_trains_predicts_and_is_recorded(tmp_path):
     data = processed_table(tmp_path / "data" / "toy" / "bert.parquet")
     recipe = {"class_weights": "none", "lr": 1e-3, "weight_decay": 0.0, "dropout": 0.1, "batch_size": 8, "epochs": 1,
               "warmup_ratio": 0.0, "early_stopping": None, "keep_best": False, "select_on": "dev_loss", "grid_search": False}
-    profile = {"name": "test", "max_train_per_model": None, "max_epochs": None, "max_length": 24}
+    profile = Profile("test", {"max_train_per_model": None, "max_epochs": None, "max_length": 24})
     runs = {}
     for pooling in ("model", "mean"):
         root = tmp_path / pooling

@@ -115,23 +115,23 @@ def test_every_profile_defines_every_key_a_stage_reads(params):
 
 
 def test_the_profile_argument_holds_the_declared_keys_only(params):
-    """The function of a stage reading the profile gets `{<active>: values}`,
-    what core.config.active_profile(profile, profiles) picks from, with only
-    the keys the stage declares: reading another one is an error naming the
-    stage and the key."""
-    from hatecheck_pipeline.core.config import ConfigError, active_profile
+    """The function of a stage reading the profile gets one Profile: the
+    active profile's name and only the keys the stage declares; reading
+    another one is an error naming the stage and the key."""
+    from hatecheck_pipeline.core.config import ConfigError, Profile
 
     active = params["profile"]
     train = next(s for s in dag.build_stages(params) if s.name == "train_XTC")
     kwargs = train.arguments(params)
-    prof = active_profile(kwargs["profile"], kwargs["profiles"])
-    assert prof["name"] == active and prof["max_epochs"] == params["profiles"][active]["max_epochs"]
+    prof = kwargs["profile"]
+    assert isinstance(prof, Profile) and "profiles" not in kwargs
+    assert prof.name == active and prof["max_epochs"] == params["profiles"][active]["max_epochs"]
     assert prof["base_models"] == {"xlmt": params["profiles"][active]["base_models"]["xlmt"]}
     for read in (lambda: prof["max_cases_per_suite"], lambda: prof.get("max_cases_per_suite"), lambda: "max_cases_per_suite" in prof):
         with pytest.raises(ConfigError, match=r"train_XTC.*'max_cases_per_suite'"):
             read()
     score = next(s for s in dag.build_stages(params) if s.name.startswith("score_XTC_"))
-    assert set(active_profile(active, score.arguments(params)["profiles"])) == {"name", score.args["cap_key"]}
+    assert set(score.arguments(params)["profile"]) == {score.args["cap_key"]}
 
 
 def test_only_the_changed_dataset_is_downstream_of_its_params(params):

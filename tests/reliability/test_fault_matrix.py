@@ -22,6 +22,7 @@ from eval_synthetic import hatecheck_like, predictions
 from fault_matrix import outcome  # noqa: F401  (fixture)
 from pipeline_utils import BIN, env
 
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.core import config
 from hatecheck_pipeline.core.files import InputError
 from hatecheck_pipeline.data import prepare, sources, validate
@@ -369,7 +370,7 @@ def scored(workdir: Path, write: Callable[[Path], Path], *must: str, **kw) -> st
     table.parent.mkdir(parents=True, exist_ok=True)
     hatecheck_like().write_parquet(table)
     path = write(workdir)
-    return refused(scoring.ScoringError, lambda: scoring.run(SUITE, path, workdir / "m.json", samples=10, **kw), *must)
+    return refused(scoring.ScoringError, lambda: scoring.run(SUITE, path, workdir / "m.json", boot=Bootstrap(10), **kw), *must)
 
 
 def _csv(name: str, content: str | Callable[[pl.DataFrame], pl.DataFrame]):

@@ -6,6 +6,7 @@ import re
 
 import polars as pl
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.evaluation.llm import contrast_of
 from hatecheck_pipeline.evaluation.llm_answers import score_frame
 from hatecheck_pipeline.report.llm import llm_section
@@ -113,7 +114,7 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
     resources = REPO / "src/hatecheck_pipeline/resources"
     report.report(tables={}, cards={}, validation={}, published=resources / "published.yaml",
                   functionalities=resources / "functionalities.yaml", out=workdir / "r.html", title="t", heatmap_models=[],
-                  below_mark=50, profile="smoke", models={}, llm={"smollm2-135m": metrics}, ethos_sets=sets)
+                  below_mark=50, profile=Profile("smoke", {}), models={}, llm={"smollm2-135m": metrics}, ethos_sets=sets)
     html = (workdir / "r.html").read_text()
     assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:all:racist:f1"' in html
     assert "NOT FOUND in ETHOS: its sexist example" in html

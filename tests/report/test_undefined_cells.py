@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import metrics, tables
 from hatecheck_pipeline.report.cells import pivot, td
 
@@ -16,7 +17,7 @@ def source(language: str) -> tables.Source:
 
 
 def doc(gold: np.ndarray, pred: np.ndarray) -> dict:
-    return {"overall": metrics.summarise(gold, pred, ["macro_f1", "f1_non_hateful"], samples=50), "bootstrap": {"resampling_unit": "case"}}
+    return {"overall": metrics.summarise(gold, pred, ["macro_f1", "f1_non_hateful"], boot=Bootstrap(50)), "bootstrap": {"resampling_unit": "case"}}
 
 
 def test_a_class_without_cases_gives_a_null_f1_with_its_reason_rendered_n_a():

@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.files import write_csv, write_text
 from hatecheck_pipeline.suites.registry import Suite
 from hatecheck_pipeline.suites.sample import predicted_subsample
@@ -143,8 +143,7 @@ def target_bias(
     metrics: Path,
     communities_csv: Path,
     power: float,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     seed: int,
     cap_key: str = "max_cases_per_suite",
 ) -> str:
@@ -154,7 +153,7 @@ def target_bias(
     (``cap_key``: ``max_cases_per_suite``, or ``llm_max_cases_per_suite``
     for an ``llm`` model) audits the cases its predict stage drew (same
     seeded draw, the model's ``seed``)."""
-    cap = active_profile(profile, profiles).get(cap_key)
+    cap = profile.get(cap_key)
     entries = [
         (s.name, predicted_subsample(s.load_raw(str(gold[s.name])).collect(), "id", cap, seed), "id", Path(predictions[s.name]))
         for s in suites

@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import polars as pl
 
-from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_parquet, write_text
 
@@ -438,8 +438,7 @@ def crows_pairs(
     batch_size: int,
     threads: int,
     seed: int,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     cpu_bf16: bool | str = False,
 ) -> str:
     """Stage ``crows_pairs_<name>``: score CrowS-Pairs with one configured
@@ -448,11 +447,10 @@ def crows_pairs(
     outputs, loading nothing); the profile's ``crows_max_pairs`` caps the
     pairs (smoke); ``cpu_bf16`` (``bias.crows_pairs.cpu_bf16``) the
     precision of the forward passes."""
-    active = active_profile(profile, profiles)
-    if name not in (active["crows_scorers"] or []):
-        summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile)
+    if name not in (profile["crows_scorers"] or []):
+        summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile.name)
         return f"crows-pairs {name} ({summary['variant']}): {summary['reason']}"
-    cap = crows_pair_cap(scorer["max_pairs"], active["crows_max_pairs"])
+    cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
     summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, cpu_bf16,
                   scorer["lowercase"])
     return (f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "

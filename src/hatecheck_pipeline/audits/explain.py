@@ -40,6 +40,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.audits import rationales
 from hatecheck_pipeline.audits.hatexplain import CLASSES, paper_row, predictions_frame
 from hatecheck_pipeline.core.files import write_parquet, write_text
@@ -332,8 +333,7 @@ def hatexplain_explain(
     predictions: Path,
     attributions: Path,
     card: Path,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     explain: Mapping[str, Any],
     top_k: int,
     seed: int,
@@ -344,16 +344,14 @@ def hatexplain_explain(
     explanations of (a seeded sample, ``profiles.<p>.hatexplain_max_explain``,
     of, for integrated gradients only) the test posts with rationales, with
     faithfulness re-predictions."""
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.core.cpu import bounded_threads
 
     torch.set_num_threads(bounded_threads(threads))
-    prof = active_profile(profile, profiles)
     trained = json.loads(Path(model_card).read_text("utf-8"))
     c = run(
         Path(model_dir), Path(table), Path(predictions), Path(attributions), Path(card),
-        label=describe(model, trained), model_card=trained, methods=list(explain["methods"]), max_length=prof["max_length"],
-        max_explain=prof.get("hatexplain_max_explain"), top_k=top_k, ig_steps=explain["ig_steps"], batch_size=explain["batch_size"], seed=seed,
+        label=describe(model, trained), model_card=trained, methods=list(explain["methods"]), max_length=profile["max_length"],
+        max_explain=profile.get("hatexplain_max_explain"), top_k=top_k, ig_steps=explain["ig_steps"], batch_size=explain["batch_size"], seed=seed,
     )
     per_method = ", ".join(f"{m} {n}" for m, n in c["explained_posts"].items())
     return f"{c['model']}: {c['test_posts']} test posts predicted; posts explained of {c['explained_posts_available']}: {per_method}"

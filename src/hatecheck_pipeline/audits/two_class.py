@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.files import write_parquet
 
 TOXIC = "toxic"
@@ -57,20 +58,17 @@ def hatexplain_toxicity(
     model_card: Path,
     table: Path,
     predictions: Path,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     explain: Mapping[str, Any],
     threads: int,
 ) -> str:
     """Stage ``hatexplain_toxicity_<model>``: a 2-class HateXplain model's
     p(toxic) on every test post (the paper's bias columns)."""
     from hatecheck_pipeline.audits.explain import describe
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.core.cpu import bounded_threads
 
     torch.set_num_threads(bounded_threads(threads))
-    prof = active_profile(profile, profiles)
     card: dict[str, Any] = json.loads(Path(model_card).read_text("utf-8"))
-    frame = run(Path(model_dir), Path(table), Path(predictions), label=describe(model, card), max_length=prof["max_length"],
+    frame = run(Path(model_dir), Path(table), Path(predictions), label=describe(model, card), max_length=profile["max_length"],
                 batch_size=explain["batch_size"])
     return f"{model}: p(toxic) of {frame.height} test posts ({int((frame['pred2'] == TOXIC).sum())} predicted toxic) -> {predictions}"

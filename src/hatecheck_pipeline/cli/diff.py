@@ -38,6 +38,7 @@ def diff(
     interval; flagged where Holm's correction over the tests still excludes zero."""
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.evaluation import diff as D
+    from hatecheck_pipeline.evaluation.metrics import Bootstrap
     from hatecheck_pipeline.evaluation import published as P
     from hatecheck_pipeline.evaluation.scoring import ScoringError, resolve_suite
 
@@ -66,7 +67,7 @@ def diff(
             if not Path(f).is_file():
                 fail(f"{f}: no predictions (is the model scored on {resolved.name}? `snakemake {f}` builds them)")
         try:
-            doc = D.run(resolved, file_a, file_b, out, names, samples or ev["diff_samples"], ev["seed"], ev["ci_level"])
+            doc = D.run(resolved, file_a, file_b, out, names, Bootstrap(samples or ev["diff_samples"], ev["seed"], ev["ci_level"]))
         except ScoringError as exc:
             fail(exc)
     dataset = "mhc" if resolved.name.startswith("mhc_") else "hatecheck"

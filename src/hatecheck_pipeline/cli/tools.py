@@ -58,16 +58,18 @@ def score(
     import polars as pl
 
     from hatecheck_pipeline.evaluation import scoring
+    from hatecheck_pipeline.evaluation.metrics import Bootstrap
 
     params = load()
     ev = params["evaluation"]
+    boot = Bootstrap(ev["bootstrap_samples"], ev["seed"], ev["ci_level"])
     try:
         suites = resolve_suites(suite, params)
         if not predictions.exists():
             fail(f"{predictions}: predictions file not found")
         ensure_tables(params, suites)
         if len(suites) == 1 and not _has_suite_column(predictions):
-            docs = [(scoring.run(suites[0], predictions, out, pred_column, threshold, ev["bootstrap_samples"], ev["seed"], ev["ci_level"]), out)]
+            docs = [(scoring.run(suites[0], predictions, out, pred_column, threshold, boot), out)]
         else:
             frame = scoring.read_table(predictions)
             if "suite" not in frame.columns:
@@ -81,7 +83,7 @@ def score(
                     part = Path(tmp) / f"{s.name}.parquet"
                     frame.filter(pl.col("suite").cast(pl.String) == s.name).drop("suite").write_parquet(part)
                     target = out if len(suites) == 1 else out / f"{s.name}.json"
-                    docs.append((scoring.run(s, part, target, pred_column, threshold, ev["bootstrap_samples"], ev["seed"], ev["ci_level"]), target))
+                    docs.append((scoring.run(s, part, target, pred_column, threshold, boot), target))
     except scoring.ScoringError as exc:
         fail(exc)
     for doc, target in docs:

@@ -315,54 +315,74 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
         raise ConfigError(one_line(source, errors))
 
 
-class DeclaredProfile(dict):
-    """The keys of the active profile a stage declares it reads
-    (``core.stage.profile_params``), as its function receives them: reading
-    any other key (``[]``, ``get`` or ``in``) raises, so that no stage can
-    depend on a profile setting that DVC and Snakemake would not re-run it
-    for. ``name`` (the profile's name) is always there."""
+class Profile(dict):
+    """The active profile as one value: its name (``name``) and its
+    settings (base models, budgets), the mapping itself.
 
-    def __init__(self, values: Mapping[str, Any], stage: str) -> None:
+    A stage's function receives a profile holding only the keys its stage
+    declares it reads (``core.stage.profile_params``; ``stage`` names the
+    stage): reading any other key (``[]``, ``get`` or ``in``) raises, so
+    that no stage can depend on a profile setting that DVC and Snakemake
+    would not re-run it for. Without ``stage`` it is the whole profile, an
+    ordinary mapping.
+
+    >>> p = Profile("smoke", {"max_length": 64}, stage="train_X")
+    >>> p.name, p["max_length"]
+    ('smoke', 64)
+    >>> p.get("max_epochs")
+    Traceback (most recent call last):
+    ...
+    hatecheck_pipeline.core.config.ConfigError: stage train_X: reads the profile key 'max_epochs', which it does not declare (declared: max_length); add it to the keys its stage passes to profile_params, so that a change of it re-runs the stage
+    """
+
+    def __init__(self, name: str, values: Mapping[str, Any], stage: str | None = None) -> None:
         super().__init__(values)
+        self.name = name
         self.stage = stage
+
+    def __repr__(self) -> str:
+        return f"Profile({self.name!r}, {dict.__repr__(self)}{'' if self.stage is None else f', stage={self.stage!r}'})"
 
     def _undeclared(self, key: Any) -> ConfigError:
         return ConfigError(
             f"stage {self.stage}: reads the profile key {key!r}, which it does not declare "
-            f"(declared: {', '.join(sorted(k for k in self if k != 'name')) or 'none'}); add it to the "
+            f"(declared: {', '.join(sorted(self)) or 'none'}); add it to the "
             "keys its stage passes to profile_params, so that a change of it re-runs the stage"
         )
 
     def __missing__(self, key: Any) -> Any:
+        if self.stage is None:
+            raise KeyError(key)
         raise self._undeclared(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
-        if not dict.__contains__(self, key):
-            raise self._undeclared(key)
-        return dict.__getitem__(self, key)
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        if self.stage is None:
+            return default
+        raise self._undeclared(key)
 
     def __contains__(self, key: object) -> bool:
-        if not dict.__contains__(self, key):
-            raise self._undeclared(key)
-        return True
+        if dict.__contains__(self, key):
+            return True
+        if self.stage is None:
+            return False
+        raise self._undeclared(key)
 
 
-def active_profile(profile: str, profiles: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings of the active profile (base models, budgets), with its
-    name: the one place that picks ``profiles[profile]``. A stage's
-    function gets only the keys its stage declares (a
-    :class:`DeclaredProfile`), and so does what this returns."""
-    if profile not in profiles:
-        raise ConfigError(f"params: profile {profile!r} is not defined (profiles: {', '.join(sorted(profiles))})")
-    values = profiles[profile]
-    if isinstance(values, DeclaredProfile):
-        return DeclaredProfile({"name": profile, **values}, values.stage)
-    return {"name": profile, **values}
+def profile_named(params: Mapping[str, Any], name: str | None = None) -> Profile:
+    """Profile ``name`` of a whole params tree (None: the active one): the
+    one place that picks ``profiles[name]``."""
+    name = params["profile"] if name is None else name
+    profiles = params["profiles"]
+    if name not in profiles:
+        raise ConfigError(f"params: profile {name!r} is not defined (profiles: {', '.join(sorted(profiles))})")
+    return Profile(name, profiles[name])
 
 
-def profile(params: Mapping[str, Any]) -> dict[str, Any]:
+def profile(params: Mapping[str, Any]) -> Profile:
     """The active profile of a whole params tree."""
-    return active_profile(params["profile"], params["profiles"])
+    return profile_named(params)
 
 
 def dumps(value: Any) -> str:

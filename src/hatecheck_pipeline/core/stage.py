@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from hatecheck_pipeline.core.config import DeclaredProfile, get_key, read_yaml
+from hatecheck_pipeline.core.config import Profile, get_key, read_yaml
 
 OUT_KINDS = ("outs", "metrics", "plots")
 
@@ -97,7 +97,7 @@ class Stage:
     outputs: Mapping[str, "Out | tuple[Out, ...]"] = field(default_factory=dict)  # argument -> output(s)
     # argument -> dotted key ("file:key" for another YAML); the ``profiles``
     # argument -> the tuple of the active profile's keys (profile_params)
-    params: Mapping[str, "str | tuple[str, ...]"] = field(default_factory=dict)
+    params: Mapping[str, "str | Bound"] = field(default_factory=dict)
     args: Mapping[str, Any] = field(default_factory=dict)  # argument -> constant (names, never paths)
     threads: int = 1  # CPU threads the function uses
     mem_mb: int = 1000
@@ -179,45 +179,76 @@ class Stage:
 PROFILES = "profiles"
 
 
-def profile_params(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
-    """The params of a stage that reads the active profile: ``profile`` (its
-    name) and ``profiles.<active>.<key>`` for each key of the profile its
-    function reads (a dotted key reaches into a setting: ``base_models.xlmt``),
-    never the whole ``profiles`` section nor the whole profile: editing an
-    inactive profile, or a key of the active one that the stage does not
-    read, leaves the stage up to date, while a switch of profile re-runs it.
-    dvc.yaml declares ``profiles.${profile}.<key>`` (DVC resolves it from
-    params.yaml, see ``pipeline.registry.to_dvc``); Snakemake's params files
-    hold the same keys. The function's ``profiles`` argument holds those
-    keys only (:func:`argument_value`): reading another one is an error.
+@dataclass(frozen=True)
+class Bound:
+    """One argument of a stage's function built from several params keys as
+    one typed value: ``make({key: value}, stage)``, the values in the order
+    of ``keys``. Each key is declared to both runners like any other (so a
+    change of any of them re-runs the stage); iterating a binding gives its
+    keys. The active profile (:func:`profile_params`) and the bootstrap
+    (``evaluation.metrics.Bootstrap``) travel this way."""
 
-    >>> profile_params({"profile": "smoke"}, ["max_length", "base_models.bert"])
-    {'profile': 'profile', 'profiles': ('profiles.smoke.max_length', 'profiles.smoke.base_models.bert')}
+    keys: tuple[str, ...]
+    make: Callable[[dict[str, Any], str], Any]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys)
+
+    def value(self, params: Mapping[str, Any], stage: str = "") -> Any:
+        return self.make({k: resolve_param(params, k) for k in self.keys}, stage)
+
+
+def declared_profile(values: Mapping[str, Any], stage: str) -> Profile:
+    """The :class:`~hatecheck_pipeline.core.config.Profile` a stage's function
+    receives from ``profile`` and ``profiles.<active>.<key>`` values, with
+    only those keys (a dotted key gives the nested setting with only that
+    part).
+
+    >>> p = declared_profile({"profile": "smoke", "profiles.smoke.base_models.bert": "tiny"}, "train_B")
+    >>> p.name, dict(p)
+    ('smoke', {'base_models': {'bert': 'tiny'}})
     """
-    return {"profile": "profile", PROFILES: tuple(f"{PROFILES}.{params['profile']}.{k}" for k in dict.fromkeys(keys))}
-
-
-def argument_value(params: Mapping[str, Any], arg: str, key: "str | tuple[str, ...]", stage: str = "") -> Any:
-    """The value of one declared parameter for the stage's function. The
-    ``profiles`` argument bound to keys of ``profiles.<active>`` receives
-    ``{<active>: values}``, the shape ``core.config.active_profile(profile,
-    profiles)`` reads, with only the active profile's declared keys in it
-    (a :class:`~hatecheck_pipeline.core.config.DeclaredProfile`; a dotted
-    key gives the nested setting with only that part)."""
-    if isinstance(key, str):
-        return resolve_param(params, key)
-    active = params["profile"]
+    active = values["profile"]
     head = f"{PROFILES}.{active}."
-    values: dict[str, Any] = {}
-    for k in key:
+    settings: dict[str, Any] = {}
+    for k, v in values.items():
+        if k == "profile":
+            continue
         if not k.startswith(head):
-            raise ValueError(f"stage {stage}: {arg} binds {k!r}, not a key of the active profile {active!r}")
+            raise ValueError(f"stage {stage}: the profile argument binds {k!r}, not a key of the active profile {active!r}")
         *parents, last = k[len(head):].split(".")
-        node = values
+        node = settings
         for part in parents:
             node = node.setdefault(part, {})
-        node[last] = copy.deepcopy(resolve_param(params, k))
-    return {active: DeclaredProfile(values, stage)}
+        node[last] = copy.deepcopy(v)
+    return Profile(active, settings, stage)
+
+
+def profile_params(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Bound]:
+    """The ``profile`` argument of a stage that reads the active profile: one
+    :class:`~hatecheck_pipeline.core.config.Profile` (its name and the
+    settings the stage reads) bound to ``profile`` and
+    ``profiles.<active>.<key>`` for each key its function reads (a dotted
+    key reaches into a setting: ``base_models.xlmt``), never the whole
+    ``profiles`` section nor the whole profile: editing an inactive
+    profile, or a key of the active one that the stage does not read,
+    leaves the stage up to date, while a switch of profile re-runs it.
+    dvc.yaml declares ``profiles.${profile}.<key>`` (DVC resolves it from
+    params.yaml, see ``pipeline.registry.to_dvc``); Snakemake's params files
+    hold the same keys. Reading another key of the profile is an error.
+
+    >>> list(profile_params({"profile": "smoke"}, ["max_length", "base_models.bert"])["profile"])
+    ['profile', 'profiles.smoke.max_length', 'profiles.smoke.base_models.bert']
+    """
+    return {"profile": Bound(("profile", *(f"{PROFILES}.{params['profile']}.{k}" for k in dict.fromkeys(keys))), declared_profile)}
+
+
+def argument_value(params: Mapping[str, Any], arg: str, key: "str | Bound", stage: str = "") -> Any:
+    """The value of one declared parameter for the stage's function: a
+    dotted key's value, or the typed value of a :class:`Bound`."""
+    if isinstance(key, Bound):
+        return key.value(params, stage)
+    return resolve_param(params, key)
 
 
 def resolve_param(params: Mapping[str, Any], key: str) -> Any:

@@ -86,18 +86,18 @@ def holm(tests: dict[str, dict[str, Any]], replicates: Mapping[str, np.ndarray],
         tests[key] |= {"holm_level": round(at, 6), "holm_ci_low": low, "holm_ci_high": high, "flagged": bool(still)}
 
 
-def compare(cases: pl.DataFrame, samples: int, seed: int, level: float) -> dict[str, Any]:
+def compare(cases: pl.DataFrame, boot: M.Bootstrap) -> dict[str, Any]:
     """Per functionality (and over all cases): n, both accuracies, the
     difference B - A with its paired interval, p-value, Holm's verdict."""
     correct_a = (cases["pred_a"] == cases["gold"]).to_numpy()
     correct_b = (cases["pred_b"] == cases["gold"]).to_numpy()
     clusters = cases[CLUSTER].to_numpy() if CLUSTER in cases.columns else None
 
-    def one(mask: np.ndarray, seed_: int) -> tuple[dict[str, Any], np.ndarray]:
+    def one(mask: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
         ca, cb = correct_a[mask], correct_b[mask]
         cl = clusters[mask] if clusters is not None else None
-        reps = resampled_difference(ca, cb, cl, samples, seed_)
-        low, high = M.interval(reps, level)
+        reps = resampled_difference(ca, cb, cl, boot.samples, boot.seed)
+        low, high = M.interval(reps, boot.level)
         acc_a, acc_b = M.pct(ca.mean()), M.pct(cb.mean())
         return {"n": int(mask.sum()), "accuracy_a": acc_a, "accuracy_b": acc_b, "difference": round(acc_b - acc_a, 1),
                 "ci_low": low, "ci_high": high, "p_value": round(p_value(reps), 6)}, reps
@@ -107,19 +107,19 @@ def compare(cases: pl.DataFrame, samples: int, seed: int, level: float) -> dict[
         tests, reps = {}, {}
         funcs = cases["functionality"].to_numpy()
         for f in dict.fromkeys(cases["functionality"].drop_nulls().to_list()):
-            tests[f], reps[f] = one(funcs == f, seed)
-        holm(tests, reps, level)
+            tests[f], reps[f] = one(funcs == f)
+        holm(tests, reps, boot.level)
         out["by_functionality"] = tests
-    overall, reps_all = one(np.ones(cases.height, dtype=bool), seed)
-    holm({ALL: overall}, {ALL: reps_all}, level)
+    overall, reps_all = one(np.ones(cases.height, dtype=bool))
+    holm({ALL: overall}, {ALL: reps_all}, boot.level)
     out["overall"] = overall
     return out
 
 
 def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out: str | Path | None, names: tuple[str, str],
-        samples: int = 2000, seed: int = 0, level: float = 0.95, gold_table: str | Path | None = None) -> dict[str, Any]:
+        boot: M.Bootstrap = M.Bootstrap(2000), gold_table: str | Path | None = None) -> dict[str, Any]:
     """Compare two predictions files on ``suite``; write the JSON to ``out``."""
-    if samples <= 0:
+    if boot.samples <= 0:
         raise ScoringError("a paired comparison needs bootstrap samples (evaluation.bootstrap_samples > 0)")
     gold = gold_cases(suite, gold_table)
     unit = resampling_unit(suite)
@@ -132,8 +132,8 @@ def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out:
         "b": {"model": names[1], "predictions": str(predictions_b)},
         "difference": "accuracy of B minus accuracy of A, percentage points",
         "correction": CORRECTION,
-        "bootstrap": {"samples": samples, "seed": seed, "level": level, "resampling_unit": unit, "paired": True},
-        **compare(cases, samples, seed, level),
+        "bootstrap": boot.record(unit, paired=True),
+        **compare(cases, boot),
     }
     flagged = [f for f, t in doc.get("by_functionality", {}).items() if t["flagged"]]
     doc["flagged"] = flagged
@@ -143,9 +143,9 @@ def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out:
 
 
 def diff(suite: Suite, a: str, b: str, predictions_a: Path, predictions_b: Path, gold_table: Path, out: Path,
-         samples: int, seed: int, level: float) -> str:
+         bootstrap: M.Bootstrap) -> str:
     """Stage ``diff_<a>_<b>_<suite>``: the per-functionality comparison of
     two models on one suite (``evaluation.diffs``)."""
-    doc = run(suite, predictions_a, predictions_b, out, (a, b), samples, seed, level, gold_table)
+    doc = run(suite, predictions_a, predictions_b, out, (a, b), bootstrap, gold_table)
     return f"{b} - {a} on {suite.name}: {len(doc['flagged'])} functionalit{'y' if len(doc['flagged']) == 1 else 'ies'} flagged " \
            f"({', '.join(doc['flagged']) or 'none'}) -> {out}"

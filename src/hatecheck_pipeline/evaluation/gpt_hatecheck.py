@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
-from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_json, write_parquet
@@ -29,12 +29,11 @@ class GPTHateCheckError(PipelineError, ValueError):
     pass
 
 
-def plan(profile: str, profiles: Mapping[str, Any]) -> dict[str, Any]:
+def plan(profile: Profile) -> dict[str, Any]:
     """The active profile's ``gpt_hatecheck`` block (generator, judge, caps)."""
-    prof = active_profile(profile, profiles)
-    if not prof.get("gpt_hatecheck"):
-        raise GPTHateCheckError(f"params: profiles.{profile}.gpt_hatecheck is not set (generator, judge, caps)")
-    return prof["gpt_hatecheck"]
+    if not profile.get("gpt_hatecheck"):
+        raise GPTHateCheckError(f"params: profiles.{profile.name}.gpt_hatecheck is not set (generator, judge, caps)")
+    return profile["gpt_hatecheck"]
 
 
 def backend_of(name: str, backends: Mapping[str, Any], role: str) -> dict[str, Any]:
@@ -110,7 +109,7 @@ def draw_cells(cells: Sequence[prompts.Cell], max_cells: int | None, seed: int) 
 
 
 def gpt_generate(language: str, slurs: Path, prompts_file: Path, candidates: Path, requests: Path, report: Path,
-                 settings: Mapping[str, Any], backends: Mapping[str, Any], profile: str, profiles: Mapping[str, Any],
+                 settings: Mapping[str, Any], backends: Mapping[str, Any], profile: Profile,
                  threads: int, weights: Path | None = None) -> str:
     """Stage ``expand_llm_generate_<language>``: the candidates of every
     (functionality, target group) cell from the generator the profile
@@ -119,7 +118,7 @@ def gpt_generate(language: str, slurs: Path, prompts_file: Path, candidates: Pat
     the counts per functionality (``report``); ``slurs``: Table 12's slur
     list (``resources/expansion/gpt_hatecheck_slurs.yaml``); ``weights``: the
     fetched weights' manifest when the generator's model is ``weights``."""
-    cfg = plan(profile, profiles)
+    cfg = plan(profile)
     name = cfg["generator"]
     backend = with_weights(backend_of(name, backends, "generator"), weights)
     spec = prompts.load_spec(prompts_file)
@@ -190,8 +189,8 @@ def judge_name(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings
 
 
 def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, rejected: Path, report: Path,
-                 settings: Mapping[str, Any], targets: Sequence[str], backends: Mapping[str, Any], profile: str,
-                 profiles: Mapping[str, Any], threads: int, batch_size: int, generation: Path,
+                 settings: Mapping[str, Any], targets: Sequence[str], backends: Mapping[str, Any], profile: Profile,
+                 threads: int, batch_size: int, generation: Path,
                  weights: Path | None = None) -> str:
     """Stage ``expand_llm_validate_<language>``: the hypothesis tests of
     every candidate through the judge the profile names (``settings`` =
@@ -199,7 +198,7 @@ def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, 
     first failing test, counts per functionality and target group."""
     import json
 
-    cfg = plan(profile, profiles)
+    cfg = plan(profile)
     started = time.perf_counter()
     spec = nli.load_spec(hypotheses)
     frame = pl.read_parquet(candidates)
@@ -215,8 +214,7 @@ def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, 
     return f"{name}: kept {doc['kept']}/{doc['candidates']}; judge {doc['judge']}"
 
 
-def gpt_quality(reference: Path, generated: Mapping[str, Path], report: Path, settings: Mapping[str, Any], profile: str,
-                profiles: Mapping[str, Any]) -> str:
+def gpt_quality(reference: Path, generated: Mapping[str, Path], report: Path, settings: Mapping[str, Any], profile: Profile) -> str:
     """Stage ``expand_quality`` (Table 6): Self-BLEU 2/3/4 and perplexity of
     all of HateCheck (spelling functionalities out, duplicates dropped, as
     the authors' notebook; the profile's ``quality_cases``: a seeded sample
@@ -226,7 +224,7 @@ def gpt_quality(reference: Path, generated: Mapping[str, Path], report: Path, se
 
     import torch
 
-    cap = plan(profile, profiles).get("quality_cases")
+    cap = plan(profile).get("quality_cases")
     torch.set_num_threads(bounded_threads(settings["threads"]))
     lm = load_local({"model": settings["lm"]}, settings["threads"], settings["batch_size"])
     ref = quality.reference_texts(pl.read_parquet(reference))

@@ -41,6 +41,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import polars as pl
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
 from hatecheck_pipeline.evaluation.llm_answers import instruction_contrast, score_frame
@@ -263,8 +264,7 @@ def run_ethos(
     seed: int,
     threads: int,
     batch_size: int,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     cache_dir: str,
     weights: Path | None = None,
 ) -> str:
@@ -276,13 +276,11 @@ def run_ethos(
     the manifest of the fetched weights (fetch_llm_weights) when the
     backend's model is ``weights``. A local backend's answers are stored per
     prompt under ``cache_dir/<backend>/local``: a killed run resumes there."""
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.core.cpu import bounded_threads
 
-    prof = active_profile(profile, profiles)
     templates = prompting.load_templates()
-    cap = prof.get("llm_max_prompts_per_setting")
-    part = select_items(pl.read_parquet(items), settings, prof.get("llm_example_sets"), cap, seed)
+    cap = profile.get("llm_max_prompts_per_setting")
+    part = select_items(pl.read_parquet(items), settings, profile.get("llm_example_sets"), cap, seed)
     prompts = prompts_of(part, templates)
     base = part.select("setting", "example_set", "item_id", "comment_id", "category", "label")
     started = time.perf_counter()
@@ -324,9 +322,9 @@ def run_ethos(
         "model": model,
         "stand_in": stand_in,
         "settings": list(settings),
-        "example_sets": prof.get("llm_example_sets"),
+        "example_sets": profile.get("llm_example_sets"),
         "max_prompts_per_setting": cap,
-        "complete": cap is None and prof.get("llm_example_sets") is None,
+        "complete": cap is None and profile.get("llm_example_sets") is None,
         "prompts": len(prompts),
         "answers": frame.height,
         "seconds": round(seconds, 1),

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import PRECISION_KEY, write_csv, write_parquet
 from hatecheck_pipeline.evaluation.llm import ask, chat_client
@@ -114,8 +115,7 @@ def predict_suites(
     threads: int,
     batch_size: int,
     cache_dir: str,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     weights: Path | None = None,
 ) -> str:
     """Stage ``predict_<model>`` of an ``llm`` model: every suite of the
@@ -129,11 +129,10 @@ def predict_suites(
     ``weights`` (fetch_llm_weights)."""
     from tqdm import tqdm
 
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.core.cpu import bounded_threads
 
     del validation  # a dependency only: validate_<dataset> fails on a bad table
-    cap = active_profile(profile, profiles).get("llm_max_cases_per_suite")
+    cap = profile.get("llm_max_cases_per_suite")
     templates = prompting.load_templates()
     languages = {s.name: instruction_language(s, prompt_language) for s in suites}
     chosen = {s.name: suite_template(templates, template, languages[s.name]) for s in suites}

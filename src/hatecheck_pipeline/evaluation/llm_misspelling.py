@@ -29,6 +29,7 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 import yaml
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
 from hatecheck_pipeline.data.ethos import candidates
@@ -164,8 +165,7 @@ def run_misspelling(
     threads: int,
     batch_size: int,
     cache_dir: str,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     weights: Path | None = None,
 ) -> str:
     """Stage ``llm_misspelling_<backend>``: the zero- and one-shot questions
@@ -177,11 +177,10 @@ def run_misspelling(
     manifest when the backend's model is ``weights`` (fetch_llm_weights)."""
     from tqdm import tqdm
 
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.core.cpu import bounded_threads
 
     del validation  # a dependency only: validate_ethos fails on a bad table
-    cap = active_profile(profile, profiles).get("llm_misspelling_max_texts")
+    cap = profile.get("llm_misspelling_max_texts")
     edits = load_edits(published)
     frame = pl.read_parquet(table)
     pools = candidates(frame, threshold, 0.0)

@@ -19,7 +19,8 @@ undefined is left out of its interval (``resamples_undefined`` counts them).
 
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import asdict, dataclass
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -27,6 +28,35 @@ HATEFUL = "hateful"
 NON_HATEFUL = "non-hateful"
 NO_CASE = "no case scored"
 NO_CLASS_CASE = "no gold and no predicted {} case (2TP + FP + FN = 0)"
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How every interval is resampled: ``samples`` resamples (0: no
+    intervals) drawn by a generator seeded with ``seed``, percentile
+    intervals at ``level``. One value from ``evaluation.bootstrap_samples``,
+    ``evaluation.seed`` and ``evaluation.ci_level`` (``diff_samples`` for
+    the paired comparisons).
+
+    >>> Bootstrap(200).record("template", n_clusters=12)
+    {'samples': 200, 'seed': 0, 'level': 0.95, 'resampling_unit': 'template', 'n_clusters': 12}
+    """
+
+    samples: int = 1000
+    seed: int = 0
+    level: float = 0.95
+
+    @classmethod
+    def from_params(cls, values: Mapping[str, Any], stage: str = "") -> "Bootstrap":
+        """From its three params values, in the order samples, seed, level
+        (a stage's ``core.stage.Bound``)."""
+        samples, seed, level = values.values()
+        return cls(int(samples), int(seed), float(level))
+
+    def record(self, unit: str, **extra: Any) -> dict[str, Any]:
+        """The ``bootstrap`` section of a metrics file: the settings, the
+        resampling unit (``case`` or ``template``) and ``extra``."""
+        return {**asdict(self), "resampling_unit": unit, **extra}
 
 
 def pct(value: float | None) -> float | None:
@@ -200,7 +230,7 @@ def bootstrap_replicates(
     return {name: stats[name](columns) for name in names}
 
 
-def interval(values: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
+def interval(values: np.ndarray, level: float) -> tuple[float | None, float | None]:
     """Percentile interval of bootstrap values (shares), in percent, over
     the resamples where the figure is defined (None, None when none is).
 
@@ -220,40 +250,36 @@ def bootstrap_ci(
     gold: np.ndarray,
     pred: np.ndarray,
     names: list[str],
-    samples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    boot: Bootstrap = Bootstrap(),
     clusters: np.ndarray | None = None,
     store: dict[str, np.ndarray] | None = None,
 ) -> dict[str, tuple[float | None, float | None]]:
     """Percentile bootstrap interval of each named figure, in percent.
 
     Cases (or, with ``clusters``, whole clusters of cases: a functional
-    suite's templates) are resampled with replacement ``samples`` times
-    with a ``numpy`` generator seeded by ``seed`` (same seed, same
-    interval). Vectorised: per-cluster counts times the resample weights.
+    suite's templates) are resampled with replacement ``boot.samples``
+    times with a ``numpy`` generator seeded by ``boot.seed`` (same seed,
+    same interval). Vectorised: per-cluster counts times the resample weights.
 
     >>> g = np.array([1, 1, 1, 1, 0, 0, 0, 0]); p = np.array([1, 1, 1, 0, 0, 0, 0, 1])
-    >>> low, high = bootstrap_ci(g, p, ["accuracy"], samples=200, seed=0)["accuracy"]
+    >>> low, high = bootstrap_ci(g, p, ["accuracy"], Bootstrap(200))["accuracy"]
     >>> low <= 75.0 <= high
     True
     """
     gold, pred = np.asarray(gold), np.asarray(pred)
-    if len(gold) == 0 or samples <= 0:
+    if len(gold) == 0 or boot.samples <= 0:
         return {n: (None, None) for n in names}
-    values = bootstrap_replicates(gold, pred, names, samples, seed, clusters)
+    values = bootstrap_replicates(gold, pred, names, boot.samples, boot.seed, clusters)
     if store is not None:  # the caller keeps the bootstrap values (shares) too
         store.update(values)
-    return {name: interval(values[name], level) for name in names}
+    return {name: interval(values[name], boot.level) for name in names}
 
 
 def summarise(
     gold: np.ndarray,
     pred: np.ndarray,
     names: list[str],
-    samples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    boot: Bootstrap = Bootstrap(),
     clusters: np.ndarray | None = None,
     store: dict[str, np.ndarray] | None = None,
 ) -> dict[str, object]:
@@ -264,7 +290,7 @@ def summarise(
     out of its interval); ``store`` (a dict) receives each figure's
     bootstrap values (shares; NaN where undefined).
 
-    >>> s = summarise(np.array([1, 0]), np.array([1, 0]), ["accuracy"], samples=10)
+    >>> s = summarise(np.array([1, 0]), np.array([1, 0]), ["accuracy"], Bootstrap(10))
     >>> s["n"], s["n_clusters"], s["accuracy"]["value"], s["accuracy"]["ci_low"]
     (2, 2, 100.0, 100.0)
     """
@@ -275,7 +301,7 @@ def summarise(
     if any(n.startswith("f1") or n == "macro_f1" for n in names):
         point.update(f1_scores(gold, pred))
     values: dict[str, np.ndarray] = {}
-    cis = bootstrap_ci(gold, pred, names, samples, seed, level, clusters, values)
+    cis = bootstrap_ci(gold, pred, names, boot, clusters, values)
     if store is not None:
         store.update(values)
     out: dict[str, object] = {"n": int(len(gold)), "n_clusters": cluster_codes(clusters, len(gold))[1]}
@@ -293,9 +319,7 @@ def summarise(
 def contrast_consistency(
     hateful_correct: np.ndarray,
     contrast_correct: np.ndarray,
-    samples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    boot: Bootstrap = Bootstrap(),
     clusters: np.ndarray | None = None,
 ) -> dict[str, object]:
     """Share of (hateful case, non-hateful contrast) pairs with BOTH right.
@@ -304,13 +328,13 @@ def contrast_consistency(
     whether it got its contrast right; ``clusters``: a cluster code per
     pair (pairs whose cases share a template resampled together).
 
-    >>> r = contrast_consistency(np.array([1, 1, 0, 1]), np.array([1, 0, 1, 1]), samples=10)
+    >>> r = contrast_consistency(np.array([1, 1, 0, 1]), np.array([1, 0, 1, 1]), Bootstrap(10))
     >>> r["n_pairs"], r["both_correct"]["value"]
     (4, 50.0)
     """
     both = (np.asarray(hateful_correct) & np.asarray(contrast_correct)).astype(int)
     ones = np.ones_like(both)
-    s = summarise(ones, both, ["accuracy"], samples, seed, level, clusters)
+    s = summarise(ones, both, ["accuracy"], boot, clusters)
     return {
         "n_pairs": s["n"],
         "n_clusters": s["n_clusters"],

@@ -21,7 +21,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import polars as pl
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.files import InputError, write_json
+from hatecheck_pipeline.evaluation.metrics import Bootstrap, interval, resample_indices
 
 FIGURES = ("micro_f1", "weighted_f1", "macro_f1")
 
@@ -66,25 +68,25 @@ def scores(cm: np.ndarray) -> dict[str, Any]:
     }
 
 
-def bootstrap(gold: np.ndarray, pred: np.ndarray, k: int, samples: int, seed: int, level: float) -> dict[str, tuple[float, float] | None]:
-    """Case-level percentile intervals of :data:`FIGURES` (cases drawn
-    with replacement, ``samples`` times, seeded)."""
-    if samples <= 0 or len(gold) == 0:
+def bootstrap(gold: np.ndarray, pred: np.ndarray, k: int, boot: Bootstrap) -> dict[str, tuple[float, float] | None]:
+    """Case-level percentile intervals of :data:`FIGURES`: the binary
+    scores' resamples (``metrics.resample_indices``: cases drawn with
+    replacement, ``boot.samples`` times, seeded) and their intervals
+    (``metrics.interval``), each resample's figures from its confusion
+    matrix."""
+    if boot.samples <= 0 or len(gold) == 0:
         return {f: None for f in FIGURES}
-    rng = np.random.default_rng(seed)
-    draws = {f: np.empty(samples) for f in FIGURES}
-    for b in range(samples):
-        idx = rng.integers(0, len(gold), len(gold))
+    draws = {f: np.empty(boot.samples) for f in FIGURES}
+    for b, idx in enumerate(resample_indices(len(gold), boot.samples, boot.seed)):
         s = scores(confusion(gold[idx], pred[idx], k))
         for f in FIGURES:
-            draws[f][b] = np.nan if s[f] is None else s[f]
-    lo, hi = 100 * (1 - level) / 2, 100 * (1 + level) / 2
-    return {f: (round(float(np.percentile(d[~np.isnan(d)], lo)), 1), round(float(np.percentile(d[~np.isnan(d)], hi)), 1))
-            if (~np.isnan(d)).any() else None for f, d in draws.items()}
+            draws[f][b] = np.nan if s[f] is None else s[f] / 100
+    cis = {f: interval(d, boot.level) for f, d in draws.items()}
+    return {f: None if ci[0] is None else ci for f, ci in cis.items()}
 
 
 def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], hateful: str,
-             samples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
+             boot: Bootstrap = Bootstrap()) -> dict[str, Any]:
     """The all-class figures of gold vs predicted class names, plus the
     binary collapse (``hateful`` vs the rest, from the same argmax)."""
     index = {c: i for i, c in enumerate(classes)}
@@ -96,7 +98,7 @@ def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], h
     k = len(classes)
     cm = confusion(g, p, k)
     s = scores(cm)
-    ci = bootstrap(g, p, k, samples, seed, level)
+    ci = bootstrap(g, p, k, boot)
     h = index[hateful]
     binary = scores(confusion((g == h).astype(np.int64), (p == h).astype(np.int64), 2))
     out: dict[str, Any] = {
@@ -114,7 +116,7 @@ def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], h
         "confusion": {"rows_gold_columns_predicted": list(classes), "counts": cm.tolist()},
         "binary_macro_f1_from_argmax": None if binary["macro_f1"] is None else round(binary["macro_f1"], 1),
         "resampling_unit": "case",  # held-out sets: cases are independent (no templates)
-        "bootstrap": {"unit": "case", "samples": samples, "seed": seed, "level": level},
+        "bootstrap": boot.record("case"),
     }
     return out
 
@@ -126,14 +128,11 @@ def heldout_multiclass(
     table: Path,
     out: Path,
     labels: Mapping[str, Any],
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     seed: int,
     prediction: Mapping[str, Any],
     amp: bool,
-    samples: int,
-    boot_seed: int,
-    level: float,
+    bootstrap: Bootstrap,
 ) -> str:
     """Stage ``heldout_multiclass_<model>_<dataset>``: the model's argmax
     class on every case of ``dataset``'s test split (``table``: the split
@@ -142,27 +141,25 @@ def heldout_multiclass(
     stage) against the recipe's ``labels`` column -> ``out``."""
     import torch
 
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.models.predict import load_model, set_threads
     from hatecheck_pipeline.models.runtime import encode, forward_logits
     from hatecheck_pipeline.suites.registry import heldout
     from hatecheck_pipeline.suites.sample import sample_cases
 
-    prof = active_profile(profile, profiles)
     suite = heldout(dataset)
     column = labels["column"]
     frame = suite.load("", table=str(table)).select(pl.col("id").cast(pl.Utf8), "text", pl.col(column).alias("gold")).collect().sort("id")
     missing = frame.filter(pl.col("gold").is_null())
     if missing.height:
         raise InputError(f"{table}: row id {missing['id'][0]}: no {column!r} class (the recipe's labels column)")
-    cases = sample_cases(frame, prof.get("max_cases_per_suite"), seed)
+    cases = sample_cases(frame, profile.get("max_cases_per_suite"), seed)
     set_threads(prediction["threads"])
     net, tokenizer = load_model(model_dir)
     id2label = {int(i): str(c) for i, c in net.config.id2label.items()}
     classes = [id2label[i] for i in range(len(id2label))]
     if classes != list(labels["classes"]):
         raise InputError(f"{model_dir}: the model's classes {classes} are not the recipe's {list(labels['classes'])}")
-    logits = forward_logits(net, encode(tokenizer, cases["text"].to_list(), prof["max_length"]), tokenizer.pad_token_id,
+    logits = forward_logits(net, encode(tokenizer, cases["text"].to_list(), profile["max_length"]), tokenizer.pad_token_id,
                             prediction["batch_size"], amp=amp, progress=True)
     pred = [classes[i] for i in torch.argmax(logits, dim=-1).tolist()]
     doc = {
@@ -173,7 +170,7 @@ def heldout_multiclass(
         "prediction": "argmax over all classes",
         "cases_available": frame.height,
         "complete": cases.height == frame.height,
-        **evaluate(cases["gold"].to_list(), pred, classes, labels["hateful"], samples, boot_seed, level),
+        **evaluate(cases["gold"].to_list(), pred, classes, labels["hateful"], bootstrap),
     }
     write_json(doc, out)
     return (f"{model} on {dataset} test ({doc['n']} cases, {len(classes)} classes): micro F1 {doc['micro_f1']['value']}, "

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 import polars as pl
 
-from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_parquet, write_text
 from hatecheck_pipeline.evaluation import metrics as M
@@ -242,12 +242,12 @@ REPLICATE_SECTIONS = ("overall", "by_functionality_class")  # sections whose boo
 REPLICATE_SCHEMA = {"section": pl.String, "group": pl.String, "figure": pl.String, "replicate": pl.Int32, "value": pl.Float64}
 
 
-def _summary(part: pl.DataFrame, names: list[str], boot: dict[str, Any], store: dict[str, Any] | None = None) -> dict[str, Any]:
+def _summary(part: pl.DataFrame, names: list[str], boot: M.Bootstrap, store: dict[str, Any] | None = None) -> dict[str, Any]:
     clusters = part[CLUSTER].to_numpy() if CLUSTER in part.columns else None
-    return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, **boot, clusters=clusters, store=store)
+    return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, boot, clusters, store)
 
 
-def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: dict[str, Any],
+def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: M.Bootstrap,
             replicates: dict[tuple[str, str | None], dict] | None = None, section: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, part in cases.filter(pl.col(column).is_not_null()).group_by(column, maintain_order=True):
@@ -300,7 +300,7 @@ def with_clusters(cases: pl.DataFrame, unit: str) -> pl.DataFrame:
 
 
 def score_cases(
-    cases: pl.DataFrame, id_column: str, samples: int = 1000, seed: int = 0, level: float = 0.95, unit: str = M.CASE,
+    cases: pl.DataFrame, id_column: str, boot: M.Bootstrap = M.Bootstrap(), unit: str = M.CASE,
     replicates: dict[tuple[str, str | None], dict] | None = None,
 ) -> dict[str, Any]:
     """Every section of METRICS.json from aligned cases (``gold``, ``pred``).
@@ -311,7 +311,6 @@ def score_cases(
     with its ``n_clusters``. ``replicates`` (a dict) receives the bootstrap
     values of the overall figures and of each functionality class's
     accuracy, keyed by (section, group)."""
-    boot = {"samples": samples, "seed": seed, "level": level}
     cases = with_clusters(cases, unit)
     overall = None if replicates is None else replicates.setdefault(("overall", None), {})
     out: dict[str, Any] = {
@@ -341,16 +340,16 @@ def score_cases(
     if pairs.height:
         pair_clusters = merge_clusters(pairs[CLUSTER].to_numpy(), pairs[f"{CLUSTER}_ref"].to_numpy()) if CLUSTER in pairs.columns else None
         out["contrast"] = M.contrast_consistency(
-            pairs["hateful_correct"].to_numpy(), pairs["contrast_correct"].to_numpy(), samples, seed, level, pair_clusters
+            pairs["hateful_correct"].to_numpy(), pairs["contrast_correct"].to_numpy(), boot, pair_clusters
         )
     return out
 
 
-def bootstrap_record(cases: pl.DataFrame, unit: str, samples: int, seed: int, level: float, n_clusters: int) -> dict[str, Any]:
+def bootstrap_record(cases: pl.DataFrame, unit: str, boot: M.Bootstrap, n_clusters: int) -> dict[str, Any]:
     """The ``bootstrap`` section: resamples, seed, level, the resampling unit,
     how many units the whole suite has and (templates) which columns define
     them and how many cases have none (each its own cluster)."""
-    out: dict[str, Any] = {"samples": samples, "seed": seed, "level": level, "resampling_unit": unit, "n_clusters": n_clusters}
+    out = boot.record(unit, n_clusters=n_clusters)
     if unit == M.TEMPLATE:
         present = [c for c in TEMPLATE_COLUMNS if c in cases.columns]
         out["template_columns"] = present
@@ -374,9 +373,7 @@ def run(
     out: str | Path,
     pred_column: str = "pred",
     threshold: float | None = None,
-    samples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    boot: M.Bootstrap = M.Bootstrap(),
     gold: pl.DataFrame | None = None,
     replicates: str | Path | None = None,
 ) -> dict[str, Any]:
@@ -388,13 +385,13 @@ def run(
     cases = align(gold, preds, str(predictions))
     unit = resampling_unit(suite)
     kept: dict[tuple[str, str | None], dict] | None = {} if replicates is not None else None
-    scores = score_cases(cases, suite.id_column, samples, seed, level, unit, kept)
+    scores = score_cases(cases, suite.id_column, boot, unit, kept)
     doc = {
         "suite": suite.name,
         "dataset": suite.dataset,
         "language": suite.language,
         "predictions": str(predictions),
-        "bootstrap": bootstrap_record(cases, unit, samples, seed, level, scores["overall"]["n_clusters"]),
+        "bootstrap": bootstrap_record(cases, unit, boot, scores["overall"]["n_clusters"]),
         **scores,
     }
     write_metrics(doc, out)
@@ -410,12 +407,9 @@ def score(
     gold_table: Path,
     metrics: Path,
     replicates: Path,
-    samples: int,
-    seed: int,
-    level: float,
+    bootstrap: M.Bootstrap,
     threshold: float | None,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     model_seed: int,
     cap_key: str = "max_cases_per_suite",
     trained_on: list[str] | None = None,
@@ -430,11 +424,11 @@ def score(
     ``llm_max_cases_per_suite`` for an ``llm`` model; the model's ``seed``).
     ``replicates``: the bootstrap values of the overall and per-class
     figures (the shots tables' intervals of zero- vs many-shot differences)."""
-    cap = active_profile(profile, profiles).get(cap_key)
+    cap = profile.get(cap_key)
     gold = predicted_subsample(gold_cases(suite, gold_table), "id", cap, model_seed)
     doc = run(
         suite, predictions, metrics, "pred" if threshold is None else "p_hateful", threshold,
-        samples, seed, level, gold=gold, replicates=replicates,
+        bootstrap, gold=gold, replicates=replicates,
     )
     if suite.heldout and suite.dataset in (trained_on or []):
         doc["seen_in_training"] = True

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import PRECISION_KEY, read_json, write_json, write_parquet
 from hatecheck_pipeline.models.weights import assemble_parts, entry_of, load_registry
@@ -108,7 +109,7 @@ def card_of(model: str, spec: Mapping[str, Any], identity: Mapping[str, Any], pi
     return card
 
 
-def register(model: str, spec: Mapping[str, Any], card: Path, profile: str, fetched: Path | None = None,
+def register(model: str, spec: Mapping[str, Any], card: Path, profile: Profile, fetched: Path | None = None,
              source: Path | None = None, entry: Mapping[str, Any] | None = None) -> str:
     """Stage ``classifier_<model>``: fetch a pinned classifier's file
     (``fetched``), load the classifier, check it answers two probe texts
@@ -129,7 +130,7 @@ def register(model: str, spec: Mapping[str, Any], card: Path, profile: str, fetc
     path = Path(fetched) if fetched is not None else (Path(source) if source is not None else None)
     clf = classifiers.load(model, spec, path)
     probe = clf.p_hateful(PROBE)
-    write_json(card_of(model, spec, clf.identity(), pinned, profile), card)
+    write_json(card_of(model, spec, clf.identity(), pinned, profile.name), card)
     return (f"{model} ({spec['kind']}): {how}; answers the probe texts with p(hateful) "
             f"{', '.join(f'{p:.3f}' for p in probe)}; card {card} in {time.perf_counter() - started:.1f} s")
 
@@ -143,8 +144,7 @@ def predict(
     card: Path,
     threshold: float,
     threads: int,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     seed: int,
     cap_key: str = "max_cases_per_suite",
     model_file: Path | None = None,
@@ -166,18 +166,16 @@ def predict(
     import numpy as np
     import polars as pl
 
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.models import classifiers
     from hatecheck_pipeline.models.predict import predictions_frame, set_threads
     from hatecheck_pipeline.suites.sample import drawn_cases
 
     del validation  # a dependency only: validate_<dataset> fails on a bad table
-    chosen = active_profile(profile, profiles)
-    cap = chosen.get(cap_key)
+    cap = profile.get(cap_key)
     threshold = spec["threshold"] if spec.get("threshold") is not None else threshold
     set_threads(threads)
     # a transformers model predicts in the fine-tuned models' precision (the profile's predict_cpu_bf16; absent: fp32)
-    cpu_bf16 = chosen.get("predict_cpu_bf16", False) if spec["kind"] == "pretrained" else False
+    cpu_bf16 = profile.get("predict_cpu_bf16", False) if spec["kind"] == "pretrained" else False
     clf = classifiers.load(model, spec, Path(model_file) if model_file is not None else None, max(1, threads), cpu_bf16=cpu_bf16, amp=amp)
     identity = read_json(card)["identity"]
     lines = []

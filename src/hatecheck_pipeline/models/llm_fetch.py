@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Mapping
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.models import weights as W
 
 
@@ -90,7 +91,7 @@ def dequantise(gguf_path: Path, dest: Path, dtype: str, sha256: str) -> str:
         return W.dequantise(gguf_path, dest, dtype, sha256)
 
 
-def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str, Any], registry: Mapping[str, Any]) -> str:
+def fetch_weights(weights: Path, info: Path, profile: Profile, registry: Mapping[str, Any]) -> str:
     """Stage ``fetch_llm_weights``: :func:`models.weights.fetch_weights`,
     its dequantised copy made by :func:`dequantise`."""
-    return W.fetch_weights(weights, info, profile, profiles, registry, convert=dequantise)
+    return W.fetch_weights(weights, info, profile, registry, convert=dequantise)

@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 import torch
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import PRECISION_KEY, recorded_precision, write_parquet
 from hatecheck_pipeline.models.runtime import (
@@ -117,8 +118,7 @@ def predict(
     model_dir: Path,
     tables: Mapping[str, Path],
     predictions: Sequence[Path],
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     scheme: str,
     prediction: Mapping[str, Any],
     amp: bool,
@@ -132,16 +132,15 @@ def predict(
     A profile capping ``max_cases_per_suite`` (``max_expanded_cases_per_suite``
     for an expanded suite) predicts a draw seeded with the model's ``seed``;
     its ``predict_cpu_bf16`` picks bf16 autocast on a CPU."""
-    from hatecheck_pipeline.core.config import active_profile, case_cap_key
+    from hatecheck_pipeline.core.config import case_cap_key
     from hatecheck_pipeline.suites.sample import drawn_cases
 
-    prof = active_profile(profile, profiles)
     threads = prediction["threads"]
     set_threads(threads)  # before loading, so the load uses them too
     loaded = load_model(model_dir)
     lines = []
     for suite, out in zip(suites, predictions, strict=True):
-        cap = prof.get(case_cap_key({}, suite.expanded))
+        cap = profile.get(case_cap_key({}, suite.expanded))
         cases = drawn_cases(suite.load(scheme, table=str(tables[suite.name])), suite.id_column, cap, seed)
         frame = run(
             Path(model_dir),
@@ -149,12 +148,12 @@ def predict(
             model,
             suite.name,
             Path(out),
-            max_length=prof["max_length"],
+            max_length=profile["max_length"],
             batch_size=prediction["batch_size"],
             threshold=prediction["threshold"],
             threads=threads,
             amp=amp,
-            cpu_bf16=prof.get("predict_cpu_bf16", False),  # absent: fp32
+            cpu_bf16=profile.get("predict_cpu_bf16", False),  # absent: fp32
             loaded=loaded,
         )
         share = (frame["pred"] == "hateful").mean() if frame.height else 0.0

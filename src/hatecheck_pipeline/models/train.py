@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.models.attention import Supervision, read_rationales
@@ -49,7 +50,7 @@ def run(
     base_ref: str,
     data_files: Sequence[Path],
     recipe_params: Mapping[str, Any],
-    profile: Mapping[str, Any],
+    profile: Profile,
     seed: int,
     out_dir: Path,
     ckpt_dir: Path,
@@ -163,7 +164,7 @@ def run(
             "content_sha256": base_hash,
             "stand_in": stand_in,
         },
-        "profile": profile["name"],
+        "profile": profile.name,
         "budget": budget(profile),
         "budget_note": budget_note(profile, len(data_files), log.get("precision") == "bf16 autocast (CPU)", recipe_override),
         "training_data": counts,
@@ -201,8 +202,7 @@ def train(
     card: Path,
     checkpoints: Path,
     training_log: Path,
-    profile: str,
-    profiles: Mapping[str, Any],
+    profile: Profile,
     spec: Mapping[str, Any],
     recipe: Mapping[str, Any],
     amp: bool,
@@ -216,19 +216,17 @@ def train(
     ``training_log`` and the model ``card``. ``rationales``: the training
     posts' rationales of an attention-supervised recipe (BERT-HateXplain:
     cross-entropy + lambda x attention loss)."""
-    from hatecheck_pipeline.core.config import active_profile
     from hatecheck_pipeline.models.base import role_ref
 
-    prof = active_profile(profile, profiles)
     # the profile's recipe settings for this role (a small budget wants a
     # larger step) and its grid-search switch; in the card's recipe
-    recipe, override = effective_recipe(recipe, prof, spec["role"])
+    recipe, override = effective_recipe(recipe, profile, spec["role"])
     log = run(
         model,
-        role_ref(prof, spec["role"]),
+        role_ref(profile, spec["role"]),
         [Path(f) for f in data],
         recipe,
-        prof,
+        profile,
         spec["seed"],
         Path(model_dir),
         Path(checkpoints),

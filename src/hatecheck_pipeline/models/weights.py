@@ -56,6 +56,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
+from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import sha256sum, write_json
 
@@ -305,7 +306,7 @@ def manifest(name: str, entry: Mapping[str, Any], size: int, dtype: str) -> dict
     }
 
 
-def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str, Any], registry: Mapping[str, Any],
+def fetch_weights(weights: Path, info: Path, profile: Profile, registry: Mapping[str, Any],
                   convert: Callable[[Path, Path, str, str], str] = dequantise) -> str:
     """Stage ``fetch_llm_weights``: the weights the active profile names
     (``profiles.<p>.llm_weights``) to ``weights`` (the assembled GGUF file,
@@ -313,12 +314,10 @@ def fetch_weights(weights: Path, info: Path, profile: str, profiles: Mapping[str
     the run dtype beside it (``profiles.<p>.llm_cpu_bf16``, :func:`run_dtype`)
     and their manifest to ``info``. ``convert``: how the copy is made (tests
     pass bytes that are no GGUF)."""
-    from hatecheck_pipeline.core.config import active_profile
 
-    chosen = active_profile(profile, profiles)
-    name = chosen["llm_weights"]
+    name = profile["llm_weights"]
     entry = entry_of(name, registry)
-    dtype = run_dtype(entry, chosen["llm_cpu_bf16"])
+    dtype = run_dtype(entry, profile["llm_cpu_bf16"])
     weights.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     how = "kept (already in place)"

@@ -21,7 +21,8 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
-from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
+from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation.tables import GROUPS, Source
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
@@ -31,11 +32,15 @@ MHC_DISAGREEMENT = "hatecheck_pipeline.evaluation.annotators:mhc_disagreement"
 HELDOUT_MULTICLASS = "hatecheck_pipeline.evaluation.multiclass:heldout_multiclass"
 DIFF = "hatecheck_pipeline.evaluation.diff:diff"
 
+def bootstrap_keys(samples: str = "evaluation.bootstrap_samples") -> Bound:
+    """The ``bootstrap`` argument: one :class:`Bootstrap` from the number of
+    resamples (``samples``), ``evaluation.seed`` and ``evaluation.ci_level``."""
+    return Bound((samples, "evaluation.seed", "evaluation.ci_level"), Bootstrap.from_params)
+
+
 # argument of evaluation.scoring:score -> params key
 SCORE_PARAMS = {
-    "samples": "evaluation.bootstrap_samples",
-    "seed": "evaluation.seed",
-    "level": "evaluation.ci_level",
+    "bootstrap": bootstrap_keys(),
     "threshold": "evaluation.threshold",
 }
 
@@ -162,9 +167,7 @@ def heldout_multiclass_stages(params: Mapping[str, Any]) -> list[Stage]:
                     "seed": f"models.{model}.seed",
                     "prediction": "prediction",
                     "amp": "training.amp",
-                    "samples": "evaluation.bootstrap_samples",
-                    "boot_seed": "evaluation.seed",
-                    "level": "evaluation.ci_level",
+                    "bootstrap": bootstrap_keys(),
                 },
                 args={"model": model, "dataset": dataset},
                 threads=max(1, params["prediction"]["threads"]),
@@ -197,7 +200,7 @@ def diff_stages(params: Mapping[str, Any]) -> list[Stage]:
             DIFF,
             inputs={"predictions_a": paths.predictions(a, name), "predictions_b": paths.predictions(b, name), "gold_table": suite.raw_table()},
             outputs={"out": metric(paths.model_diff(a, b, name))},
-            params={"samples": "evaluation.diff_samples", "seed": "evaluation.seed", "level": "evaluation.ci_level"},
+            params={"bootstrap": bootstrap_keys("evaluation.diff_samples")},
             args={"suite": suite, "a": a, "b": b},
         ))
     return out_

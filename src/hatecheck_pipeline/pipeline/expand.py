@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import active_profile
+from hatecheck_pipeline.core.config import profile_named
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.data.sources import raw_files
 from hatecheck_pipeline.models.weights import weights_input
@@ -77,7 +77,7 @@ def gpt_backends(params: Mapping[str, Any], name: str | None = None) -> dict[str
     """The llm.backends entries profile ``name``'s GPT-HateCheck (None: the
     active profile's) generates and judges with (role -> backend; a judge
     'nli' is no backend)."""
-    plan = active_profile(name or params["profile"], params["profiles"]).get("gpt_hatecheck") or {}
+    plan = profile_named(params, name).get("gpt_hatecheck") or {}
     backends = params.get("llm", {}).get("backends", {})
     return {role: backends[plan[role]] for role in ("generator", "judge") if plan.get(role) in backends}
 

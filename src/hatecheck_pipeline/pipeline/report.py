@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import is_classifier, is_llm
-from hatecheck_pipeline.core.stage import Stage, out
+from hatecheck_pipeline.core.stage import Stage, out, profile_params
 from hatecheck_pipeline.data.specs import DATASETS
 from hatecheck_pipeline.evaluation.tables import GROUPS
 from hatecheck_pipeline.pipeline import evaluate
@@ -148,7 +148,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 "heatmap_models": "report.heatmap_models",
                 "below_mark": "evaluation.below_mark",
                 "max_ci_width": "evaluation.max_ci_width",
-                "profile": "profile",
+                **profile_params(params, []),
                 "models": "models",
                 **llm_keys,
             },

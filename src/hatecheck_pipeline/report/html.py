@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import polars as pl
 import yaml
 
-from hatecheck_pipeline.core.config import is_llm
+from hatecheck_pipeline.core.config import Profile, is_llm
 from hatecheck_pipeline.core.files import InputError, write_text
 from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P
@@ -391,7 +391,7 @@ def report(
     title: str,
     heatmap_models: list[str],
     below_mark: float,
-    profile: str,
+    profile: Profile,
     models: Mapping[str, Mapping[str, Any]],
     training_languages: Path | None = None,
     expansion: Mapping[str, Path] | None = None,
@@ -437,7 +437,7 @@ def report(
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
     written = run(
-        out, title, profile, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
+        out, title, profile.name, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,

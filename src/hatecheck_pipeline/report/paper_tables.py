@@ -204,7 +204,7 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
                json_td(n, cell_id("appf", model, dataset, "n"), file, stage, cls="" if doc.get("complete") else "incomplete")]
         for k, _ in APPF_COLUMNS:
             fig = doc.get(k) or {}
-            unit = doc.get("resampling_unit") or (doc.get("bootstrap") or {}).get("unit")
+            unit = doc.get("resampling_unit") or (doc.get("bootstrap") or {}).get("resampling_unit")
             ci = (f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}{f', {unit}-level bootstrap' if unit else ''}]"
                   if fig.get("ci_low") is not None else "")
             wide = too_wide(fig.get("ci_low"), fig.get("ci_high"), max_ci_width)
