@@ -12,7 +12,7 @@ predictions that are cheap to make from it:
   (``label_annotated_maj``) scored against the gold label.
 
 The suites are built with the pipeline's own builders
-(``data/specs.py``) from the raw mirror, in a scratch folder. Timing: the
+(``data/case_suites.py``, ``data/corpora.py``) from the raw mirror, in a scratch folder. Timing: the
 score stage's work (``scoring.run`` on the whole suite, 1,000 resamples, in
 a fresh interpreter, imports included), best of ``--repeat``, for this
 checkout and, with ``--baseline-src``, for another ``src`` folder (e.g. the
@@ -55,7 +55,7 @@ def build(mirror: Path, work: Path) -> dict[str, tuple[str, str, str, str]]:
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    from hatecheck_pipeline.data import specs
+    from hatecheck_pipeline.data import case_suites, corpora
 
     raw = work / "data" / "raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -64,11 +64,11 @@ def build(mirror: Path, work: Path) -> dict[str, tuple[str, str, str, str]]:
             (raw / d).symlink_to(mirror.resolve() / d)
     os.chdir(work)
     params = yaml.safe_load((SRC.parent / "params.yaml").read_text("utf-8"))["datasets"]
-    hc = specs.hatecheck(params["hatecheck"]).kept
+    hc = case_suites.hatecheck(params["hatecheck"]).kept
     hc.write_parquet("hatecheck.parquet")
-    mhc = specs.mhc(params["mhc"]).kept
+    mhc = case_suites.mhc(params["mhc"]).kept
     mhc.write_parquet("mhc.parquet")
-    train = specs.davidson2017(params["davidson2017"]).kept.filter(pl.col("split") == "train")
+    train = corpora.davidson2017(params["davidson2017"]).kept.filter(pl.col("split") == "train")
     model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
                           LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced", random_state=0))
     model.fit(train["text"].to_list(), (train["label"] == "hateful").to_numpy())

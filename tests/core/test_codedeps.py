@@ -15,7 +15,7 @@ from hatecheck_pipeline.core import codedeps
 
 def test_closure_follows_imports_transitively_including_function_level_ones():
     closure = codedeps.closure("hatecheck_pipeline.data.preprocess")
-    # preprocess imports data.validate, which imports data.specs lazily-free at module level
+    # preprocess imports data.validate, which imports data.harmonise at module level
     assert "hatecheck_pipeline.data.validate" in closure
     assert "hatecheck_pipeline.data.schemes" in closure
     assert "hatecheck_pipeline.core.files" in closure

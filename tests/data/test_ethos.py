@@ -50,7 +50,7 @@ def test_ethos_harmonised_counts_and_scores(ethos_table, params, workdir):
 
 
 def test_a_broken_isHate_value_is_quarantined_with_its_reason(write_raw, params):
-    from hatecheck_pipeline.data.specs import ethos as build
+    from hatecheck_pipeline.data.annotated import ethos as build
 
     write_raw("ethos", "Ethos_Dataset_Binary.csv", "comment;isHate\nwomen are a joke\u00a0;1.0\nnice video;0.0\nwhat;abc\n")
     write_raw("ethos", "Ethos_Dataset_Multi_Label.csv",

@@ -13,7 +13,7 @@ from conftest import REPO
 from fake_openai import fake_chat_server
 
 from hatecheck_pipeline.core.config import Profile
-from hatecheck_pipeline.data.specs import HATEFUL
+from hatecheck_pipeline.data.harmonise import HATEFUL
 from hatecheck_pipeline.evaluation import llm_misspelling as ms
 from hatecheck_pipeline.evaluation.published import load
 from hatecheck_pipeline.report.llm_misspelling import misspelling_section

@@ -13,7 +13,7 @@ import pytest
 from sklearn.metrics import f1_score
 
 from hatecheck_pipeline.core.files import InputError
-from hatecheck_pipeline.data import specs
+from hatecheck_pipeline.data import corpora
 from hatecheck_pipeline.evaluation import annotators, multiclass
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import published as P
@@ -78,7 +78,7 @@ def test_multiclass_scores_equal_scikit_learns_and_their_intervals_hold_them():
 
 def test_davidson_keeps_its_three_classes_for_appendix_f(write_raw, mirror):
     shutil.copy(mirror / "davidson2017/labeled_data.csv", write_raw("davidson2017", "labeled_data.csv", ""))
-    h = specs.davidson2017({"seed": 42, "split": {"train": 0.8, "dev": 0.1, "test": 0.1}})
+    h = corpora.davidson2017({"seed": 42, "split": {"train": 0.8, "dev": 0.1, "test": 0.1}})
     counts = dict(h.kept.group_by("label_multiclass").len().iter_rows())
     # HateCheck appendix D.1: 1,430 hateful, 19,190 offensive, 4,163 neither (of 24,783)
     assert counts == {"hateful": 1430, "offensive": 19190, "neither": 4163}

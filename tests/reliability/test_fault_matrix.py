@@ -26,7 +26,7 @@ from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.core import config
 from hatecheck_pipeline.core.files import InputError
 from hatecheck_pipeline.data import prepare, sources, validate
-from hatecheck_pipeline.data.specs import MAX_TEXT_CHARS
+from hatecheck_pipeline.data.harmonise import MAX_TEXT_CHARS
 from hatecheck_pipeline.evaluation import scoring
 from hatecheck_pipeline.suites.registry import Suite
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.data.specs import HATEFUL, LABELS
+from hatecheck_pipeline.data.harmonise import HATEFUL, LABELS
 
 SPLITS = ["train", "dev", "test"]
 CROWS_BIAS_TYPES = [

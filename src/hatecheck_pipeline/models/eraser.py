@@ -15,7 +15,7 @@ dropped, a ``*``-censored word followed by ``censored``), so a post's words,
 tokenised with the same vocabulary, give its doc's ids exactly.
 
 Alignment check (training posts get their ids by row position,
-``data/specs.py: hatexplain``): every ERASER training record must name a
+``data/annotated.py: hatexplain``): every ERASER training record must name a
 training post of the table with the same majority class, and the post's
 tokens must give its doc: exactly, or (for the few ekphrasis rewrites not
 reproduced: elongations, dates) with a WordPiece similarity of at least

@@ -15,7 +15,7 @@ from hatecheck_pipeline.evaluation.tables import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, too_wide
 
 # What the binary held-out macro F1 of each training dataset scores: the
-# dataset's own labels collapsed to hateful vs non-hateful (data/specs.py).
+# dataset's own labels collapsed to hateful vs non-hateful (data/corpora.py).
 HELDOUT_BINARY = {
     "davidson2017": "hate vs offensive + neither (as the HateCheck paper)",
     "founta2018": "hateful vs the rest (the fou18 subsample's binary label: abusive, spam, normal = 0)",
