@@ -36,7 +36,8 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.evaluation import published
-from hatecheck_pipeline.evaluation.tables import ShotReplicates, Source, with_interval
+from hatecheck_pipeline.evaluation.cells import Source
+from hatecheck_pipeline.evaluation.shot_tables import ShotReplicates, with_interval
 from hatecheck_pipeline.pipeline.registry import build_stages
 
 BIN = Path(sys.executable).parent

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.audits import summary as bias_summary
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.evaluation import scoring, tables
+from hatecheck_pipeline.evaluation import scoring
+from hatecheck_pipeline.evaluation.cells import Source
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.pipeline import evaluate as ph
 from hatecheck_pipeline.suites.registry import EXPANDED, Suite
 
@@ -59,7 +60,7 @@ def predictions(gold: pl.DataFrame, accuracy: float, seed: int = 0, id_column: s
     })
 
 
-def make_metrics(workdir, model: str, suite: Suite, accuracy: float, seed: int) -> tables.Source:
+def make_metrics(workdir, model: str, suite: Suite, accuracy: float, seed: int) -> Source:
     frame = hatecheck_like(language=suite.language or "english", id_prefix=f"{suite.language}-" if suite.language else "")
     gold = frame.select(
         pl.col(suite.id_column if suite.id_column in frame.columns else "case_id").alias("id"),
@@ -70,7 +71,7 @@ def make_metrics(workdir, model: str, suite: Suite, accuracy: float, seed: int) 
     predictions(frame, accuracy, seed, id_column=suite.id_column).write_parquet(pred_file)
     out, reps = paths.metrics(model, suite.name), paths.bootstrap_replicates(model, suite.name)
     scoring.run(suite, pred_file, out, boot=Bootstrap(50), gold=gold, replicates=reps)
-    return tables.Source(model, suite.name, suite.dataset, suite.language, out, ph.score_stage_name(model, suite.name), suite.kind, reps)
+    return Source(model, suite.name, suite.dataset, suite.language, out, ph.score_stage_name(model, suite.name), suite.kind, reps)
 
 
 # ------------------------------------------------ expanded suites, bias summary
@@ -99,7 +100,7 @@ def perturbed_like(original: pl.DataFrame, id_column: str) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-def make_expanded_metrics(workdir, model: str, suite: ExpandedSuite, original: Suite, accuracy: float, seed: int) -> tables.Source:
+def make_expanded_metrics(workdir, model: str, suite: ExpandedSuite, original: Suite, accuracy: float, seed: int) -> Source:
     frame = perturbed_like(hatecheck_like(language=original.language or "english",
                                           id_prefix=f"{original.language}-" if original.language else ""), "case_id")
     table = Path(paths.expanded_table(suite.dataset))
@@ -108,10 +109,10 @@ def make_expanded_metrics(workdir, model: str, suite: ExpandedSuite, original: S
     pred_file = workdir / f"{model}_{suite.name}.parquet"
     predictions(frame, accuracy, seed, id_column="id").write_parquet(pred_file)
     scoring.run(suite, pred_file, paths.metrics(model, suite.name), boot=Bootstrap(50))
-    return tables.Source(model, suite.name, suite.dataset, suite.language, paths.metrics(model, suite.name), ph.score_stage_name(model, suite.name), suite.kind)
+    return Source(model, suite.name, suite.dataset, suite.language, paths.metrics(model, suite.name), ph.score_stage_name(model, suite.name), suite.kind)
 
 
-def expanded_sources(workdir) -> list[tables.Source]:
+def expanded_sources(workdir) -> list[Source]:
     hc = Suite("hatecheck", "hatecheck", "case_id")
     de = Suite("mhc_german", "mhc", "mhc_case_id", language="german")
     return [

@@ -8,17 +8,17 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
+from hatecheck_pipeline.evaluation import cells, expanded_tables, metrics, scoring, shot_tables
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
-from hatecheck_pipeline.evaluation import metrics, scoring, tables
 from hatecheck_pipeline.report import html as report
 from hatecheck_pipeline.report import lineage
 
 
-@pytest.mark.parametrize("module", [metrics, scoring, tables, report, lineage])
+@pytest.mark.parametrize("module", [metrics, scoring, cells, shot_tables, expanded_tables, report, lineage])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
-    if module in (metrics, scoring, tables):
+    if module in (metrics, scoring, cells, shot_tables, expanded_tables):
         assert result.attempted > 0
 
 

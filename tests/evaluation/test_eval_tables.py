@@ -10,7 +10,7 @@ from eval_synthetic import make_metrics
 
 from hatecheck_pipeline.core import config, paths
 from hatecheck_pipeline.core.stage import signature_mismatch
-from hatecheck_pipeline.evaluation import tables
+from hatecheck_pipeline.evaluation import shot_tables, tables
 from hatecheck_pipeline.pipeline import evaluate as ph
 from hatecheck_pipeline.pipeline.registry import to_dvc
 from hatecheck_pipeline.suites.registry import HELDOUT, Suite
@@ -75,7 +75,7 @@ def test_tables_from_metrics(workdir):
 def test_training_languages_read_from_tables(workdir):
     pl.DataFrame({"language": ["italian", "italian"]}).write_parquet("a.parquet")
     pl.DataFrame({"language": ["spanish"]}).write_parquet("b.parquet")
-    assert tables.training_languages(["a.parquet", "b.parquet"]) == ["italian", "spanish"]
+    assert shot_tables.training_languages(["a.parquet", "b.parquet"]) == ["italian", "spanish"]
 
 
 def test_registry_stages_declare_metrics_and_plots():

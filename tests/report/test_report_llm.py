@@ -121,7 +121,7 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
 
 
 def cells(table, rows):
-    from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS, cell_id
+    from hatecheck_pipeline.evaluation.cells import CELL_COLUMNS, cell_id
 
     return pl.DataFrame(
         [{"table": table, "model": m, "suite": s, "language": None, "row": r, "column": c, "value": v, "ci_low": None,

@@ -7,13 +7,15 @@ import re
 
 import numpy as np
 
+from hatecheck_pipeline.evaluation import metrics
+from hatecheck_pipeline.evaluation.cells import Source, overall_cells
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
-from hatecheck_pipeline.evaluation import metrics, tables
+from hatecheck_pipeline.evaluation.shot_tables import shot_tables
 from hatecheck_pipeline.report.cells import pivot, td
 
 
-def source(language: str) -> tables.Source:
-    return tables.Source("M", f"mhc_{language}", "mhc", language, f"results/M/mhc_{language}/metrics.json", f"score_M_mhc_{language}")
+def source(language: str) -> Source:
+    return Source("M", f"mhc_{language}", "mhc", language, f"results/M/mhc_{language}/metrics.json", f"score_M_mhc_{language}")
 
 
 def doc(gold: np.ndarray, pred: np.ndarray) -> dict:
@@ -23,7 +25,7 @@ def doc(gold: np.ndarray, pred: np.ndarray) -> dict:
 def test_a_class_without_cases_gives_a_null_f1_with_its_reason_rendered_n_a():
     hateful_only = doc(np.ones(20, dtype=int), np.ones(20, dtype=int))  # no non-hateful gold or prediction
     loaded = [(source("german"), hateful_only)]
-    cells = tables.overall_cells("mhc_t2", loaded, ["f1_non_hateful", "macro_f1"])
+    cells = overall_cells("mhc_t2", loaded, ["f1_non_hateful", "macro_f1"])
     f1 = cells.filter(cells["column"] == "f1_non_hateful").row(0, named=True)
     assert f1["value"] is None and "non-hateful" in f1["undefined"]
     html = pivot(cells, "t", "row", "column", 50)
@@ -40,7 +42,7 @@ def test_a_mean_over_languages_leaves_an_undefined_one_out_and_says_so():
     loaded = [(source("german"), doc(gold, gold)),  # 100
               (source("french"), {"overall": {"macro_f1": {"value": None, "undefined": metrics.NO_CASE}, "n": 0}}),
               (source("spanish"), doc(gold, np.where(rng.random(200) < 0.5, gold, 1 - gold)))]
-    shots = tables.shot_tables(loaded, {"M": ["spanish"]}, "results/tables/shots.json", "tables_shots")
+    shots = shot_tables(loaded, {"M": ["spanish"]}, "results/tables/shots.json", "tables_shots")
     summary = {r["column"]: r for r in shots["shots_summary"].iter_rows(named=True)}
     zero = summary["zero-shot"]
     assert zero["value"] == 100.0  # german alone: french is not counted as 0 (which would give 50)

@@ -22,8 +22,9 @@ from typing import Any, Mapping
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
 from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params
+from hatecheck_pipeline.evaluation.cells import Source
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
-from hatecheck_pipeline.evaluation.tables import GROUPS, Source
+from hatecheck_pipeline.evaluation.tables import GROUPS
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
 
 SCORE = "hatecheck_pipeline.evaluation.scoring:score"

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.tables import SEEN_IN_TRAINING, cell_id
+from hatecheck_pipeline.evaluation.cells import SEEN_IN_TRAINING, cell_id
 
 
 NA = "n/a"  # an undefined figure (zero denominator), as opposed to a missing one ("–")

@@ -9,7 +9,7 @@ from html import escape
 from typing import Any, Mapping
 
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import fmt, html_table, json_td
 
 NOTE = ("<p class='note'>Difference = accuracy of B minus accuracy of A (percentage points) on the cases both predicted. "

@@ -81,7 +81,7 @@ def docs_link(sid: str) -> str:
 
 def read_cells(table_files: Mapping[str, str | Path]) -> dict[str, pl.DataFrame]:
     """Long tables by name; a table not produced (no such models) is empty."""
-    from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS
+    from hatecheck_pipeline.evaluation.cells import CELL_COLUMNS
 
     out = {}
     for name, path in table_files.items():
@@ -130,7 +130,7 @@ def build(
     pivot = partial(C.pivot, max_ci_width=max_ci_width)
     published = P.load() if published is None else published
     paper_tables = paper_tables or {}
-    from hatecheck_pipeline.evaluation.tables import CELL_COLUMNS
+    from hatecheck_pipeline.evaluation.cells import CELL_COLUMNS
 
     empty = pl.DataFrame(schema=next(iter(cells.values())).schema) if cells else pl.DataFrame(schema=CELL_COLUMNS)
     get = lambda name: cells.get(name, empty)  # noqa: E731

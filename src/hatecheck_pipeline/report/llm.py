@@ -15,7 +15,7 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.llm import PAPER_TABLES
 from hatecheck_pipeline.evaluation.llm_answers import COUNTS, MIXED_CLASSES, NO_CASES, answer_key, metrics_from_counts
-from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td
 
 SETTING_NAMES = {

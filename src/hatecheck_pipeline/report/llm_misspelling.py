@@ -8,7 +8,7 @@ from html import escape
 from typing import Any, Mapping
 
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td
 
 SETTING_NAMES = {"zero_shot": "zero-shot", "one_shot": "one-shot"}

@@ -21,7 +21,7 @@ import polars as pl
 
 from hatecheck_pipeline.core.files import read_json, write_text
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.tables import SEEN_IN_TRAINING, Source, cell_id, overall_cells, section_cells
+from hatecheck_pipeline.evaluation.cells import SEEN_IN_TRAINING, Source, cell_id, overall_cells, section_cells
 from hatecheck_pipeline.report.cells import fmt, published_td, td
 from hatecheck_pipeline.report.html import CSS
 from hatecheck_pipeline.suites.registry import Suite

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, too_wide
 
 # What the binary held-out macro F1 of each training dataset scores: the

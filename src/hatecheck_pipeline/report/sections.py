@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 import polars as pl
 
-from hatecheck_pipeline.evaluation.tables import cell_id
+from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td, slug, td
 from hatecheck_pipeline.report.figures import auc_heatmaps, expanded_bars, figure
 
