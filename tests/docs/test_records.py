@@ -9,7 +9,7 @@ the pages show what the renderers make of them.
   name carries the date it was made, a JSON record parses, and every
   benchmark script a row names exists. The model screens and the local
   LLM's whole-protocol run are read by renderers
-  (``report.docs_pages.screen_table``, ``ethos_table``) whose tables
+  (``report.docs_benchmarks.screen_table``, ``report.docs_llm.ethos_table``) whose tables
   docs/models.md and docs/local-llm.md show.
 
 How long the tests take, and which of them need what: docs/testing.md."""
@@ -28,7 +28,7 @@ from conftest import REPO
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.evaluation import published
-from hatecheck_pipeline.report import docs_pages, docs_record
+from hatecheck_pipeline.report import docs_benchmarks, docs_llm, docs_pages, docs_record
 
 RECORDS = REPO / "benchmarks" / "records"
 NOT_RECORDS = {"README.md", "HISTORY.md"}
@@ -157,8 +157,8 @@ def test_the_screens_compare_like_with_like():
 
 
 def test_the_models_page_shows_the_screen_table():
-    assert docs_pages.screen_table(screens()) in (REPO / "docs/models.md").read_text("utf-8"), \
-        "docs/models.md does not show the screen records' table (render it with docs_pages.screen_table)"
+    assert docs_benchmarks.screen_table(screens()) in (REPO / "docs/models.md").read_text("utf-8"), \
+        "docs/models.md does not show the screen records' table (render it with docs_benchmarks.screen_table)"
 
 
 def test_the_default_follows_the_adoption_rule():
@@ -194,9 +194,9 @@ def test_the_whole_protocol_record_is_the_whole_protocol():
 
 def test_the_local_llm_page_shows_the_whole_protocol_table():
     doc = json.loads(WHOLE_PROTOCOL.read_text("utf-8"))
-    table = docs_pages.ethos_table(WHOLE_PROTOCOL.relative_to(REPO).as_posix(), doc, published.load())
+    table = docs_llm.ethos_table(WHOLE_PROTOCOL.relative_to(REPO).as_posix(), doc, published.load())
     assert table in (REPO / "docs/local-llm.md").read_text("utf-8"), \
-        "docs/local-llm.md does not show the record's table (render it with docs_pages.ethos_table)"
+        "docs/local-llm.md does not show the record's table (render it with docs_llm.ethos_table)"
 
 
 def test_the_records_and_scripts_the_pages_name_exist():
