@@ -1,14 +1,18 @@
-"""Tables rendered from the benchmark scripts' records
-(``benchmarks/records/``): the model screens of
-``benchmarks/screen_model.py --record``, which docs/models.md shows."""
+"""Pages rendered from the benchmark scripts' records: the model screens
+of ``benchmarks/screen_model.py --record`` (``benchmarks/records/``), which
+docs/models.md includes, and the intervals page from
+``benchmarks/intervals.json`` (``benchmarks/bench_intervals.py``: case- vs
+template-level bootstrap intervals on the real suites and the time of one
+score stage), which docs/intervals.md includes."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from statistics import mean
 from typing import Any, Mapping
 
-from hatecheck_pipeline.report.docs_format import MHC_ORDER, md_table, num, path_cell
+from hatecheck_pipeline.report.docs_format import MHC_ORDER, md_table, num, path_cell, read_json
 
 
 def _base_name(description: str) -> str:
@@ -60,3 +64,73 @@ def screen_table(records: list[tuple[str, Mapping[str, Any]]]) -> str:
     head = ["base model (xlmt role)", "seed", "training s", *(f"held-out {k}" for k in heldout),
             *(f"MHC {lang}" for lang in langs), "MHC mean [95% interval]", "how it ran", "source"]
     return md_table(head, rows)
+
+
+
+def screens_page(pattern: Path) -> str:
+    """The screen table of the records matching ``pattern`` (relative to the
+    working directory), in the order of their names."""
+    return screen_table([(p.as_posix(), read_json(p)) for p in sorted(Path().glob(Path(pattern).as_posix()))]) + "\n"
+
+
+INTERVALS_SCRIPT = "benchmarks/bench_intervals.py"
+FIGURE_NAMES = {"overall accuracy": "accuracy", "overall macro_f1": "macro F1", "contrast both_correct": "contrast pairs both right"}
+BREAKDOWNS = {"by_functionality": "per functionality", "by_target": "per target group"}
+
+
+def suite_name(suite: str) -> str:
+    """A suite's name as the pages write it.
+
+    >>> suite_name("hatecheck"), suite_name("mhc_italian")
+    ('HateCheck', 'MHC Italian')
+    """
+    return "HateCheck" if suite == "hatecheck" else "MHC " + suite.removeprefix("mhc_").capitalize()
+
+
+def _ratio(template: float, case: float) -> str:
+    return num(template / case) if case else "–"
+
+
+def intervals_page(source: Path) -> str:
+    """``benchmarks/intervals.json`` as tables: each overall figure with its
+    case- and template-level interval and how many times wider the
+    template-level one is, the median and largest ratio of the widths per
+    functionality and per target group, and the score stage's time."""
+    doc = read_json(Path(source))
+    rel = path_cell(Path(source).as_posix())
+    figures, breakdowns, last = [], [], None
+    for row in doc["intervals"]:
+        what = "same" if row["predictions"] == last else row["predictions"]
+        last = row["predictions"]
+        if "groups" in row:
+            section = row["figure"].split(" ", 1)[0]
+            breakdowns.append([suite_name(row["suite"]), BREAKDOWNS.get(section, section), str(row["groups"]),
+                               num(row["median_ratio"], 2), num(row["max_ratio"], 2)])
+            continue
+        pairs = " pairs" if row["figure"].startswith("contrast") else ""
+        figures.append([
+            suite_name(row["suite"]), what, FIGURE_NAMES.get(row["figure"], row["figure"]), num(row["value"]),
+            f"[{num(row['case_ci'][0])}, {num(row['case_ci'][1])}] ({num(row['case_width'])})",
+            f"[{num(row['template_ci'][0])}, {num(row['template_ci'][1])}] ({num(row['template_width'])})",
+            _ratio(row["template_width"], row["case_width"]), f"{row['cases']:,}{pairs} / {row['templates']:,}",
+        ])
+    parts = [
+        f"Every figure below is from {rel}, written by `python {INTERVALS_SCRIPT}` on a machine with "
+        f"{doc.get('cpus', '?')} CPUs (1-minute load average {num((doc.get('load_average') or [None])[0], 1)} when it finished).",
+        "### Interval widths\n\nIn percent; the width in brackets; *ratio*: the template-level width over the case-level "
+        "one; *cases / templates*: the cases (contrast: pairs) and the templates (clusters) resampled.\n\n"
+        + md_table(["suite", "predictions", "figure", "value", "case-level 95% CI (width)", "template-level 95% CI (width)",
+                    "ratio", "cases / templates"], figures),
+        "### Per functionality and per target group\n\nThe template-level interval width of each group's accuracy over "
+        "its case-level width (groups whose case-level width is not zero).\n\n"
+        + md_table(["suite", "groups", "groups compared", "median ratio", "largest ratio"], breakdowns),
+    ]
+    timing = doc.get("score_stage_timing") or {}
+    if timing:
+        rows = [[name, num(t["process_s"], 2), num(t["imports_and_scoring_s"], 2),
+                 ", ".join(f"{num(a, 2)} / {num(b, 2)}" for a, b in t.get("runs") or [])] for name, t in timing.items()]
+        parts.append("### Time of one score stage\n\nThe score stage's work on the whole suite (1,000 resamples) in a fresh "
+                     "interpreter, best of the runs, in seconds; *baseline*: another source folder timed in the same run.\n\n"
+                     + md_table(["suite (source)", "process s", "imports and scoring s", "runs (process / imports and scoring)"],
+                                rows))
+    return "\n\n".join(parts) + "\n"

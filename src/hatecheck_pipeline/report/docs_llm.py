@@ -58,6 +58,12 @@ def ethos_table(rel: str, doc: Mapping[str, Any], published: Mapping[str, Any]) 
                    "answers left out %", "paper table", "source"], rows)
 
 
+def ethos_record_page(source: Path) -> str:
+    """The ETHOS table of one prompted-LLM metrics file kept as a benchmark
+    record (``benchmarks/records/local_llm_whole_protocol_*.json``)."""
+    return ethos_table(Path(source).as_posix(), read_json(Path(source)), P.load()) + "\n"
+
+
 def ethos_section(record: Path, published: Mapping[str, Any]) -> str:
     parts = []
     for path in sorted(record.glob("results/llm/*/metrics.json")):
