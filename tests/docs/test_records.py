@@ -8,9 +8,15 @@ the pages show what the renderers make of them.
   folder's README naming the command that wrote it and the machine, its
   name carries the date it was made, a JSON record parses, and every
   benchmark script a row names exists. The model screens and the local
-  LLM's whole-protocol run are read by renderers
-  (``report.docs_pages.screen_table``, ``ethos_table``) whose tables
-  docs/models.md and docs/local-llm.md show.
+  LLM's whole-protocol run are rendered into generated pages
+  (docs/generated/screens.md, local-llm-protocol.md) that docs/models.md
+  and docs/local-llm.md include.
+- benchmarks/intervals.json (``benchmarks/bench_intervals.py``): the
+  generated page docs/generated/intervals.md, which docs/intervals.md
+  includes.
+
+Each generated page from a benchmark record names its record in its first
+line and is what ``docs render`` makes of it.
 
 How long the tests take, and which of them need what: docs/testing.md."""
 
@@ -28,7 +34,7 @@ from conftest import REPO
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.evaluation import published
-from hatecheck_pipeline.report import docs_pages, docs_record
+from hatecheck_pipeline.report import docs_benchmarks, docs_llm, docs_pages, docs_record
 
 RECORDS = REPO / "benchmarks" / "records"
 NOT_RECORDS = {"README.md", "HISTORY.md"}
@@ -156,9 +162,22 @@ def test_the_screens_compare_like_with_like():
     assert seeds <= {doc["seed"] for doc in docs if doc["profile"] == "embedded"}
 
 
-def test_the_models_page_shows_the_screen_table():
-    assert docs_pages.screen_table(screens()) in (REPO / "docs/models.md").read_text("utf-8"), \
-        "docs/models.md does not show the screen records' table (render it with docs_pages.screen_table)"
+def generated(name: str, page: str, monkeypatch) -> str:
+    """The committed generated page ``name`` (the table after its header),
+    checked to be what the renderer makes of its record and to be included
+    by docs/``page``."""
+    monkeypatch.chdir(REPO)
+    path = REPO / "docs/generated" / f"{name}.md"
+    source = docs_pages.BENCHMARK_PAGES[name][0]
+    assert docs_pages.record_of(path) == source
+    text = path.read_text("utf-8")
+    assert text == docs_pages.render_benchmarks()[name], f"{path} is stale: run `hatecheck-pipeline docs render`"
+    assert f'--8<-- "generated/{name}.md"' in (REPO / "docs" / page).read_text("utf-8"), f"docs/{page} does not include it"
+    return text.split("\n\n", 1)[1]
+
+
+def test_the_models_page_shows_the_screen_table(monkeypatch):
+    assert generated("screens", "models.md", monkeypatch) == docs_benchmarks.screen_table(screens()) + "\n"
 
 
 def test_the_default_follows_the_adoption_rule():
@@ -192,11 +211,10 @@ def test_the_whole_protocol_record_is_the_whole_protocol():
     assert pieces["prompts"] == doc["prompts"] and pieces["seconds"] > 0 and 0 <= pieces["untimed"] <= pieces["prompts"]
 
 
-def test_the_local_llm_page_shows_the_whole_protocol_table():
+def test_the_local_llm_page_shows_the_whole_protocol_table(monkeypatch):
     doc = json.loads(WHOLE_PROTOCOL.read_text("utf-8"))
-    table = docs_pages.ethos_table(WHOLE_PROTOCOL.relative_to(REPO).as_posix(), doc, published.load())
-    assert table in (REPO / "docs/local-llm.md").read_text("utf-8"), \
-        "docs/local-llm.md does not show the record's table (render it with docs_pages.ethos_table)"
+    table = docs_llm.ethos_table(WHOLE_PROTOCOL.relative_to(REPO).as_posix(), doc, published.load())
+    assert generated("local-llm-protocol", "local-llm.md", monkeypatch) == table + "\n"
 
 
 def test_the_records_and_scripts_the_pages_name_exist():
@@ -216,3 +234,35 @@ def test_the_records_and_scripts_the_pages_name_exist():
                 missing.append(f"{page.name}: {script}")
     assert named > 20, "the pages name almost no records: the pattern no longer matches them"
     assert not missing, "named but not in the repository:\n" + "\n".join(sorted(missing))
+
+
+INTERVALS = REPO / "benchmarks" / "intervals.json"
+
+
+def test_the_intervals_page_is_what_the_renderer_makes_of_the_record(monkeypatch):
+    """docs/generated/intervals.md names benchmarks/intervals.json, is what
+    the renderer makes of it, docs/intervals.md includes it, and every row
+    of the record is a row of its tables."""
+    assert docs_pages.BENCHMARK_PAGES["intervals"][0] == INTERVALS.relative_to(REPO)
+    page = generated("intervals", "intervals.md", monkeypatch)
+    rows = json.loads(INTERVALS.read_text("utf-8"))["intervals"]
+    assert page.count("\n| HateCheck |") + page.count("\n| MHC ") == len(rows)
+
+
+def test_docs_render_check_catches_a_changed_intervals_record(tmp_path, monkeypatch):
+    """A figure changed in benchmarks/intervals.json makes the committed page stale."""
+    import shutil
+
+    for rel in ("benchmarks/intervals.json", "docs/generated/intervals.md"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / rel, tmp_path / rel)
+    monkeypatch.chdir(tmp_path)
+    run = docs_pages.record_of(REPO / "docs/generated/results.md")
+    shutil.copytree(REPO / run, tmp_path / run, dirs_exist_ok=True)
+    docs_pages.write(run, Path("docs/generated"))
+    assert docs_pages.stale(run, Path("docs/generated")) == []
+    doc = json.loads(INTERVALS.read_text("utf-8"))
+    doc["intervals"][0]["template_ci"][1] = 99.9
+    Path("benchmarks/intervals.json").write_text(json.dumps(doc), "utf-8")
+    assert "[40.6, 99.9]" in docs_pages.render_benchmarks()["intervals"]
+    assert docs_pages.stale(run, Path("docs/generated")) == ["docs/generated/intervals.md"]

@@ -12,7 +12,8 @@ from eval_synthetic import make_metrics
 from typer.testing import CliRunner
 
 from hatecheck_pipeline.cli.app import app
-from hatecheck_pipeline.report import docs_pages, docs_record
+from hatecheck_pipeline.evaluation import published as P
+from hatecheck_pipeline.report import docs_benchmarks, docs_llm, docs_pages, docs_record, docs_results
 from hatecheck_pipeline.suites.registry import HELDOUT, Suite
 
 REPO = Path(__file__).resolve().parents[2]
@@ -182,7 +183,7 @@ def test_ethos_table_shows_an_undefined_f1_as_n_a():
         ("zero_shot", "constrained", "racist", "racist", "yes", "1"), ("zero_shot", "constrained", "racist", "not-racist", "no", "1")]
     answers = pl.DataFrame(rows, schema=["setting", "variant", "category", "label", "answer", "iteration"], orient="row")
     doc = {"by_setting": llm_eval.metrics_of(answers), "paper_tables": {"zero_shot": "gpt3_detection_t1"}}
-    table = docs_pages.ethos_table("results/llm/local/metrics.json", doc, docs_pages.P.load())
+    table = docs_llm.ethos_table("results/llm/local/metrics.json", doc, P.load())
     row = next(line for line in table.splitlines() if line.startswith("| zero_shot |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[3].startswith("100.0 (") and cells[4].startswith("n/a (63) / 66.7 ("), cells
@@ -201,7 +202,7 @@ def test_screen_table_rows_and_seed_means():
     records = [("a.json", screen_doc(e5, 1, 300, 70.0, {"spanish": 60.0, "arabic": 50.0}) | {"note": "beside CI"}),
                ("b.json", screen_doc(e5, 2, 310, 72.0, {"spanish": 62.0, "arabic": 54.0})),
                ("c.json", screen_doc("EmbeddingGemma-300M (from pinned parts)", 1, 2400, 75.0, {"spanish": 66.0, "arabic": 60.0}))]
-    table = docs_pages.screen_table(records).splitlines()
+    table = docs_benchmarks.screen_table(records).splitlines()
     assert table[0] == ("| base model (xlmt role) | seed | training s | held-out hateval2019_es | MHC arabic | MHC spanish | MHC mean [95% interval] | how it ran | source |")
     assert table[2] == "| multilingual-e5-small | 1 | 300 | 70.0 | 50.0 | 60.0 | **55.0** [40.0, 70.0] | beside CI | `a.json` |"
     assert table[4] == "| EmbeddingGemma-300M | 1 | 2,400 | 75.0 | 60.0 | 66.0 | **63.0** [40.0, 70.0] |  | `c.json` |"
@@ -241,7 +242,7 @@ def test_mhc_table_shows_an_undefined_macro_f1_as_n_a_and_leaves_it_out_of_the_m
         fig = {"value": value} if value is not None else {"value": None, "undefined": "no case scored"}
         return (f"results/M/mhc_{lang}/metrics.json", {"dataset": "mhc", "language": lang, "overall": {"n": 10, "macro_f1": fig}})
     metrics = {("M", "mhc_german"): doc("german", 60.0), ("M", "mhc_french"): doc("french", None), ("M", "mhc_dutch"): doc("dutch", 80.0)}
-    row = next(line for line in docs_pages.mhc_table(metrics, {}).splitlines() if line.startswith("| M |"))
+    row = next(line for line in docs_results.mhc_table(metrics, {}).splitlines() if line.startswith("| M |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2:5] == ["80.0", "n/a", "60.0"]  # dutch, french, german in MHC order
     assert cells[5] == "70.0, over the 2 of 3 languages defined"

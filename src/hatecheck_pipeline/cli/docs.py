@@ -73,10 +73,12 @@ def config_reference() -> tuple[str | None, str]:
 def render(
     record: Annotated[Optional[Path], typer.Option(help="recorded run (default: the one the current pages name)")] = None,
     out: Annotated[Path, typer.Option(help="folder of the generated pages")] = GENERATED,
-    check: Annotated[bool, typer.Option(help="only check that the pages are what the record and the parameters give")] = False,
+    check: Annotated[bool, typer.Option(help="only check that the pages are what the records and the parameters give")] = False,
 ) -> None:
     """Write docs/generated/{results,llm,performance,data}.md from a recorded
-    run, and docs/generated/config.md (the configuration reference) from
+    run, docs/generated/{intervals,screens,local-llm-protocol}.md from
+    benchmark records (benchmarks/intervals.json, benchmarks/records/), and
+    docs/generated/config.md (the configuration reference) from
     workflow/schemas/params.schema.yaml and params.yaml."""
     from hatecheck_pipeline.core.files import write_text
     from hatecheck_pipeline.report import config_reference as ref
@@ -92,12 +94,12 @@ def render(
         if check:
             stale = docs_pages.stale(record, out)
             if stale:
-                fail(f"generated pages differ from what {record} gives: {', '.join(stale)} (run `hatecheck-pipeline docs render --record {record}`)")
+                fail(f"generated pages differ from what {record} and the benchmark records give: {', '.join(stale)} (run `hatecheck-pipeline docs render --record {record}`)")
             if reference is None:
                 fail(f"cannot check {page}: {problem}")
             if not page.is_file() or page.read_text("utf-8") != reference:
                 fail(f"{page} differs from what the parameters schema and params.yaml give (run `hatecheck-pipeline docs render`)")
-            typer.echo(f"{out}: the generated pages are what {record} and the parameters give")
+            typer.echo(f"{out}: the generated pages are what {record}, the benchmark records and the parameters give")
             return
         for written in docs_pages.write(record, out):
             typer.echo(f"wrote {written}")

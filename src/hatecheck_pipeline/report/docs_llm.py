@@ -1,0 +1,154 @@
+"""The prompted-LLM page of the generated documentation: the ETHOS figures
+of each prompted backend (GPT-3 detection paper, Tables 1-4 and 7) and
+GPT-HateCheck's generation, validation, quality (Table 6) and the
+fine-tuned models on it (Table 9), with the papers' figures beside ours."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from hatecheck_pipeline.evaluation import published as P
+from hatecheck_pipeline.report import docs_record
+from hatecheck_pipeline.report.cells import NA
+from hatecheck_pipeline.report.docs_format import md_table, num, paper_figure, path_cell, read_json, run_header
+
+ETHOS_BINARY = ("racist", "sexist", "overall")
+
+
+def _mean(section: Mapping[str, Any] | None, metric: str) -> float | None:
+    fig = (section or {}).get(metric)
+    return fig.get("mean") if isinstance(fig, Mapping) else fig
+
+
+def _with_paper(value: float | None, paper: float | None) -> str:
+    return num(value) + ("" if paper is None else f" ({num(paper, 0)})")
+
+
+def ethos_table(rel: str, doc: Mapping[str, Any], published: Mapping[str, Any]) -> str:
+    """One backend's ETHOS figures per setting and variant: F1 and accuracy
+    of the yes/no settings (mean over iterations), and of the mixed settings
+    per category by the paper's rule (section 4.4, pooled), the paper's
+    figure in brackets."""
+    tables = doc.get("paper_tables") or {}
+    rows = []
+    for setting, variants in (doc.get("by_setting") or {}).items():
+        table = tables.get(setting, "")
+        for variant, scored in variants.items():
+            cats = scored.get("by_category") or {}
+            cells = []
+            for cat in ETHOS_BINARY:
+                if cat in cats:
+                    f1, acc, row = _mean(cats[cat], "f1"), _mean(cats[cat], "accuracy"), cat
+                    pooled = None
+                else:  # a mixed setting: the paper's 'All' row of the category
+                    mixed = next((cats[k] for k in ("mixed", "mixed_instruction") if k in cats), None)
+                    pooled = ((mixed or {}).get("by_class") or {}).get(cat, {}).get("pooled") if cat != "overall" else None
+                    f1, acc, row = (pooled or {}).get("f1"), (pooled or {}).get("accuracy"), f"all:{cat}"
+                paper_f1, _ = paper_figure((table,), "GPT-3", row, "f1", published)
+                paper_acc, _ = paper_figure((table,), "GPT-3", row, "accuracy", published)
+                scored_here = cat in cats or pooled is not None
+                f1_text = _with_paper(f1, paper_f1) if f1 is not None else NA + ("" if paper_f1 is None else f" ({num(paper_f1, 0)})")
+                cells.append(f"{f1_text} / {_with_paper(acc, paper_acc)}" if scored_here else "–")
+            unparsed = [c.get("unparsed_share") for c in cats.values() if c.get("unparsed_share") is not None]
+            n = sum(c.get("n", 0) for k, c in cats.items() if k != "overall")
+            rows.append([setting, variant, f"{n:,}", *cells, num(max(unparsed)) if unparsed else "–",
+                         f"`{table}`" if table else "–", path_cell(rel)])
+    return md_table(["setting", "variant", "answers", "racist F1 / acc.", "sexist F1 / acc.", "overall F1 / acc.",
+                   "answers left out %", "paper table", "source"], rows)
+
+
+def ethos_record_page(source: Path) -> str:
+    """The ETHOS table of one prompted-LLM metrics file kept as a benchmark
+    record (``benchmarks/records/local_llm_whole_protocol_*.json``)."""
+    return ethos_table(Path(source).as_posix(), read_json(Path(source)), P.load()) + "\n"
+
+
+def ethos_section(record: Path, published: Mapping[str, Any]) -> str:
+    parts = []
+    for path in sorted(record.glob("results/llm/*/metrics.json")):
+        rel, doc = path.relative_to(record).as_posix(), read_json(path)
+        scope = "the whole protocol" if doc.get("complete") else (
+            f"a seeded sample: {doc.get('max_prompts_per_setting')} prompts per setting, "
+            f"{doc.get('example_sets')} mixed example set(s)")
+        parts.append(
+            f"#### Backend `{doc.get('backend')}`: {doc.get('model')}\n\n"
+            f"{doc.get('stand_in') or 'the paper model'}; {doc.get('prompts', 0):,} prompts, {doc.get('answers', 0):,} answers "
+            f"in {num(doc.get('seconds'), 0)} s; {scope}.\n\n" + ethos_table(rel, doc, published))
+    if not parts:
+        return "No prompted-LLM run in this record."
+    return ("In percent; GPT-3's figure in brackets (Chiu et al. 2022; mixed settings: the 'All' row of Tables 4 / 7, "
+            "category c scored over the comments labelled c or neither). A stand-in is not GPT-3: compare shapes, "
+            "not levels.\n\n" + "\n\n".join(parts))
+
+
+QUALITY = ("self_bleu_2", "self_bleu_3", "self_bleu_4", "perplexity")
+
+
+def _quality_cell(value: float | None, paper: float | None, key: str) -> str:
+    digits = 1 if key == "perplexity" else 3
+    return ("–" if value is None else f"{value:.{digits}f}") + ("" if paper is None else f" ({paper})")
+
+
+def gpt_hatecheck_section(record: Path, published: Mapping[str, Any]) -> str:
+    parts = []
+    for gen_path in sorted(record.glob("data/expanded/gpt_hatecheck_*/generation.json")):
+        gen = read_json(gen_path)
+        val_path = gen_path.with_name("validation.json")
+        val = read_json(val_path) if val_path.is_file() else {}
+        name = gen_path.parent.name
+        rows = [
+            ["generator", str(gen.get("generator")), path_cell(gen_path.relative_to(record).as_posix())],
+            ["cells asked (of all)", f"{gen.get('cells')} (of {gen.get('cells_possible')})", "`generation.json`"],
+            ["requests / bad outputs", f"{gen.get('requests')} / {gen.get('bad_outputs')}", "`generation.json`"],
+            ["candidates", str(gen.get("candidates")), "`generation.json`"],
+        ]
+        if val:
+            rows += [
+                ["judge", str(val.get("judge")), path_cell(val_path.relative_to(record).as_posix())],
+                ["kept after the hypothesis tests (pass rate)",
+                 f"{val.get('kept')} ({num(100 * val['pass_rate']) + '%' if val.get('pass_rate') is not None else '–'})",
+                 "`validation.json`"],
+            ]
+        paper = (published.get("gpt_hatecheck_t4") or {}).get("values", {}).get("GPT-3.5", {}).get("total", {})
+        parts.append(f"#### `{name}`\n\n" + md_table(["", "figure", "source"], rows)
+                     + f"\n\nThe paper (Table 4, all 144 cells x 40): {paper.get('-Filter', '–')} candidates, "
+                       f"{paper.get('GPT-HC', '–')} kept.")
+    quality = record / "data/expanded/reports/quality.json"
+    if quality.is_file():
+        doc = read_json(quality)
+        paper = (published.get("gpt_hatecheck_t6") or {}).get("values", {})
+        rows = []
+        for suite, q in (doc.get("suites") or {}).items():
+            ref = paper.get("HateCheck" if suite == "hatecheck" else "GPT-HateCheck", {}).get("all", {})
+            rows.append([suite, str(q.get("cases", "–")), *[_quality_cell(q.get(k), ref.get(k), k) for k in QUALITY]])
+        parts.append("#### Diversity and fluency (GPT-HateCheck Table 6)\n\n"
+                     f"Perplexity under `{doc.get('lm')}` ({doc.get('lm_stand_in') or 'the paper LM'}); the paper's figure "
+                     "(gpt2-large) in brackets.\n\n"
+                     + md_table(["suite", "cases", "Self-BLEU-2", "Self-BLEU-3", "Self-BLEU-4", "perplexity"], rows)
+                     + f"\n\nSource: `{quality.relative_to(record).as_posix()}`.")
+    compare = record / "data/expanded/reports/gpt_hatecheck_compare.json"
+    if compare.is_file():
+        rows = []
+        for model, d in (read_json(compare).get("models") or {}).items():
+            t9 = d.get("table9") or {}
+            rows.append([model, f"{d['cases']['HC']} / {d['cases']['GPT-HC']}", str(d.get("functionalities_compared")),
+                         *[num((t9.get(s) or {}).get(lab, {}).get("mean_prediction"), 3) for lab in ("hateful", "non-hateful")
+                           for s in ("HC", "GPT-HC")]])
+        parts.append("#### The fine-tuned models on HateCheck (HC) and GPT-HateCheck (GPT-HC) (Table 9)\n\n"
+                     "Mean prediction (1 = hateful) on the cases each model predicted.\n\n"
+                     + md_table(["model", "cases HC / GPT-HC", "functionalities on both", "hateful: HC", "hateful: GPT-HC",
+                               "non-hateful: HC", "non-hateful: GPT-HC"], rows)
+                     + f"\n\nSource: `{compare.relative_to(record).as_posix()}`.")
+    return "\n\n".join(parts) if parts else "No GPT-HateCheck run in this record."
+
+
+def llm_page(record: Path, published: Mapping[str, Any] | None = None) -> str:
+    record = Path(record)
+    published = P.load() if published is None else published
+    info = docs_record.load(record)
+    return "\n\n".join([
+        run_header(info, record.as_posix()),
+        "### Prompted LLM on ETHOS (GPT-3 detection paper, Tables 1-4 and 7)\n\n" + ethos_section(record, published),
+        "### GPT-HateCheck (Jin et al. 2024): generation, validation, quality\n\n" + gpt_hatecheck_section(record, published),
+    ]) + "\n"
