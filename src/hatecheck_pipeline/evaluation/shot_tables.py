@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from hatecheck_pipeline.evaluation.cells import Source, _cell, boot, frame
+from hatecheck_pipeline.evaluation.metrics import Bootstrap
 
 
 def training_languages(tables: list[str | Path]) -> list[str]:
@@ -80,7 +81,7 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
                                   n_clusters=by["many-shot"]["n_clusters"] + by["zero-shot"]["n_clusters"]))
         return frame(rows)
 
-    level = next((d.get("bootstrap", {}).get("level") for _, d in mhc if d.get("bootstrap", {}).get("level")), 0.95)
+    level = next((d.get("bootstrap", {}).get("level") for _, d in mhc if d.get("bootstrap", {}).get("level")), Bootstrap().level)  # the scores' level; the default where no file says
     return {
         "shots_languages": per_lang,
         "shots_summary": summarise(per_lang, "shots_summary", ["model"], "overall", "macro_f1"),
