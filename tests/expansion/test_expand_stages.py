@@ -59,7 +59,7 @@ def test_gpt_hatecheck_stages_take_exactly_their_declared_arguments(params):
     for s in stages.values():
         assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
     gen = stages["expand_llm_generate_english"]
-    assert set(gen.params) == {"settings", "backends", "threads", "profile", "profiles"}
+    assert set(gen.params) == {"settings", "backends", "threads", "profile"}
     # the embedded profile generates on the fetched weights: their manifest is an input
     # Table 12's slur list (a resource), not HateCheck's placeholders
     assert gen.data_deps == ["src/hatecheck_pipeline/resources/expansion/gpt_hatecheck_slurs.yaml",
