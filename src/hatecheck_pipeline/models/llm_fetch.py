@@ -18,6 +18,7 @@ import ctypes
 import mmap
 import os
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -56,8 +57,13 @@ def release_pages(array: Any) -> None:
     start = array.ctypes.data
     first, last = -(-start // page) * page, (start + array.nbytes) // page * page
     if last > first:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), ctypes.c_int(mmap.MADV_DONTNEED))
+        _libc().madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), ctypes.c_int(mmap.MADV_DONTNEED))
+
+
+@lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    """This process's C library, opened once (madvise for every tensor)."""
+    return ctypes.CDLL(None, use_errno=True)
 
 
 @contextmanager
