@@ -58,3 +58,8 @@ def test_the_page_lists_what_fails_beside_the_papers_and_marks_training_data(tmp
     row = re.search(r"<tr><td class='rowhead'>heldout_davidson2017</td>(.*?)</tr>", html).group(1)
     assert "training data" in row and 'class="seen"' in row
     assert "ab" * 32 in html and "a keyword rule" in html
+    # every interval here is 10 points wide: none is marked without a threshold, every one under a 5-point threshold
+    assert 'class="too-few"' not in html
+    model_page("m", suites, card, files, page, below_mark=50, max_ci_width=5)
+    marked = page.read_text()
+    assert 'too-few" data-cell-id="hatecheck_t1:m:slur_h:accuracy"' in marked and "Too few cases to compare" in marked

@@ -169,7 +169,7 @@ def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
         inputs={"card": paths.model_card(model), "metrics": {k: paths.metrics(model, s.name) for k, s in scored.items()},
                 "published": PUBLISHED, "functionalities": FUNCTIONALITIES},
         outputs={"page": out(paths.model_page(model))},
-        params={"below_mark": "evaluation.below_mark"},
+        params={"below_mark": "evaluation.below_mark", "max_ci_width": "evaluation.max_ci_width"},
         args={"model": model, "scored": scored},
     )
 

@@ -4,7 +4,9 @@ writes): what the model is (its card's identity), every suite's overall
 figures, and per functional test its accuracy with the template-level
 interval, the papers' models beside it (HateCheck Table 1: B-D, B-F,
 Perspective, SiftNinja; MHC Table 1: XTC), the tests where it fails (below
-the report's mark, 50% as in the papers) marked and listed.
+the report's mark, 50% as in the papers) marked and listed, and a cell
+whose interval is wider than ``evaluation.max_ci_width`` marked too few
+cases to compare, as in the report.
 
 Every figure is a cell of the main report's kind (``data-cell-id``,
 ``data-metrics``, ``data-stage``, a tooltip with its interval), read from
@@ -22,7 +24,7 @@ import polars as pl
 from hatecheck_pipeline.core.files import read_json, write_text
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.cells import SEEN_IN_TRAINING, Source, cell_id, overall_cells, section_cells
-from hatecheck_pipeline.report.cells import fmt, published_td, td
+from hatecheck_pipeline.report.cells import TOO_FEW, fmt, published_td, td
 from hatecheck_pipeline.report.html import CSS
 from hatecheck_pipeline.suites.registry import Suite
 
@@ -54,7 +56,8 @@ def identity_rows(card: Mapping[str, Any]) -> str:
     return "".join(f"<tr><td class='rowhead'>{escape(k)}</td><td class='rowhead'>{escape(str(v))}</td></tr>" for k, v in rows)
 
 
-def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], published: Mapping[str, Any], below_mark: float) -> tuple[str, list[str]]:
+def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], published: Mapping[str, Any], below_mark: float,
+                     max_ci_width: float | None = None) -> tuple[str, list[str]]:
     """Per functionality: the model's accuracy (with its interval), the
     papers' models beside it; and the functionalities below the mark."""
     dataset = suite.dataset
@@ -72,7 +75,7 @@ def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], publ
             failing.append(P.functionality_label(code, dataset))
         pubs = "".join(published_td("mhc_t1" if dataset == "mhc" else "hatecheck_t1", m, code, suite.language or "accuracy",
                                     *(paper[m].get(code, (None, "", ""))[::2])) for m in paper)
-        rows.append(f"<tr><td class='rowhead'>{escape(P.functionality_label(code, dataset))}</td>{td(c, below_mark)}"
+        rows.append(f"<tr><td class='rowhead'>{escape(P.functionality_label(code, dataset))}</td>{td(c, below_mark, max_ci_width)}"
                     f"<td>{escape(interval(c))}</td><td>{c['n'] if c['n'] is not None else '–'}</td>{pubs}</tr>")
     table = (f"<table id='{escape(cell_id('page', model, suite.name))}'><thead><tr><th class='rowhead'>functional test</th>"
              f"<th>{escape(model)}</th><th>95% CI (templates)</th><th>n</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
@@ -80,8 +83,9 @@ def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], publ
 
 
 def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]], suites: Mapping[str, Suite],
-          below_mark: float, published: Mapping[str, Any] | None = None) -> str:
-    """The page as one HTML string."""
+          below_mark: float, published: Mapping[str, Any] | None = None, max_ci_width: float | None = None) -> str:
+    """The page as one HTML string (``max_ci_width``: cells with a wider
+    interval are marked too few cases to compare)."""
     published = P.load() if published is None else published
     base = card.get("base_model") or {}
     parts = [f"<h1>{escape(model)}: functional tests</h1>",
@@ -94,8 +98,8 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         acc, f1 = part.get("accuracy"), part.get("macro_f1")
         seen = (acc or {}).get("setting") == SEEN_IN_TRAINING
         note = "its training data: not a held-out figure" if seen else ""
-        rows.append(f"<tr><td class='rowhead'>{escape(suite_name)}</td><td>{(acc or {}).get('n', '–')}</td>{td(acc, below_mark)}"
-                    f"<td>{escape(interval(acc))}</td>{td(f1, None)}<td>{escape(interval(f1))}</td><td class='rowhead'>{escape(note)}</td></tr>")
+        rows.append(f"<tr><td class='rowhead'>{escape(suite_name)}</td><td>{(acc or {}).get('n', '–')}</td>{td(acc, below_mark, max_ci_width)}"
+                    f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td><td class='rowhead'>{escape(note)}</td></tr>")
     parts.append("<h2>Every suite</h2><table id='overall'><thead><tr><th class='rowhead'>suite</th><th>n</th><th>accuracy</th>"
                  "<th>95% CI</th><th>macro F1</th><th>95% CI</th><th class='rowhead'></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     fails: list[str] = []
@@ -104,20 +108,23 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         if not suite.functional or not doc.get("by_functionality"):
             continue
         cells = section_cells("hatecheck_t1" if suite.dataset == "hatecheck" else "mhc_t1", [(src, doc)], "by_functionality", "accuracy").to_dicts()
-        table, failing = functional_table(model, suite, cells, published, below_mark)
+        table, failing = functional_table(model, suite, cells, published, below_mark, max_ci_width)
         fails += [f"{suite.name}: {f}" for f in failing]
         parts.append(f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{table}")
     listing = "".join(f"<li>{escape(f)}</li>" for f in fails) or "<li>none</li>"
     parts.insert(4, f"<h2>Functional tests it fails (accuracy below {below_mark:g}%)</h2><ul id='failing'>{listing}</ul>")
     parts.append("<p class='note'>Intervals: percentile bootstrap; on functional suites the templates are resampled, on held-out "
                  "sets the cases. Hover a cell for its metrics file and stage; <code>hatecheck-pipeline lineage CELL_ID</code> "
-                 "traces it.</p>")
+                 "traces it."
+                 + ("" if max_ci_width is None else f" Cells whose 95% interval is wider than {max_ci_width:g} points are "
+                    f"<span class='too-few'>underlined</span>: {TOO_FEW}.")
+                 + "</p>")
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{escape(model)}: functional tests</title>"
             f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
 def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Mapping[str, Path], page: Path, below_mark: float,
-               published: Path | None = None, functionalities: Path | None = None) -> str:
+               max_ci_width: float | None = None, published: Path | None = None, functionalities: Path | None = None) -> str:
     """Stage ``model_page_<model>``: the page from the model's card and the
     metrics files of its suites (``metrics`` and ``scored`` keyed by the
     score stage that wrote each file); ``published`` and
@@ -126,5 +133,6 @@ def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Map
     del published, functionalities
     loaded = [(Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))
               for stage, s in scored.items()]
-    write_text(build(model, read_json(card), loaded, {s.name: s for s in scored.values()}, below_mark), page)
+    write_text(build(model, read_json(card), loaded, {s.name: s for s in scored.values()}, below_mark,
+                     max_ci_width=max_ci_width), page)
     return f"{model}: {len(loaded)} suite(s) -> {page}"
