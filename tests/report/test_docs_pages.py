@@ -190,6 +190,29 @@ def test_ethos_table_shows_an_undefined_f1_as_n_a():
     assert not cells[5].startswith("n/a")  # overall pools both: defined
 
 
+def test_llm_page_lists_table_5_and_the_instruction_contrast():
+    """The mixed setting's free answers: every distinct answer with its
+    count, in or out of section 4.4's scope, GPT-3's count beside them;
+    section 4.5's rows without and with the instruction, and their change."""
+    doc = {
+        "by_setting": {"mixed": {"free": {"by_category": {"mixed": {
+            "n": 5, "out_of_scope": 2, "answers": {"racist": 3, "the statements": 2}}}}}},
+        "instruction_contrast": {"free": {
+            "without": {"n": 5, "distinct": 2, "out_of_scope": 2, "out_of_scope_share": 40.0},
+            "with": {"n": 5, "distinct": 1, "out_of_scope": 0, "out_of_scope_share": 0.0},
+            "change": {"distinct": -1, "out_of_scope_share": -40.0}}},
+    }
+    published = P.load()
+    answers = docs_llm.answers_md(doc, published)
+    theirs = P.lookup("gpt3_detection_t5", "GPT-3", published)[("distinct", "answers")][0]
+    assert f"2 distinct answers, 2 of 5 out of scope (GPT-3: {theirs:.0f} distinct answers)" in answers
+    assert "| `racist` | 3 | in scope |" in answers and "| `the statements` | 2 | out of scope |" in answers
+    contrast = docs_llm.contrast_md(doc, published)
+    row = next(line for line in contrast.splitlines() if line.startswith("| out of scope (%) |"))
+    assert [c.strip() for c in row.strip("|").split("|")][1:] == ["40.0", "0.0", "-40.0"]
+    assert docs_llm.answers_md({}, published) == "" and docs_llm.contrast_md({}, published) == ""
+
+
 def screen_doc(base: str, seed: int, train_s: float, es: float, langs: dict[str, float]) -> dict:
     fig = lambda v: {"value": v, "ci_low": v - 2, "ci_high": v + 2, "n": 1000}  # noqa: E731
     return {"base_model": base, "seed": seed, "train_seconds": train_s, "heldout": {"hateval2019_es": fig(es)},

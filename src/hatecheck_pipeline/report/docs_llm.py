@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hatecheck_pipeline.evaluation import published as P
+from hatecheck_pipeline.evaluation.llm_answers import MIXED_CLASSES
 from hatecheck_pipeline.report import docs_record
 from hatecheck_pipeline.report.cells import NA
 from hatecheck_pipeline.report.docs_format import md_table, num, paper_figure, path_cell, read_json, run_header
+from hatecheck_pipeline.report.llm import CONTRAST_ROWS
 
 ETHOS_BINARY = ("racist", "sexist", "overall")
 
@@ -58,6 +60,43 @@ def ethos_table(rel: str, doc: Mapping[str, Any], published: Mapping[str, Any]) 
                    "answers left out %", "paper table", "source"], rows)
 
 
+def answers_md(doc: Mapping[str, Any], published: Mapping[str, Any]) -> str:
+    """Table 5: the distinct answers of the mixed setting without the
+    instruction, each with its count and whether it is in scope (section
+    4.4), per variant; GPT-3's count of distinct answers beside it."""
+    theirs, _ = paper_figure(("gpt3_detection_t5",), "GPT-3", "distinct", "answers", published)
+    parts = []
+    for variant, d in ((doc.get("by_setting") or {}).get("mixed") or {}).items():
+        m = (d.get("by_category") or {}).get("mixed") or {}
+        answers = m.get("answers") or {}
+        if not answers:
+            continue
+        rows = [[f"`{a or '(empty)'}`", f"{count:,}", "in scope" if a in MIXED_CLASSES else "out of scope"]
+                for a, count in answers.items()]
+        parts.append(f"Variant `{variant}`: {len(answers)} distinct answers, {m.get('out_of_scope')} of {m.get('n')} out of "
+                     f"scope (GPT-3: {num(theirs, 0)} distinct answers).\n\n" + md_table(["answer", "count", "section 4.4"], rows))
+    return "\n\n".join(parts)
+
+
+def contrast_md(doc: Mapping[str, Any], published: Mapping[str, Any]) -> str:
+    """Section 4.5: the mixed settings without and with the instruction on
+    this run's answers, GPT-3's figures in brackets where the paper gives
+    them."""
+    parts = []
+    for variant, c in (doc.get("instruction_contrast") or {}).items():
+        rows = []
+        for key, label, theirs in CONTRAST_ROWS:
+            cells = []
+            for side, setting in (("without", "mixed"), ("with", "mixed_instruction")):
+                paper = paper_figure(("gpt3_detection_s45",), "GPT-3", setting, theirs, published)[0] if theirs else None
+                digits = 0 if key in ("n", "distinct", "out_of_scope", "omitted") else 1
+                cells.append(num((c.get(side) or {}).get(key), digits) + ("" if paper is None else f" ({num(paper, digits)})"))
+            change = (c.get("change") or {}).get(key)
+            rows.append([label, *cells, num(change, digits) if key in (c.get("change") or {}) else "–"])
+        parts.append(f"Variant `{variant}`:\n\n" + md_table(["", "without", "with", "with − without"], rows))
+    return "\n\n".join(parts)
+
+
 def ethos_record_page(source: Path) -> str:
     """The ETHOS table of one prompted-LLM metrics file kept as a benchmark
     record (``benchmarks/records/local_llm_whole_protocol_*.json``)."""
@@ -74,7 +113,11 @@ def ethos_section(record: Path, published: Mapping[str, Any]) -> str:
         parts.append(
             f"#### Backend `{doc.get('backend')}`: {doc.get('model')}\n\n"
             f"{doc.get('stand_in') or 'the paper model'}; {doc.get('prompts', 0):,} prompts, {doc.get('answers', 0):,} answers "
-            f"in {num(doc.get('seconds'), 0)} s; {scope}.\n\n" + ethos_table(rel, doc, published))
+            f"in {num(doc.get('seconds'), 0)} s; {scope}.\n\n" + ethos_table(rel, doc, published)
+            + "".join(f"\n\n##### {title}\n\n{body}" for title, body in (
+                ("Table 5: distinct answers, mixed-category few-shot without instruction", answers_md(doc, published)),
+                ("Section 4.5: mixed-category few-shot without and with the instruction", contrast_md(doc, published)))
+                if body))
     if not parts:
         return "No prompted-LLM run in this record."
     return ("In percent; GPT-3's figure in brackets (Chiu et al. 2022; mixed settings: the 'All' row of Tables 4 / 7, "
