@@ -5,7 +5,9 @@ reads (each bound to an argument of its function), its resources and the
 function that runs it (``run="module:function"``). The function is called by
 :func:`call` with exactly those arguments: paths as :class:`~pathlib.Path`
 (lists and mappings of paths keep their shape), parameter values as plain
-values, constants (a dataset's or model's name) as given. Nothing else
+values or, for a :class:`Bound` argument (the active profile, the
+bootstrap), one typed value built from its keys, constants (a dataset's or
+model's name) as given. Nothing else
 lists a stage's paths or params: the Snakemake rules, ``dvc.yaml`` and the
 ``hatecheck-pipeline run STAGE`` command are all rendered from this object.
 """
