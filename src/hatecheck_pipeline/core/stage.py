@@ -97,8 +97,8 @@ class Stage:
     run: str  # "hatecheck_pipeline.<layer>.<module>:<function>"
     inputs: Mapping[str, Any] = field(default_factory=dict)  # argument -> path(s)
     outputs: Mapping[str, "Out | tuple[Out, ...]"] = field(default_factory=dict)  # argument -> output(s)
-    # argument -> dotted key ("file:key" for another YAML); the ``profiles``
-    # argument -> the tuple of the active profile's keys (profile_params)
+    # argument -> dotted key ("file:key" for another YAML), or a Bound: one
+    # typed value from several keys (the profile: profile_params)
     params: Mapping[str, "str | Bound"] = field(default_factory=dict)
     args: Mapping[str, Any] = field(default_factory=dict)  # argument -> constant (names, never paths)
     threads: int = 1  # CPU threads the function uses
@@ -174,7 +174,7 @@ class Stage:
         kwargs: dict[str, Any] = dict(self.args)
         kwargs.update({k: as_paths(v) for k, v in self.inputs.items()})
         kwargs.update({k: [Path(o.path) for o in v] if isinstance(v, tuple) else Path(v.path) for k, v in self.outputs.items()})
-        kwargs.update({arg: argument_value(params, arg, key, self.name) for arg, key in self.params.items()})
+        kwargs.update({arg: argument_value(params, key, self.name) for arg, key in self.params.items()})
         return kwargs
 
 
@@ -245,7 +245,7 @@ def profile_params(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, 
     return {"profile": Bound(("profile", *(f"{PROFILES}.{params['profile']}.{k}" for k in dict.fromkeys(keys))), declared_profile)}
 
 
-def argument_value(params: Mapping[str, Any], arg: str, key: "str | Bound", stage: str = "") -> Any:
+def argument_value(params: Mapping[str, Any], key: "str | Bound", stage: str = "") -> Any:
     """The value of one declared parameter for the stage's function: a
     dotted key's value, or the typed value of a :class:`Bound`."""
     if isinstance(key, Bound):
