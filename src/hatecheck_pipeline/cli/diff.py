@@ -5,6 +5,7 @@ workspace and at a git revision or DVC experiment (``--rev``)."""
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -38,12 +39,14 @@ def diff(
     interval; flagged where Holm's correction over the tests still excludes zero."""
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.evaluation import diff as D
-    from hatecheck_pipeline.evaluation.metrics import Bootstrap
     from hatecheck_pipeline.evaluation import published as P
     from hatecheck_pipeline.evaluation.scoring import ScoringError, resolve_suite
+    from hatecheck_pipeline.pipeline.evaluate import bootstrap_keys
 
     params = load()
-    ev = params["evaluation"]
+    boot = bootstrap_keys("evaluation.diff_samples").value(params)  # as the diff stages get it
+    if samples:
+        boot = replace(boot, samples=samples)
     try:
         resolved = resolve_suite(suite, params)
     except ScoringError as exc:
@@ -67,7 +70,7 @@ def diff(
             if not Path(f).is_file():
                 fail(f"{f}: no predictions (is the model scored on {resolved.name}? `snakemake {f}` builds them)")
         try:
-            doc = D.run(resolved, file_a, file_b, out, names, Bootstrap(samples or ev["diff_samples"], ev["seed"], ev["ci_level"]))
+            doc = D.run(resolved, file_a, file_b, out, names, boot)
         except ScoringError as exc:
             fail(exc)
     dataset = "mhc" if resolved.name.startswith("mhc_") else "hatecheck"

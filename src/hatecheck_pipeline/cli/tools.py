@@ -58,11 +58,10 @@ def score(
     import polars as pl
 
     from hatecheck_pipeline.evaluation import scoring
-    from hatecheck_pipeline.evaluation.metrics import Bootstrap
+    from hatecheck_pipeline.pipeline.evaluate import bootstrap_keys
 
     params = load()
-    ev = params["evaluation"]
-    boot = Bootstrap(ev["bootstrap_samples"], ev["seed"], ev["ci_level"])
+    boot = bootstrap_keys().value(params)  # as the score stages get it
     try:
         suites = resolve_suites(suite, params)
         if not predictions.exists():
