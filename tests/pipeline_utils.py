@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import MIRROR, REPO
 
@@ -46,6 +47,14 @@ def run(cmd: list[str], cwd: Path, check: bool = True, timeout: int = 1800) -> s
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
+
+
+def require_free_disk(where: Path, gib: float, what: str) -> None:
+    """Fail at once, naming what is needed and what is free, where ``what``
+    would otherwise stop part-way through with "No space left on device"."""
+    free = shutil.disk_usage(where).free / 2**30
+    if free < gib:
+        pytest.fail(f"{what} needs about {gib:g} GiB free under {where}; {free:.1f} GiB is free", pytrace=False)
 
 
 ARTIFACT_DIRS = ("data/", "models/", "results/", "reports/", "logs/")

@@ -17,6 +17,7 @@ from pipeline_utils import (
     downstream,
     dvc_ran_stages,
     git_commit_all,
+    require_free_disk,
     run,
     set_param,
 )
@@ -26,10 +27,15 @@ from hatecheck_pipeline.pipeline.registry import build_stages
 
 pytestmark = pytest.mark.integration
 REPORT = "reports/mhc_xtc.html"
+# The smoke workspace's models, checkpoints and DVC cache, with the other
+# integration modules' workspaces beside it, peaked at 17 GiB under pytest's
+# temp folder in a whole `.ci/run`.
+SMOKE_DISK_GIB = 18
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
+    require_free_disk(tmp_path_factory.getbasetemp(), SMOKE_DISK_GIB, "the smoke run")
     project = copy_project(tmp_path_factory.mktemp("smoke"))
     set_param(project, "profile", "smoke")
     git_commit_all(project, "fresh clone")
