@@ -40,8 +40,8 @@ DEFAULT_RUNTIME = 60
 class Out:
     """One output: its DVC kind (outs, metrics, plots), whether it is a
     working folder the stage keeps between runs (``persist``: training
-    checkpoints, the optimiser state of every epoch, for resuming after a
-    kill) and whether it is a folder. A persisted folder is an output of
+    checkpoints, the last epoch's weights and optimiser state, for resuming
+    after a kill; emptied once the model is written) and whether it is a folder. A persisted folder is an output of
     neither runner: Snakemake would delete it before re-running the rule,
     and DVC would cache it and `dvc push` it to the team's remote."""
 

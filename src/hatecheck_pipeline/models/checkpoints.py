@@ -115,3 +115,16 @@ def save_dir_atomic(out_dir: Path, write: Callable[[Path], None]) -> None:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def clear_checkpoints(ckpt_dir: Path) -> None:
+    """Empty ``ckpt_dir`` (the folder stays) once the model it resumes is
+    written with its log and card: its checkpoints only serve a killed run,
+    and the last epoch's optimiser state alone is twice the model's size."""
+    if not ckpt_dir.is_dir():
+        return
+    for child in ckpt_dir.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()

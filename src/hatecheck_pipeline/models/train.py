@@ -26,7 +26,7 @@ from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.models.attention import Supervision, read_rationales
 from hatecheck_pipeline.models.bf16 import cpu_bf16_on
-from hatecheck_pipeline.models.checkpoints import save_dir_atomic
+from hatecheck_pipeline.models.checkpoints import clear_checkpoints, save_dir_atomic
 from hatecheck_pipeline.models.grid import grid_search
 from hatecheck_pipeline.models.loop import train_loop
 from hatecheck_pipeline.models.recipe import BINARY, LabelSet, Recipe, budget, budget_note, effective_recipe
@@ -191,6 +191,7 @@ def run(
         **({"attention_supervision": asdict(supervision)} if supervision is not None else {}),
     }
     write_text(json.dumps(card, indent=2), card_path)
+    clear_checkpoints(Path(ckpt_dir))  # last: a kill before here resumes from them
     return log
 
 
@@ -213,7 +214,7 @@ def train(
     ``recipe`` on its processed training tables ``data``, starting from the
     active profile's base model for its role (a ``pipeline:`` base is read
     from ``bases``). Resumes from ``checkpoints``; writes ``model_dir``,
-    ``training_log`` and the model ``card``. ``rationales``: the training
+    ``training_log`` and the model ``card``, then empties ``checkpoints``. ``rationales``: the training
     posts' rationales of an attention-supervised recipe (BERT-HateXplain:
     cross-entropy + lambda x attention loss)."""
     from hatecheck_pipeline.models.base import role_ref
