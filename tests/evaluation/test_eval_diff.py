@@ -1,7 +1,10 @@
 """The per-functionality diff of two models where the answer is known: a
 model against itself flags nothing; a copy whose predictions are flipped on
-one functionality flags exactly that one; the bootstrap is paired and
-resamples templates; Holm's correction is applied in order."""
+one functionality flags exactly that one; the test is paired and flips
+templates (and fillers where a suite crosses them); the flags are Holm's
+step-down on the p-values the file reports; the interval excludes zero
+exactly when the p-value is below alpha; the p-value is the exact one where
+every sign vector is enumerated."""
 
 from __future__ import annotations
 
@@ -22,11 +25,11 @@ FUNCS = [f"f{i}" for i in range(12)]
 
 @pytest.fixture
 def suite_files(tmp_path):
-    """A HateCheck-shaped table: 12 functionalities x 8 templates x 3 cases,
+    """A HateCheck-shaped table: 12 functionalities x 16 templates x 3 cases,
     and a model right on every case but the first of each functionality."""
     rows = []
     for fi, f in enumerate(FUNCS):
-        for t in range(8):
+        for t in range(16):
             for c in range(3):
                 rows.append({"case_id": len(rows) + 1, "text": f"case {len(rows)}", "label": "hateful" if fi % 2 else "non-hateful",
                              "functionality": f, "templ_id": fi * 100 + t})
@@ -34,7 +37,7 @@ def suite_files(tmp_path):
     table_file = tmp_path / "table.parquet"
     table.write_parquet(table_file)
     gold = (table["label"] == "hateful").to_numpy()
-    right = np.array([r["case_id"] % 24 != 1 for r in rows])
+    right = np.array([r["case_id"] % 48 != 1 for r in rows])
     pred = np.where(right, gold, ~gold)
     a = pl.DataFrame({"case_id": table["case_id"], "pred": np.where(pred, "hateful", "non-hateful")})
     a_file = tmp_path / "a.csv"
@@ -62,26 +65,95 @@ def test_flipping_one_functionality_flags_exactly_that_one(suite_files, tmp_path
     b = tmp_path / "b.csv"
     flipped.write_csv(b)
     doc = D.run(hatecheck(), a, b, None, ("A", "B"), boot=Bootstrap(2000), gold_table=table)
-    assert doc["flagged"] == ["f3"]
+    assert doc["flagged"] == ["f3"] == doc["worse"]
     f3 = doc["by_functionality"]["f3"]
-    assert f3["difference"] == round(f3["accuracy_b"] - f3["accuracy_a"], 1) and f3["difference"] < -50
+    assert f3["difference"] == D.pct_difference(f3["correct_a"], f3["correct_b"], f3["n"]) and f3["difference"] < -50
     assert f3["holm_level"] == pytest.approx(1 - 0.05 / len(FUNCS))  # the smallest p-value is tested at alpha / m
+    assert f3["p_holm"] == pytest.approx(min(1, f3["p_value"] * len(FUNCS)), abs=1e-6)
+    assert f3["holm_ci_high"] < 0 and f3["ci_high"] < 0
+    # the cases that went from right to wrong, with their text
+    assert f3["n_went_wrong"] == len(f3["went_wrong"]) == 47 and f3["went_right"][0]["text"].startswith("case ")
 
+
+def test_holm_adjusts_the_reported_p_values_and_ties_are_not_decided_by_name():
+    assert D.T.holm_adjust([0.001, 0.001, 0.04]) == [0.003, 0.003, 0.04]
+    tests = {"b": {"p_value": 0.01, "correct_a": 5, "correct_b": 1}, "a": {"p_value": 0.01, "correct_a": 1, "correct_b": 5},
+             "c": {"p_value": 0.5, "correct_a": 3, "correct_b": 3}}
+    prepared = {k: D.T.paired_test(np.ones(4), np.zeros(4))[1] for k in tests}
+    D.holm(tests, prepared, 0.95)
+    assert tests["a"]["p_holm"] == tests["b"]["p_holm"] == 0.03 and tests["a"]["flagged"] == tests["b"]["flagged"] is True
+    assert tests["b"]["worse"] and not tests["a"]["worse"] and not tests["c"]["flagged"]
+
+
+def test_the_flags_are_holm_on_the_printed_p_values(suite_files, tmp_path):
+    """Random predictions for B: whatever it flags, Holm applied by hand to
+    the file's own p-values gives the same flags, and each interval
+    excludes zero exactly when its p-value is at most alpha."""
+    table, a, frame = suite_files
+    rng = np.random.default_rng(3)
+    worse = frame["functionality"].is_in(["f1", "f2"]).to_numpy()
+    flip = rng.random(frame.height) < np.where(worse, 0.6, 0.1)
+    pred_a = pl.read_csv(a)["pred"].to_numpy()
+    pred_b = np.where(flip, np.where(pred_a == "hateful", "non-hateful", "hateful"), pred_a)
+    b = tmp_path / "b.csv"
+    pl.DataFrame({"case_id": frame["case_id"], "pred": pred_b}).write_csv(b)
+    doc = D.run(hatecheck(), a, b, None, ("A", "B"), boot=Bootstrap(4000), gold_table=table)
+    tests = doc["by_functionality"]
+    p = sorted((t["p_value"], k) for k, t in tests.items())
+    by_hand, going = set(), True
+    for i, (value, key) in enumerate(p):
+        going = going and value <= 0.05 / (len(p) - i)
+        if going:
+            by_hand.add(key)
+    assert set(doc["flagged"]) == by_hand and {"f1", "f2"} <= by_hand
+    for t in tests.values():
+        assert (t["p_value"] <= 0.05) == (t["ci_low"] > 0 or t["ci_high"] < 0)
+        assert t["ci_low"] <= t["difference"] <= t["ci_high"]
+
+
+def test_exact_p_value_of_a_sign_flip_test():
+    """Four templates, each B worse by one case, one unchanged: of the 2^5
+    sign vectors, those giving |T*| >= 4 are the 2 x 2 with the four
+    signed alike: p = 4 / 32 (McNemar's exact two-sided p on 4 vs 0
+    discordant pairs is 0.125 too)."""
+    rows = np.array([0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+    a = np.array([1, 0, 1, 0, 1, 0, 1, 0, 1, 1])
+    b = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 1])
+    res, _ = D.T.paired_test(a, b, rows)
+    assert res.exact and res.draws == 32 and res.p_value == 0.125
+    assert res.n_templates == 5 and res.difference == -0.4
+
+
+def test_a_filler_axis_widens_the_interval_of_a_filler_effect():
+    """Errors that depend only on the filler (B wrong on half the slurs in
+    every template): flipping templates alone sees 8 identical templates
+    and a tiny interval; flipping the fillers too sees 2 x 9 fillers."""
+    rows = np.repeat(np.arange(8), 18)
+    cols = np.tile(np.arange(18), 8)
+    a = np.ones(144, dtype=int)
+    b = np.where(cols < 9, 0, 1)
+    one_way, _ = D.T.paired_test(a, b, rows, None, 4000, 0)
+    two_way, _ = D.T.paired_test(a, b, rows, cols, 4000, 0)
+    assert one_way.ci_high - one_way.ci_low < 0.05 < two_way.ci_high - two_way.ci_low
+    assert two_way.n_fillers == 18 and not two_way.exact
 
 def test_holm_stops_at_the_first_difference_it_cannot_flag():
-    reps = {"big": np.full(200, 0.3), "zero": np.zeros(200), "also_big": np.full(200, -0.3)}
-    tests = {k: {"p_value": D.p_value(v)} for k, v in reps.items()}
-    D.holm(tests, reps, 0.95)
+    tests = {"big": {"p_value": 0.001, "correct_a": 9, "correct_b": 1}, "zero": {"p_value": 0.6, "correct_a": 5, "correct_b": 5},
+             "also_big": {"p_value": 0.002, "correct_a": 1, "correct_b": 9}}
+    prepared = {k: D.T.paired_test(np.ones(12), np.zeros(12))[1] for k in tests}
+    D.holm(tests, prepared, 0.95)
     assert tests["big"]["flagged"] and tests["also_big"]["flagged"] and not tests["zero"]["flagged"]
     assert sorted(t["holm_level"] for t in tests.values()) == pytest.approx([0.95, 1 - 0.05 / 2, 1 - 0.05 / 3])
 
 
-def test_the_draw_is_paired_and_by_template():
-    correct_a = np.array([1, 1, 0, 0, 1, 0], dtype=bool)
-    same = D.resampled_difference(correct_a, correct_a, np.array([0, 0, 1, 1, 2, 2]), 300, 0)
-    assert (same == 0).all()  # one draw scores both: a model equals itself in every resample
-    one_template = D.resampled_difference(np.array([1, 0, 1], bool), np.array([0, 0, 0], bool), np.array([7, 7, 7]), 50, 0)
-    assert np.allclose(one_template, -2 / 3)  # one template: every resample draws all of it
+def test_the_test_is_paired_and_by_template():
+    correct_a = np.array([1, 1, 0, 0, 1, 0])
+    same, _ = D.T.paired_test(correct_a, correct_a, np.array([0, 0, 1, 1, 2, 2]))
+    assert same.p_value == 1.0 and same.ci_low <= 0 <= same.ci_high  # a model against itself
+    # three templates: the smallest attainable p-value is 2 / 8, so no difference is ever rejected
+    assert same.draws == 8 and (same.ci_low, same.ci_high) == (-1.0, 1.0)
+    one_template, _ = D.T.paired_test(np.array([1, 0, 1]), np.array([0, 0, 0]), np.array([7, 7, 7]))
+    assert one_template.draws == 2 and one_template.p_value == 1.0  # one template: nothing to tell apart
 
 
 def test_two_models_with_no_case_in_common_is_one_line(suite_files, tmp_path):

@@ -52,7 +52,7 @@ def test_metrics_document(project):
     assert list(doc["by_functionality"]) == ["derog_neg_emote_h", "threat_dir_h", "slur_reclaimed_nh", "ident_neutral_nh", "negate_neg_nh"]
     assert set(doc["by_target"]) == {"women", "trans people", "Muslims"}
     assert sum(v["n"] for v in doc["by_target"].values()) == int(frame["from_identity_template"].sum())
-    assert set(doc["by_target"]["women"]) == {"n", "n_clusters", "accuracy", "macro_f1"}
+    assert set(doc["by_target"]["women"]) == {"n", "n_clusters", "n_fillers", "accuracy", "macro_f1"}
     assert set(doc["by_reclaimed_slur"]) == {"queer", "fag"}
     assert doc["contrast"]["n_pairs"] == 12
     for fig in [o["accuracy"], o["macro_f1"], doc["by_functionality"]["threat_dir_h"]["accuracy"]]:

@@ -19,6 +19,6 @@ def load() -> dict[str, Any]:
     return config.load_params(STATE["params_file"], overrides)
 
 
-def fail(message: Exception | str) -> NoReturn:
+def fail(message: Exception | str, code: int = 1) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=1)
+    raise typer.Exit(code=code)

@@ -1,41 +1,50 @@
 """What changed between two models (or one model at two revisions), per
 functional test: the difference in accuracy (B minus A) per functionality,
-with a paired bootstrap interval, flagged only where the difference holds
-after a correction for the number of functionalities tested.
+from the counts, with the paired test of :mod:`.paired` giving its p-value
+and its interval, and Holm's step-down over the functionalities on the
+p-values as reported giving the flags.
 
-- Paired: both models' predictions on the same cases; each resample draws
-  clusters once and scores both models on that draw, so the interval is of
-  the difference itself, not of two independent accuracies.
-- Clusters: the suite's templates on functional and expanded suites (every
-  case generated from one template drawn together, as the score stages'
-  intervals), cases on held-out sets.
-- Correction: Holm's step-down over the functionalities. Each
-  functionality's two-sided bootstrap p-value (twice the smaller share of
-  resampled differences at or beyond zero, +1-smoothed) orders them; the
-  i-th smallest (0-based, of m) is flagged when its percentile interval at
-  level ``1 - alpha / (m - i)`` (alpha = 1 - ``level``) excludes zero and
-  every smaller one was flagged. So the family-wise error rate over the
-  functionalities is at most alpha.
+- Paired: both models' predictions on the same cases; ``d = correct_B -
+  correct_A`` per case.
+- Resampling units: the suite's templates on functional and expanded
+  suites (every case of a template moves together), and on HateCheck and
+  MHC also the fillers a suite crosses with its templates (target groups,
+  slurs: :func:`hatecheck_pipeline.suites.clusters.filler_codes`); cases on
+  held-out sets.
+- Verdict: ``flagged`` when Holm's adjusted p-value (``p_holm``) is at most
+  alpha = 1 - ``level``; so the family-wise error rate over the
+  functionalities is at most alpha (measured by simulation:
+  ``benchmarks/bench_paired_test.py``). ``worse``: flagged with B below A.
+- Interval: the differences the same test does not reject at ``level``
+  (``ci_low``/``ci_high``: it excludes zero exactly when ``p_value`` is at
+  most alpha) and at the Holm threshold of the test's rank
+  (``holm_ci_low``/``holm_ci_high``).
+- Cases: ``went_wrong`` / ``went_right`` list the cases A got right and B
+  got wrong, and the reverse (id and text).
 
-A model against itself flags nothing (every resampled difference is 0); a
-copy whose predictions are flipped on one functionality flags that one.
+A model against itself flags nothing (every difference is 0); a copy whose
+predictions are flipped on one functionality flags that one.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from hatecheck_pipeline.core.files import write_json
 from hatecheck_pipeline.evaluation import metrics as M
-from hatecheck_pipeline.evaluation.scoring import CLUSTER, ScoringError, gold_cases, read_predictions, resampling_unit, with_clusters
+from hatecheck_pipeline.evaluation import paired as T
+from hatecheck_pipeline.evaluation.scoring import (CLUSTER, FILLER, ScoringError, gold_cases, read_predictions, resampling_unit,
+                                                   uses_fillers, with_clusters)
 from hatecheck_pipeline.suites.registry import Suite
 
 CORRECTION = "holm"
 ALL = "all cases"
+METHOD = ("paired sign-flip test at the resampling units (templates; fillers too where the suite crosses them), "
+          "interval by inverting the same test")
 
 
 def paired_cases(gold: pl.DataFrame, preds_a: pl.DataFrame, preds_b: pl.DataFrame, names: tuple[str, str]) -> pl.DataFrame:
@@ -51,67 +60,86 @@ def paired_cases(gold: pl.DataFrame, preds_a: pl.DataFrame, preds_b: pl.DataFram
     return both
 
 
-def resampled_difference(correct_a: np.ndarray, correct_b: np.ndarray, clusters: np.ndarray, samples: int, seed: int) -> np.ndarray:
-    """B's accuracy minus A's (shares) on ``samples`` paired resamples of
-    the clusters (one draw scores both)."""
-    codes, k = M.cluster_codes(clusters, len(correct_a))
-    n = np.bincount(codes, minlength=k)
-    a = np.bincount(codes, weights=correct_a.astype(np.float64), minlength=k)
-    b = np.bincount(codes, weights=correct_b.astype(np.float64), minlength=k)
-    idx = M.resample_indices(k, samples, seed)
-    total = n[idx].sum(axis=1)
-    return (b[idx].sum(axis=1) - a[idx].sum(axis=1)) / np.maximum(total, 1)
+def pct_difference(correct_a: int, correct_b: int, n: int) -> float | None:
+    """B's accuracy minus A's in percentage points, from the counts, rounded
+    once.
 
-
-def p_value(diffs: np.ndarray) -> float:
-    """Two-sided bootstrap p-value of a zero difference (+1-smoothed).
-
-    >>> p_value(np.zeros(99)), round(p_value(np.full(99, 0.2)), 3)
-    (1.0, 0.02)
+    >>> pct_difference(20, 19, 30)
+    -3.3
     """
-    below, above = int((diffs <= 0).sum()), int((diffs >= 0).sum())
-    return float(min(1.0, 2 * (1 + min(below, above)) / (len(diffs) + 1)))
+    return round(100 * (correct_b - correct_a) / n, 1) if n else None
 
 
-def holm(tests: dict[str, dict[str, Any]], replicates: Mapping[str, np.ndarray], level: float) -> None:
-    """Holm's step-down: adds ``holm_level``, ``holm_ci_low``/``holm_ci_high``
-    (percent) and ``flagged`` to each test, in place."""
-    alpha, m = 1 - level, len(tests)
-    still = True
-    for i, key in enumerate(sorted(tests, key=lambda k: (tests[k]["p_value"], k))):
-        at = 1 - alpha / (m - i)
-        low, high = M.interval(replicates[key], at)
-        excludes = low > 0 or high < 0
-        still = still and excludes
-        tests[key] |= {"holm_level": round(at, 6), "holm_ci_low": low, "holm_ci_high": high, "flagged": bool(still)}
+def one_test(correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None,
+             boot: M.Bootstrap) -> tuple[dict[str, Any], Any]:
+    """The paired test's figures for one set of cases (percent)."""
+    alpha = 1 - boot.level
+    res, prepared = T.paired_test(correct_a, correct_b, rows, cols, boot.samples, boot.seed, alpha)
+    return {
+        "n": res.n, "n_templates": res.n_templates, "n_fillers": res.n_fillers,
+        "correct_a": res.correct_a, "correct_b": res.correct_b,
+        "accuracy_a": M.pct(res.correct_a / res.n), "accuracy_b": M.pct(res.correct_b / res.n),
+        "difference": pct_difference(res.correct_a, res.correct_b, res.n),
+        "ci_low": M.pct(res.ci_low), "ci_high": M.pct(res.ci_high),
+        "p_value": res.p_value, "draws": res.draws, "exact": res.exact,
+    }, prepared
+
+
+def holm(tests: dict[str, dict[str, Any]], prepared: dict[str, Any], level: float) -> None:
+    """Holm's step-down on the reported p-values: adds ``p_holm``,
+    ``holm_level`` (the threshold at the test's rank), the interval at that
+    level (``holm_ci_low``/``holm_ci_high``), ``flagged`` and ``worse``, in
+    place."""
+    alpha = 1 - level
+    keys = list(tests)
+    p_values = [tests[k]["p_value"] for k in keys]
+    for key, adjusted, at in zip(keys, T.holm_adjust(p_values), T.holm_levels(p_values, alpha)):
+        low, high = T.interval(prepared[key], at)
+        flagged = adjusted <= alpha
+        tests[key] |= {"p_holm": adjusted, "holm_level": round(1 - at, 6), "holm_ci_low": M.pct(low), "holm_ci_high": M.pct(high),
+                       "flagged": bool(flagged), "worse": bool(flagged and tests[key]["correct_b"] < tests[key]["correct_a"])}
+
+
+def changed_cases(cases: pl.DataFrame, mask: np.ndarray, limit: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The cases (id, text, gold) A got right and B wrong (``went_wrong``),
+    and the reverse (``went_right``)."""
+    part = cases.filter(pl.Series(mask))
+    right_a, right_b = part["pred_a"] == part["gold"], part["pred_b"] == part["gold"]
+    cols = [c for c in ("id", "text", "gold") if c in part.columns]
+
+    def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+        frame = frame.select(cols).with_columns(pl.col("gold").replace_strict({1: M.HATEFUL, 0: M.NON_HATEFUL}, return_dtype=pl.String))
+        return frame.head(limit).to_dicts() if limit else frame.to_dicts()
+
+    return {"went_wrong": rows(part.filter(right_a & ~right_b)), "went_right": rows(part.filter(~right_a & right_b))}
 
 
 def compare(cases: pl.DataFrame, boot: M.Bootstrap) -> dict[str, Any]:
     """Per functionality (and over all cases): n, both accuracies, the
-    difference B - A with its paired interval, p-value, Holm's verdict."""
+    difference B - A, its p-value and interval, Holm's verdict and the
+    cases that changed."""
     correct_a = (cases["pred_a"] == cases["gold"]).to_numpy()
     correct_b = (cases["pred_b"] == cases["gold"]).to_numpy()
-    clusters = cases[CLUSTER].to_numpy() if CLUSTER in cases.columns else None
+    rows = cases[CLUSTER].to_numpy() if CLUSTER in cases.columns else None
+    cols = cases[FILLER].to_numpy() if FILLER in cases.columns else None
 
-    def one(mask: np.ndarray) -> tuple[dict[str, Any], np.ndarray]:
-        ca, cb = correct_a[mask], correct_b[mask]
-        cl = clusters[mask] if clusters is not None else None
-        reps = resampled_difference(ca, cb, cl, boot.samples, boot.seed)
-        low, high = M.interval(reps, boot.level)
-        acc_a, acc_b = M.pct(ca.mean()), M.pct(cb.mean())
-        return {"n": int(mask.sum()), "accuracy_a": acc_a, "accuracy_b": acc_b, "difference": round(acc_b - acc_a, 1),
-                "ci_low": low, "ci_high": high, "p_value": round(p_value(reps), 6)}, reps
+    def one(mask: np.ndarray, listed: bool = True) -> tuple[dict[str, Any], Any]:
+        doc, prepared = one_test(correct_a[mask], correct_b[mask], None if rows is None else rows[mask],
+                                 None if cols is None else cols[mask], boot)
+        changed = changed_cases(cases, mask)
+        counts = {f"n_{k}": len(v) for k, v in changed.items()}
+        return doc | counts | (changed if listed else {}), prepared
 
     out: dict[str, Any] = {}
     if "functionality" in cases.columns:
-        tests, reps = {}, {}
+        tests, prepared = {}, {}
         funcs = cases["functionality"].to_numpy()
         for f in dict.fromkeys(cases["functionality"].drop_nulls().to_list()):
-            tests[f], reps[f] = one(funcs == f)
-        holm(tests, reps, boot.level)
+            tests[f], prepared[f] = one(funcs == f)
+        holm(tests, prepared, boot.level)
         out["by_functionality"] = tests
-    overall, reps_all = one(np.ones(cases.height, dtype=bool))
-    holm({ALL: overall}, {ALL: reps_all}, boot.level)
+    overall, prepared_all = one(np.ones(cases.height, dtype=bool), listed="functionality" not in cases.columns)
+    holm({ALL: overall}, {ALL: prepared_all}, boot.level)
     out["overall"] = overall
     return out
 
@@ -120,23 +148,26 @@ def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out:
         boot: M.Bootstrap = M.Bootstrap(2000), gold_table: str | Path | None = None) -> dict[str, Any]:
     """Compare two predictions files on ``suite``; write the JSON to ``out``."""
     if boot.samples <= 0:
-        raise ScoringError("a paired comparison needs bootstrap samples (evaluation.bootstrap_samples > 0)")
-    gold = gold_cases(suite, gold_table)
+        raise ScoringError("a paired comparison needs random sign draws (evaluation.diff_samples > 0)")
+    gold = gold_cases(suite, gold_table, text=True)
     unit = resampling_unit(suite)
     a = read_predictions(predictions_a, suite.id_column)
     b = read_predictions(predictions_b, suite.id_column)
-    cases = with_clusters(paired_cases(gold, a, b, names), unit)
+    cases = with_clusters(paired_cases(gold, a, b, names), unit, fillers=uses_fillers(suite))
     doc = {
         "suite": suite.name,
         "a": {"model": names[0], "predictions": str(predictions_a)},
         "b": {"model": names[1], "predictions": str(predictions_b)},
         "difference": "accuracy of B minus accuracy of A, percentage points",
         "correction": CORRECTION,
-        "bootstrap": boot.record(unit, paired=True),
+        "method": METHOD,
+        "bootstrap": boot.record(unit, paired=True, fillers=FILLER in cases.columns, draws="random sign vectors (every one when a test has at most "
+                                 f"{T.EXACT_UNITS} units)"),
         **compare(cases, boot),
     }
-    flagged = [f for f, t in doc.get("by_functionality", {}).items() if t["flagged"]]
-    doc["flagged"] = flagged
+    tests = doc.get("by_functionality", {})
+    doc["flagged"] = [f for f, t in tests.items() if t["flagged"]]
+    doc["worse"] = [f for f, t in tests.items() if t["worse"]]
     if out is not None:
         write_json(doc, out)
     return doc

@@ -203,6 +203,23 @@ def cluster_codes(clusters: np.ndarray | None, n: int) -> tuple[np.ndarray, int]
     return rank[inverse.reshape(-1)], len(first)
 
 
+def filler_weights(fillers: np.ndarray, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The fillers' side of the two-way draw: codes 0..J-1 (-1: none), J and
+    (samples, J + 1) multiplicities, the last column 1 for cases without a
+    filler (never resampled on that axis). Its own generator stream, so the
+    templates' draw is :func:`resample_indices`' unchanged."""
+    fillers = np.asarray(fillers, dtype=np.int64)
+    has = fillers >= 0
+    codes = np.full(len(fillers), -1, dtype=np.int64)
+    if has.any():
+        codes[has] = cluster_codes(fillers[has], int(has.sum()))[0]
+    j = int(codes.max()) + 1 if has.any() else 0
+    draw = np.random.default_rng([seed, 1]).integers(0, max(j, 1), size=(samples, j))
+    weights = np.ones((samples, j + 1), dtype=np.int64)
+    weights[:, :j] = np.stack([np.bincount(row, minlength=j) for row in draw]) if j else weights[:, :0]
+    return np.where(has, codes, j), weights, j
+
+
 def bootstrap_replicates(
     gold: np.ndarray,
     pred: np.ndarray,
@@ -210,22 +227,43 @@ def bootstrap_replicates(
     samples: int = 1000,
     seed: int = 0,
     clusters: np.ndarray | None = None,
+    fillers: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Each named figure (a share, not yet in percent) on ``samples``
     bootstrap resamples: clusters (``clusters``: a code per case; None:
     every case its own cluster) drawn with replacement, all cases of a
-    drawn cluster kept together."""
+    drawn cluster kept together.
+
+    ``fillers`` (a code per case, -1: none): the suite crosses its templates
+    with fillers (target groups, slurs), and both are drawn, independently
+    (the two-way "pigeonhole" bootstrap of Owen 2007, conservative for a
+    crossed design): a case counts as often as its template was drawn
+    times as often as its filler was drawn. The templates' draw is the
+    one-way draw's, so without any filler the values are the one-way
+    bootstrap's exactly."""
     gold, pred = np.asarray(gold), np.asarray(pred)
     codes, k = cluster_codes(clusters, len(gold))
-    counts = cluster_counts(gold, pred, codes, k)
-    idx = resample_indices(k, samples, seed)
-    columns = {}
-    for name in dict.fromkeys(c for n in names for c in NEEDS[n]):
-        col = counts[:, COUNTS.index(name)]
-        if (col == col[0]).all():  # equal in every cluster (n of equal-sized clusters): no need to gather
-            columns[name] = np.full(samples, int(col[0]) * k, dtype=np.int64)
-        else:  # integer sums: exact, so equal clusters scale every count alike
-            columns[name] = col[idx].sum(axis=1)
+    has_fillers = fillers is not None and (np.asarray(fillers) >= 0).any()
+    if not has_fillers:
+        counts = cluster_counts(gold, pred, codes, k)
+        idx = resample_indices(k, samples, seed)
+        columns = {}
+        for name in dict.fromkeys(c for n in names for c in NEEDS[n]):
+            col = counts[:, COUNTS.index(name)]
+            if (col == col[0]).all():  # equal in every cluster (n of equal-sized clusters): no need to gather
+                columns[name] = np.full(samples, int(col[0]) * k, dtype=np.int64)
+            else:  # integer sums: exact, so equal clusters scale every count alike
+                columns[name] = col[idx].sum(axis=1)
+    else:
+        f_codes, f_weights, j = filler_weights(fillers, samples, seed)
+        cells = codes * (j + 1) + f_codes  # one cell per (template, filler)
+        cell_ids, cell_of_case = np.unique(cells, return_inverse=True)
+        counts = cluster_counts(gold, pred, cell_of_case.reshape(-1), len(cell_ids))
+        idx = resample_indices(k, samples, seed)
+        t_weights = np.stack([np.bincount(row, minlength=k) for row in idx]) if samples else np.zeros((0, k), np.int64)
+        weights = t_weights[:, cell_ids // (j + 1)] * f_weights[:, cell_ids % (j + 1)]  # (samples, cells)
+        summed = weights @ counts  # exact integer sums
+        columns = {name: summed[:, COUNTS.index(name)] for n in names for name in NEEDS[n]}
     stats = batch_statistics()
     return {name: stats[name](columns) for name in names}
 
@@ -253,6 +291,7 @@ def bootstrap_ci(
     boot: Bootstrap = Bootstrap(),
     clusters: np.ndarray | None = None,
     store: dict[str, np.ndarray] | None = None,
+    fillers: np.ndarray | None = None,
 ) -> dict[str, tuple[float | None, float | None]]:
     """Percentile bootstrap interval of each named figure, in percent.
 
@@ -269,7 +308,7 @@ def bootstrap_ci(
     gold, pred = np.asarray(gold), np.asarray(pred)
     if len(gold) == 0 or boot.samples <= 0:
         return {n: (None, None) for n in names}
-    values = bootstrap_replicates(gold, pred, names, boot.samples, boot.seed, clusters)
+    values = bootstrap_replicates(gold, pred, names, boot.samples, boot.seed, clusters, fillers)
     if store is not None:  # the caller keeps the bootstrap values (shares) too
         store.update(values)
     return {name: interval(values[name], boot.level) for name in names}
@@ -282,6 +321,7 @@ def summarise(
     boot: Bootstrap = Bootstrap(),
     clusters: np.ndarray | None = None,
     store: dict[str, np.ndarray] | None = None,
+    fillers: np.ndarray | None = None,
 ) -> dict[str, object]:
     """``n``, ``n_clusters`` (the resampled units: cases, or templates with
     ``clusters``) and the named figures, each as ``{value, ci_low, ci_high}``
@@ -301,10 +341,13 @@ def summarise(
     if any(n.startswith("f1") or n == "macro_f1" for n in names):
         point.update(f1_scores(gold, pred))
     values: dict[str, np.ndarray] = {}
-    cis = bootstrap_ci(gold, pred, names, boot, clusters, values)
+    cis = bootstrap_ci(gold, pred, names, boot, clusters, values, fillers)
     if store is not None:
         store.update(values)
     out: dict[str, object] = {"n": int(len(gold)), "n_clusters": cluster_codes(clusters, len(gold))[1]}
+    if fillers is not None:
+        has = np.asarray(fillers) >= 0
+        out["n_fillers"] = int(len(np.unique(np.asarray(fillers)[has])))
     for name in names:
         fig: dict[str, object] = {"value": point[name], "ci_low": cis[name][0], "ci_high": cis[name][1]}
         if point[name] is None:

@@ -18,7 +18,7 @@ from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_parquet, write_text
 from hatecheck_pipeline.evaluation import metrics as M
-from hatecheck_pipeline.suites.clusters import TEMPLATE_COLUMNS, merge_clusters, template_clusters
+from hatecheck_pipeline.suites.clusters import FILLER_COLUMN, TEMPLATE_COLUMNS, filler_codes, merge_clusters, template_clusters
 from hatecheck_pipeline.suites.registry import Suite, by_name, mhc
 from hatecheck_pipeline.suites.sample import predicted_subsample
 
@@ -180,13 +180,13 @@ def read_predictions(
     return pl.DataFrame({"id": id_values, "pred": labels})
 
 
-def gold_cases(suite: Suite, table: str | Path | None = None) -> pl.DataFrame:
+def gold_cases(suite: Suite, table: str | Path | None = None, text: bool = False) -> pl.DataFrame:
     """The suite's cases: ``id`` (its own id column), ``gold`` (0/1) and the
     grouping columns it has (from ``table``, by default the suite's table
-    before any text scheme)."""
+    before any text scheme); ``text``: the case text too."""
     frame = suite.load_raw(None if table is None else str(table))
     names = frame.collect_schema().names()
-    keep = [c for c in GOLD_COLUMNS if c in names]
+    keep = [c for c in GOLD_COLUMNS if c in names] + (["text"] if text and "text" in names else [])
     return (
         frame.select(
             pl.col(suite.id_column).cast(pl.String).alias("id"),
@@ -225,6 +225,19 @@ def functionality_class(code: str) -> str:
 
 
 CLUSTER = "_cluster"  # column of aligned cases: the case's template cluster (template-level bootstrap)
+FILLER = "_filler"  # column of aligned cases: the filler crossed with the templates (-1: none)
+
+
+def uses_fillers(suite: Suite) -> bool:
+    """Whether the suite's intervals resample fillers too: HateCheck and
+    MHC cross their templates with target groups and slurs (an expanded
+    suite's copies are resampled by their source's template only).
+
+    >>> from hatecheck_pipeline.suites.registry import heldout, hatecheck
+    >>> uses_fillers(hatecheck()), uses_fillers(heldout("davidson2017"))
+    (True, False)
+    """
+    return suite.functional
 
 
 def resampling_unit(suite: Suite) -> str:
@@ -244,7 +257,8 @@ REPLICATE_SCHEMA = {"section": pl.String, "group": pl.String, "figure": pl.Strin
 
 def _summary(part: pl.DataFrame, names: list[str], boot: M.Bootstrap, store: dict[str, Any] | None = None) -> dict[str, Any]:
     clusters = part[CLUSTER].to_numpy() if CLUSTER in part.columns else None
-    return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, boot, clusters, store)
+    fillers = part[FILLER].to_numpy() if FILLER in part.columns else None
+    return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, boot, clusters, store, fillers)
 
 
 def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: M.Bootstrap,
@@ -289,29 +303,39 @@ def contrast_pairs(cases: pl.DataFrame, id_column: str) -> pl.DataFrame:
     )
 
 
-def with_clusters(cases: pl.DataFrame, unit: str) -> pl.DataFrame:
+def with_clusters(cases: pl.DataFrame, unit: str, fillers: bool = False) -> pl.DataFrame:
     """Aligned cases with their template cluster (``_cluster``) when the
-    bootstrap resamples templates; unchanged for the case-level bootstrap."""
+    bootstrap resamples templates, and (``fillers``) the filler crossed with
+    the templates (``_filler``, -1: none); unchanged for the case-level
+    bootstrap."""
     if unit == M.CASE:
-        return cases.drop(CLUSTER, strict=False)
+        return cases.drop(CLUSTER, FILLER, strict=False)
     if unit != M.TEMPLATE:
         raise ValueError(f"unknown resampling unit {unit!r}: {M.CASE} or {M.TEMPLATE}")
-    return cases.with_columns(pl.Series(CLUSTER, template_clusters(cases), dtype=pl.Int64))
+    clusters = template_clusters(cases)
+    out = cases.with_columns(pl.Series(CLUSTER, clusters, dtype=pl.Int64))
+    if fillers:
+        codes = filler_codes(cases, clusters)
+        if (codes >= 0).any():
+            out = out.with_columns(pl.Series(FILLER, codes, dtype=pl.Int64))
+    return out
 
 
 def score_cases(
     cases: pl.DataFrame, id_column: str, boot: M.Bootstrap = M.Bootstrap(), unit: str = M.CASE,
-    replicates: dict[tuple[str, str | None], dict] | None = None,
+    replicates: dict[tuple[str, str | None], dict] | None = None, fillers: bool = False,
 ) -> dict[str, Any]:
     """Every section of METRICS.json from aligned cases (``gold``, ``pred``).
 
     ``unit``: ``case`` resamples cases; ``template`` resamples the
     suite's templates (every figure: overall, per label, functionality,
     class, target, slur, generator and the contrast pairs), each figure
-    with its ``n_clusters``. ``replicates`` (a dict) receives the bootstrap
+    with its ``n_clusters``; ``fillers``: the fillers crossed with the
+    templates are resampled too (two-way, :func:`metrics.bootstrap_replicates`),
+    each figure with its ``n_fillers``. ``replicates`` (a dict) receives the bootstrap
     values of the overall figures and of each functionality class's
     accuracy, keyed by (section, group)."""
-    cases = with_clusters(cases, unit)
+    cases = with_clusters(cases, unit, fillers)
     overall = None if replicates is None else replicates.setdefault(("overall", None), {})
     out: dict[str, Any] = {
         "overall": _summary(cases, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], boot, overall),
@@ -345,11 +369,17 @@ def score_cases(
     return out
 
 
-def bootstrap_record(cases: pl.DataFrame, unit: str, boot: M.Bootstrap, n_clusters: int) -> dict[str, Any]:
+def bootstrap_record(cases: pl.DataFrame, unit: str, boot: M.Bootstrap, n_clusters: int, n_fillers: int | None = None) -> dict[str, Any]:
     """The ``bootstrap`` section: resamples, seed, level, the resampling unit,
     how many units the whole suite has and (templates) which columns define
-    them and how many cases have none (each its own cluster)."""
+    them and how many cases have none (each its own cluster); with fillers
+    (``n_fillers``), how many the suite has, the column they come from and
+    how many cases have none (not resampled on that axis)."""
     out = boot.record(unit, n_clusters=n_clusters)
+    if n_fillers is not None:
+        out["fillers"] = {"column": FILLER_COLUMN, "n_fillers": n_fillers,
+                          "cases_without_filler": int((cases[FILLER] < 0).sum()) if FILLER in cases.columns else cases.height,
+                          "method": "two-way (pigeonhole) bootstrap: templates and fillers drawn independently"}
     if unit == M.TEMPLATE:
         present = [c for c in TEMPLATE_COLUMNS if c in cases.columns]
         out["template_columns"] = present
@@ -385,13 +415,14 @@ def run(
     cases = align(gold, preds, str(predictions))
     unit = resampling_unit(suite)
     kept: dict[tuple[str, str | None], dict] | None = {} if replicates is not None else None
-    scores = score_cases(cases, suite.id_column, boot, unit, kept)
+    cases = with_clusters(cases, unit, uses_fillers(suite))
+    scores = score_cases(cases, suite.id_column, boot, unit, kept, fillers=uses_fillers(suite))
     doc = {
         "suite": suite.name,
         "dataset": suite.dataset,
         "language": suite.language,
         "predictions": str(predictions),
-        "bootstrap": bootstrap_record(cases, unit, boot, scores["overall"]["n_clusters"]),
+        "bootstrap": bootstrap_record(cases, unit, boot, scores["overall"]["n_clusters"], scores["overall"].get("n_fillers")),
         **scores,
     }
     write_metrics(doc, out)

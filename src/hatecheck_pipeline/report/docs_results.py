@@ -134,14 +134,21 @@ def diff_tables(record: Path) -> str:
         a, b, suite = doc["a"]["model"], doc["b"]["model"], doc["suite"]
         dataset = "mhc" if suite.startswith("mhc_") else "hatecheck"
         tests = doc.get("by_functionality", {})
+        tested = "p_holm" in next(iter(tests.values()), {})  # written by the paired sign-flip test
         rows = [[P.functionality_label(code, dataset, short=True), f"{t['n']:,}", num(t["accuracy_a"]), num(t["accuracy_b"]),
-                 f"{t['difference']:+.1f} [{num(t['ci_low'])}, {num(t['ci_high'])}]", "flagged" if t["flagged"] else ""]
+                 f"{t['difference']:+.1f} [{num(t['ci_low'])}, {num(t['ci_high'])}]",
+                 *([f"{t['p_value']:.4g}", f"{t['p_holm']:.4g}"] if tested else []),
+                 ("worse" if t.get("worse") else "flagged") if t["flagged"] else ""]
                 for code, t in sorted(tests.items(), key=lambda kv: P.functionality_order(kv[0], dataset))]
         flagged = doc.get("flagged") or []
+        method = (f"paired sign-flip test at the {doc['bootstrap']['resampling_unit']}s"
+                  + (" and fillers" if doc["bootstrap"].get("fillers") else "") + f", {doc['bootstrap']['samples']:,} sign draws"
+                  if tested else f"paired {doc['bootstrap']['resampling_unit']}-level bootstrap, {doc['bootstrap']['samples']:,} resamples, "
+                  "recorded before the paired sign-flip test replaced it")
         parts.append(f"#### {b} minus {a} on {suite}\n\n{len(flagged)} of {len(tests)} functional tests flagged "
-                     f"({doc['correction']} correction, paired {doc['bootstrap']['resampling_unit']}-level bootstrap, "
-                     f"{doc['bootstrap']['samples']:,} resamples); from {path_cell(path.relative_to(record).as_posix())}.\n\n"
-                     + md_table(["functional test", "n", f"{a} (A)", f"{b} (B)", "B − A [95% CI]", ""], rows))
+                     f"({doc['correction']} correction, {method}); from {path_cell(path.relative_to(record).as_posix())}.\n\n"
+                     + md_table(["functional test", "n", f"{a} (A)", f"{b} (B)", "B − A [95% CI]", *(["p", "p (Holm)"] if tested else []), ""],
+                                rows))
     return "\n\n".join(parts)
 
 

@@ -133,3 +133,46 @@ def merge_clusters(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     a, b = np.searchsorted(nodes, left), np.searchsorted(nodes, right)
     label = components(len(nodes), a, b)
     return first_appearance_codes(label[a])
+
+
+FILLER_COLUMN = "target_ident"  # the target group a case's placeholder was filled with
+
+
+def filler_codes(cases: pl.DataFrame, clusters: np.ndarray) -> np.ndarray:
+    """The random filler of each case (codes 0..J-1 in order of first
+    appearance; -1: none): the factor a template suite crosses with its
+    templates and samples from a larger population.
+
+    HateCheck and MHC fill a template's placeholder either with each of the
+    protected target groups (identity templates: one case per group) or
+    with each slur of each group (slur templates: several cases per group,
+    generated in the same order in every template). The seven groups are
+    the design of the functional test, fixed: a result is about these
+    groups (and reported per group). The slurs are a sample of the slurs
+    that exist for a group: a case from a template with several cases of
+    its group has the filler ``<group>#<rank>`` (``women#1``: the second
+    slur for women, in every slur template), resampled beside the
+    templates. Every other case has none.
+
+    >>> frame = pl.DataFrame({"target_ident": ["women", "gay people", "women", "women", None]})
+    >>> filler_codes(frame, np.array([0, 0, 1, 1, 2])).tolist()
+    [-1, -1, 0, 1, -1]
+    """
+    n = cases.height
+    if FILLER_COLUMN not in cases.columns or not n:
+        return np.full(n, -1, dtype=np.int64)
+    frame = pl.DataFrame({"target": cases[FILLER_COLUMN].cast(pl.String).str.strip_chars(),
+                          "cluster": np.asarray(clusters, dtype=np.int64)})
+    keyed = frame.with_columns(
+        pl.int_range(pl.len()).over("cluster", "target").alias("rank"),
+        pl.len().over("cluster", "target").alias("size"),
+    ).select(
+        pl.when(pl.col("target").is_not_null() & (pl.col("target") != "") & (pl.col("size") > 1))
+        .then(pl.concat_str([pl.col("target"), pl.lit("#"), pl.col("rank").cast(pl.String)]))
+        .alias("filler")
+    )["filler"]
+    has = keyed.is_not_null().to_numpy()
+    out = np.full(n, -1, dtype=np.int64)
+    if has.any():
+        out[has] = first_appearance_codes(keyed.filter(keyed.is_not_null()).to_numpy())
+    return out
