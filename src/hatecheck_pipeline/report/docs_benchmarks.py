@@ -134,3 +134,39 @@ def intervals_page(source: Path) -> str:
                      + md_table(["suite (source)", "process s", "imports and scoring s", "runs (process / imports and scoring)"],
                                 rows))
     return "\n\n".join(parts) + "\n"
+
+
+def paired_test_page(pattern: Path) -> str:
+    """The level, power, coverage and speed of the paired test and the
+    two-way intervals, from the newest record of
+    ``benchmarks/bench_paired_test.py --record`` matching ``pattern``."""
+    path = sorted(Path().glob(Path(pattern).as_posix()))[-1]
+    doc = read_json(path)
+    s, d = doc["settings"], doc["design"]
+    level_rows = [[label, f"{r['sims']:,}", num(100 * r["family_wise_error_rate"]), num(100 * r["mc_se"]),
+                   num(100 * r["unadjusted_rejection_rate_per_test"]), str(r["flags"])]
+                  for label, r in doc["level"].items()]
+    power_rows = [[f"`{name}`", f"{r['cases']:,}", str(r["templates"]), str(r["slurs"]), num(100 * r["flagged_worse_share"])]
+                  for name, r in doc["power"].items()]
+    cover_rows = [[label, num(r["truth"]), num(100 * r["two_way_coverage"]), num(r["two_way_mean_width"]),
+                   num(100 * r["template_only_coverage"]), num(r["template_only_mean_width"])]
+                  for label, r in doc["coverage"].items()]
+    sp = doc["speed"]
+    return (
+        f"From {path_cell(path.as_posix())} (`{doc['script']}`, {doc['when']}, {doc['machine']}): the real HateCheck design "
+        f"({d['cases']:,} cases, {d['functional_tests']} functional tests, {d['templates']} templates, {d['slur_fillers']} slur "
+        f"fillers), {s['samples']:,} sign draws per test, seed {s['seed']}, alpha {doc['alpha']}.\n\n"
+        "**Level**: two classifiers that differ only by chance (the same accuracy per functional test); "
+        "family-wise error rate = share of simulated pairs with any functional test flagged (Holm over all of them).\n\n"
+        + md_table(["simulated classifiers", "pairs", "family-wise error rate %", "its Monte Carlo s.e. at 5%",
+                    "share of tests with p ≤ 0.05 %", "flags in all"], level_rows)
+        + "\n\n**Power**: B's accuracy about 20 points lower on one functional test (template and slur effects as in the last "
+        "level row); share of pairs where that test is flagged worse.\n\n"
+        + md_table(["functional test", "cases", "templates", "slurs", "flagged worse %"], power_rows)
+        + f"\n\n**Coverage** of the score stages' 95% intervals ({s['boot']:,} resamples) on a slur_h-shaped design "
+        "(8 templates × 18 slurs), truth = the population accuracy:\n\n"
+        + md_table(["errors", "truth %", "two-way coverage %", "two-way mean width", "templates-only coverage %",
+                    "templates-only mean width"], cover_rows)
+        + f"\n\n**Speed**: one suite's paired test (29 functional tests and all cases, {sp['samples']:,} sign draws), "
+        f"median of {sp['repeats']}: {sp['median_s']} s on one core.\n"
+    )

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from hatecheck_pipeline.report.docs_benchmarks import intervals_page, screens_page
+from hatecheck_pipeline.report.docs_benchmarks import intervals_page, paired_test_page, screens_page
 from hatecheck_pipeline.report.docs_data import data_page
 from hatecheck_pipeline.report.docs_llm import ethos_record_page, llm_page
 from hatecheck_pipeline.report.docs_performance import performance_page
@@ -40,6 +40,7 @@ BENCHMARK_PAGES: dict[str, tuple[Path, Callable[[Path], str]]] = {
     "intervals": (Path("benchmarks/intervals.json"), intervals_page),
     "screens": (Path("benchmarks/records/screen_XTC_*.json"), screens_page),
     "local-llm-protocol": (Path("benchmarks/records/local_llm_whole_protocol_2026-11-26.json"), ethos_record_page),
+    "paired-test": (Path("benchmarks/records/paired_test_*.json"), paired_test_page),
 }
 
 
