@@ -61,7 +61,7 @@ def built_report(workdir) -> Path:
         {"B-D": "cards/B-D.json", "XTC": "cards/XTC.json"},
         {"hatecheck": "val.json", "mhc": "missing.json"},
         {t: f"results/tables/{t}.csv" for t in names},
-        "results/tables/training_languages.json", 50, ["XTC"],
+        "results/tables/training_languages.json", 50,
         expansion_files=expansion_files, bias_summary_file="results/bias/summary.json", usage_dir="logs/benchmarks",
     )
 
