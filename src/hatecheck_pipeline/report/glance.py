@@ -34,7 +34,7 @@ from hatecheck_pipeline.report.cells import NA, TOO_FEW, fmt, provenance, too_wi
 
 GLANCE_CSS = """
 .glance{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start}
-table.heat td{text-align:center;min-width:3.2em}
+table.heat td{text-align:center;min-width:3.2em}table.heat td.rowhead{text-align:left}
 table.heat td.heat-best{font-weight:700}
 table.heat td.heat-below{color:#b00020;font-style:italic}
 table.heat th.paper{font-style:italic;font-weight:normal}
@@ -55,7 +55,7 @@ def shade(value: float | None, below_mark: float) -> str | None:
     >>> shade(50.0, 50), shade(0.0, 50), shade(100.0, 50), shade(None, 50)
     ('#ffffff', '#f19a9a', '#7fc97f', None)
     >>> shade(25.0, 50)
-    '#f8cdcd'
+    '#f8cccc'
     """
     if value is None:
         return None
@@ -126,7 +126,7 @@ def heat_td(col: Column, row: str, suite: str, below_mark: float, max_ci_width: 
         if cell is None:
             return '<td class="missing">–</td>'
         wide = too_wide(cell.get("ci_low"), cell.get("ci_high"), max_ci_width)
-        cid = cell_id("heat", cell["cell_id"])
+        cid = "heat:" + cell["cell_id"]  # the table cell's id (already safe)
         tip = wide + provenance({**cell, "cell_id": cid})
         attrs = f'data-cell-id="{escape(cid)}" data-metrics="{escape(cell["metrics_file"])}" data-stage="{escape(cell["stage"])}"'
         if value is None:
