@@ -6,7 +6,9 @@ interval, the papers' models beside it (HateCheck Table 1: B-D, B-F,
 Perspective, SiftNinja; MHC Table 1: XTC), the tests where it fails (below
 the report's mark, 50% as in the papers) marked and listed, and a cell
 whose interval is wider than ``evaluation.max_ci_width`` marked too few
-cases to compare, as in the report.
+cases to compare, as in the report. Beside each functional suite's table,
+the heat map of :mod:`hatecheck_pipeline.report.glance`: the model and the
+papers' models, coloured and marked as the papers' Table 1.
 
 Every figure is a cell of the main report's kind (``data-cell-id``,
 ``data-metrics``, ``data-stage``, a tooltip with its interval), read from
