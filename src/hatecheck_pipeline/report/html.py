@@ -153,7 +153,8 @@ def build(
         f"<p>Profile <b>{escape(profile)}</b>. Cells below {below_mark:g}% are <span class='below' style='background:#f8d7da'>marked</span>, "
         "as in the papers. "
         + (f"Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: "
-           f"{C.TOO_FEW} (their n and interval are in the tooltip). " if max_ci_width is not None else "")
+           f"{C.TOO_FEW} (their n and interval are in the tooltip, and under the figure in the tables of accuracy per functional test; "
+           f"a heat map marks them {G.DAGGER}). " if max_ci_width is not None else "")
         + "<b>n/a</b>: the figure is undefined, its denominator zero (an F1 of a class with no gold and no predicted "
         "case); it is left out of every mean, never counted as 0. Hover a cell for its confidence interval and provenance; every cell's "
         "<code>data-cell-id</code> can be traced with <code>hatecheck-pipeline lineage CELL_ID</code>.</p>"
