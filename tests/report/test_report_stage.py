@@ -24,7 +24,7 @@ def test_report_stage_declares_what_it_reads(params):
     stage = next(s for s in ph_report.stages(params) if s.name == "report")
     assert stage.run == "hatecheck_pipeline.report.html:report"
     assert signature_mismatch(stage) is None
-    assert set(stage.param_keys) == {"report.title", "report.heatmap_models", "evaluation.below_mark", "evaluation.max_ci_width",
+    assert set(stage.param_keys) == {"report.title", "evaluation.below_mark", "evaluation.max_ci_width",
                                  "profile", "models", "llm.backends"}
     assert stage.all_outs == [paths.report()]
     deps = stage.data_deps
@@ -60,7 +60,7 @@ def test_report_function_writes_the_html_from_its_inputs(workdir):
         tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
         cards={}, validation={"hatecheck": Path("val.json")},
         published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-        out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile=Profile("smoke", {}),
+        out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
         models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
     )
     assert summary == "wrote reports/r.html"
@@ -88,7 +88,7 @@ def test_report_shows_the_stage_time_and_memory_records(workdir):
     kwargs = dict(
         tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables}, cards={}, validation={},
         published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-        out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile=Profile("smoke", {}),
+        out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
         models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
     )
     report.report(**kwargs, usage_dir=usage_dir)
@@ -122,7 +122,7 @@ def test_report_shows_the_scores_no_table_reads_and_the_expanded_suite_files(wor
         tables={t: Path(paths.table(t)) for g in ("hatecheck", "other") for t in tables.GROUPS[g].tables},
         cards={}, validation={"hatecheck": Path("val.json")},
         published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-        out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile=Profile("smoke", {}),
+        out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
         models={"B-D": {"suites": ["hatecheck"]}, "hatexplain": {"suites": ["heldout_hatexplain"]}},
         expansion={}, expanded_suites={"perturbed_hatecheck/bert": suite_file, "extended/xlmt": Path("data/expanded/extended/xlmt.parquet")},
     )
@@ -149,7 +149,7 @@ def test_cells_with_an_interval_wider_than_the_threshold_are_marked_too_few_to_c
             tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
             cards={}, validation={"hatecheck": Path("val.json")},
             published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-            out=Path("reports/r.html"), title="Stage report", heatmap_models=[], below_mark=50, profile=Profile("smoke", {}),
+            out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
             models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}}, max_ci_width=max_ci_width,
         )
         html = Path("reports/r.html").read_text("utf-8")

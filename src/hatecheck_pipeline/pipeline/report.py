@@ -145,7 +145,6 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
             # (`hatecheck-pipeline docs record`, benchmarks/bench_pipeline.py).
             params={
                 "title": "report.title",
-                "heatmap_models": "report.heatmap_models",
                 "below_mark": "evaluation.below_mark",
                 "max_ci_width": "evaluation.max_ci_width",
                 **profile_params(params, []),

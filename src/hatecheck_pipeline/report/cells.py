@@ -71,10 +71,25 @@ def provenance(cell: Mapping[str, Any]) -> str:
 SEEN_NOTE = " Not a held-out figure: the model was trained on this dataset (these cases may be its training data)."
 
 
-def td(cell: Mapping[str, Any] | None, below_mark: float | None, max_ci_width: float | None = None) -> str:
+def shown_ci(cell: Mapping[str, Any]) -> str:
+    """A cell's interval and n as visible text under its figure (hover
+    titles are invisible in print and on touch screens).
+
+    >>> shown_ci({"ci_low": 65.0, "ci_high": 79.21, "n": 140})
+    '<span class="ci">[65.0, 79.2] n=140</span>'
+    >>> shown_ci({"ci_low": None, "ci_high": None, "n": None})
+    ''
+    """
+    parts = ([] if cell.get("ci_low") is None else [f"[{fmt(cell['ci_low'])}, {fmt(cell['ci_high'])}]"]) + \
+        ([] if cell.get("n") is None else [f"n={cell['n']}"])
+    return f'<span class="ci">{" ".join(parts)}</span>' if parts else ""
+
+
+def td(cell: Mapping[str, Any] | None, below_mark: float | None, max_ci_width: float | None = None, show_ci: bool = False) -> str:
     """A table cell with its provenance: marked below ``below_mark``, as
     training data, as too few cases to compare when its interval is wider
-    than ``max_ci_width`` points, and n/a when the figure is undefined."""
+    than ``max_ci_width`` points, and n/a when the figure is undefined;
+    ``show_ci``: its interval and n shown under the figure."""
     if cell is None:
         return '<td class="missing">–</td>'
     value = cell.get("value")
@@ -88,7 +103,7 @@ def td(cell: Mapping[str, Any] | None, below_mark: float | None, max_ci_width: f
     return (
         f'<td{cls} data-cell-id="{escape(cell["cell_id"])}" data-metrics="{escape(cell["metrics_file"])}"'
         f' data-stage="{escape(cell["stage"])}" title="{escape(wide + provenance(cell) + (SEEN_NOTE if seen else ""))}">'
-        f'{NA if undefined else fmt(value)}{" (training data)" if seen else ""}</td>'
+        f'{NA if undefined else fmt(value)}{" (training data)" if seen else ""}{shown_ci(cell) if show_ci else ""}</td>'
     )
 
 
@@ -109,13 +124,15 @@ def pivot(
     published: dict[tuple[str, str], tuple[float | None, str, str]] | None = None,
     functionalities_of: str | None = None,
     max_ci_width: float | None = None,
+    show_ci: bool = False,
 ) -> str:
     """An HTML table: one row per ``rows`` value, one column per ``columns``
     value, each cell with provenance; ``published`` adds a paper column per
     column key: (row, column) -> (value, table, source); ``max_ci_width``:
     cells whose interval is wider are marked too few cases to compare.
     ``functionalities_of`` (``hatecheck`` / ``mhc``): rows are functionality
-    codes, shown as the paper's ``F<i> description (code)`` in its order."""
+    codes, shown as the paper's ``F<i> description (code)`` in its order;
+    ``show_ci``: each cell's interval and n shown under its figure."""
     if cells.is_empty():
         return f'<p class="note" id="{escape(table_id)}">No results for this table.</p>'
     row_keys = list(dict.fromkeys(cells[rows].to_list()))
@@ -130,7 +147,7 @@ def pivot(
     for rk in row_keys:
         tds = []
         for ck in col_keys:
-            tds.append(td(lookup.get((rk, ck)), below_mark, max_ci_width))
+            tds.append(td(lookup.get((rk, ck)), below_mark, max_ci_width, show_ci))
             if published is not None:
                 value, table, source = published.get((rk, ck), (None, "", ""))
                 model = (lookup.get((rk, ck)) or {}).get("model", "")

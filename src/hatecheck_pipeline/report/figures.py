@@ -9,8 +9,6 @@ from typing import Any
 
 import polars as pl
 
-from hatecheck_pipeline.evaluation import published as P
-
 
 def png(fig) -> str:
     buf = io.BytesIO()
@@ -19,33 +17,6 @@ def png(fig) -> str:
 
     plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def heatmap(cells: pl.DataFrame, title: str, below_mark: float, functionalities_of: str = "mhc") -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    rows = sorted(dict.fromkeys(cells["row"].to_list()), key=lambda code: P.functionality_order(code, functionalities_of))
-    cols = sorted(set(cells["column"].to_list()))
-    grid = np.full((len(rows), len(cols)), np.nan)
-    for r in cells.iter_rows(named=True):
-        if r["value"] is not None:
-            grid[rows.index(r["row"]), cols.index(r["column"])] = r["value"]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.7 * len(cols), 1.0 + 0.28 * len(rows)))
-    im = ax.imshow(grid, cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
-    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), [P.functionality_label(r, functionalities_of, short=True) for r in rows], fontsize=7)
-    for i in range(len(rows)):
-        for j in range(len(cols)):
-            if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.0f}", ha="center", va="center", fontsize=6,
-                        fontweight="bold" if grid[i, j] < below_mark else "normal")
-    fig.colorbar(im, ax=ax, label="accuracy (%)")
-    ax.set_title(title)
-    return png(fig)
 
 
 def grouped_bars(cells: pl.DataFrame, x: str, hue: str, title: str, ylabel: str, below_mark: float | None = None) -> str:

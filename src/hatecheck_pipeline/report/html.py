@@ -24,7 +24,8 @@ from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report import cells as C
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
-from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
+from hatecheck_pipeline.report import glance as G
+from hatecheck_pipeline.report.figures import figure, grouped_bars
 from hatecheck_pipeline.report.diff_view import diff_section
 from hatecheck_pipeline.report.gpt_hatecheck import section as gpt_hatecheck_section
 from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
@@ -53,7 +54,7 @@ td.too-few{color:#888;text-decoration:underline dotted}
 .ok{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
 .note{color:#555;font-size:.9em}figure{margin:1em 0}figure img{max-width:100%}
 nav a{margin-right:1em}a.docs{font-size:.6em;font-weight:normal;margin-left:.6em}
-"""
+""" + G.GLANCE_CSS
 
 # The documentation page that explains each section and paper table: the
 # Markdown sources, relative to reports/mhc_xtc.html (the built site has
@@ -99,7 +100,6 @@ def build(
     cells: Mapping[str, pl.DataFrame],
     training_languages: Mapping[str, list[str]],
     below_mark: float,
-    heatmap_models: list[str],
     published: Mapping[str, Any] | None = None,
     expansion: Mapping[str, Any] | None = None,
     bias: Mapping[str, Any] | None = None,
@@ -147,26 +147,14 @@ def build(
 
     # summary
     t7, t2h = get("mhc_t7"), get("hatecheck_t2")
-    lines = []
-    for r in t2h.filter(pl.col("row") == "total").iter_rows(named=True):
-        lines.append(f"<li>{escape(r['model'])}: HateCheck accuracy {fmt(r['value'])}%</li>")
-    if not t7.is_empty():
-        # over the languages where it is defined, saying so when one is not
-        means = t7.group_by("model", maintain_order=True).agg(pl.col("value").mean().round(1).alias("mean"),
-                                                              pl.col("value").is_not_null().sum().alias("defined"), pl.len().alias("languages"))
-        for r in means.iter_rows(named=True):
-            over = "" if r["defined"] == r["languages"] else f" (over the {r['defined']} of {r['languages']} languages where it is defined)"
-            lines.append(f"<li>{escape(r['model'])}: mean macro F1 over MHC languages {fmt(r['mean']) if r['defined'] else C.NA}{over}</li>")
-    shots = get("shots_summary")
-    for r in shots.filter(pl.col("column") == "gap").iter_rows(named=True):
-        gap = C.NA if r["value"] is None else f"{r['value']:+.1f} pp"
-        lines.append(f"<li>{escape(r['model'])}: many-shot minus zero-shot macro F1 {gap}</li>")
+    lines = G.summary_items(t2h, t7, get("shots_summary"), max_ci_width)  # each with its n, interval and too-few mark
     failed = [d for d, doc in validation.items() if not doc or not doc.get("success")]
     summary = (
         f"<p>Profile <b>{escape(profile)}</b>. Cells below {below_mark:g}% are <span class='below' style='background:#f8d7da'>marked</span>, "
         "as in the papers. "
         + (f"Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: "
-           f"{C.TOO_FEW} (their n and interval are in the tooltip). " if max_ci_width is not None else "")
+           f"{C.TOO_FEW} (their n and interval are in the tooltip, and under the figure in the tables of accuracy per functional test; "
+           f"a heat map marks them {G.DAGGER}). " if max_ci_width is not None else "")
         + "<b>n/a</b>: the figure is undefined, its denominator zero (an F1 of a class with no gold and no predicted "
         "case); it is left out of every mean, never counted as 0. Hover a cell for its confidence interval and provenance; every cell's "
         "<code>data-cell-id</code> can be traced with <code>hatecheck-pipeline lineage CELL_ID</code>.</p>"
@@ -190,7 +178,9 @@ def build(
     # HateCheck
     hc = ""
     if not get("hatecheck_t2").is_empty():
-        hc += "<h3>Table 1: accuracy per functional test" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck")
+        hc += "<h3>Table 1: accuracy per functional test" + docs_link("hatecheck") + "</h3>" + G.legend(below_mark, max_ci_width) + G.side_by_side(
+            G.view(get("hatecheck_t1"), "hatecheck", "heat-hatecheck", below_mark, "hatecheck", G.papers_for("hatecheck", None, published), max_ci_width),
+            pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck", show_ci=True))
         hc += "<h3>Table 2: accuracy per gold label" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
         hc += "<h3>Table 3: accuracy per reclaimed slur (F9)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
         hc += "<h3>Table 4: accuracy per target group (identity-template cases)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
@@ -208,14 +198,13 @@ def build(
         m += "<h3>Table 7: macro F1 per model and MHC language" + docs_link("mhc") + "</h3>" + pivot(get("mhc_t7"), "mhc-t7", "row", "model", below_mark, published=paper_cols("mhc_t7"))
         m += "<h3>Table 2: F1 per class and macro F1 per language" + docs_link("mhc") + "</h3>"
         m += per_model(get("mhc_t2"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t2-{model}", "row", "column", below_mark, published=P.lookup("mhc_t2", model, published) or None))
-        chosen = heatmap_models or list(dict.fromkeys(get("mhc_t1")["model"].to_list()))
         m += "<h3>Table 1: accuracy per functionality and language" + docs_link("mhc") + "</h3>"
-        for model in chosen:
-            c = get("mhc_t1").filter(pl.col("model") == model)
-            if c.is_empty():
-                continue
-            m += figure(heatmap(c, f"{model}: accuracy per functionality × language", below_mark), f"{model}: heatmap of accuracy, functionality × language", f"fig-heatmap-{model}")
-            m += pivot(c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None, functionalities_of="mhc")
+        m += G.mhc_views(get("mhc_t1"), below_mark, published, max_ci_width, lambda c, tid: pivot(c, tid, "row", "model", below_mark, functionalities_of="mhc", show_ci=True))
+        m += ("<details><summary>Per model, languages as columns (the paper's layout, its XTC figures beside)</summary>"
+              + per_model(get("mhc_t1"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(
+                  c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None,
+                  functionalities_of="mhc", show_ci=True))
+              + "</details>")
         m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language" + docs_link("mhc") + "</h3>"
         m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark, published=P.lookup("mhc_t3", model, published) or None))
         t3 = get("mhc_t3")
@@ -306,7 +295,6 @@ def run(
     table_files: Mapping[str, str],
     training_languages_file: str | Path | None,
     below_mark: float,
-    heatmap_models: list[str],
     expansion_files: Mapping[str, str | Path] | None = None,
     bias_summary_file: str | Path | None = None,
     published: Mapping[str, Any] | None = None,
@@ -359,7 +347,6 @@ def run(
         read_cells(table_files),
         (_maybe_json(training_languages_file) or {}) if training_languages_file else {},
         below_mark,
-        heatmap_models,
         published=published,
         expansion=expansion,
         bias=bias,
@@ -389,7 +376,6 @@ def report(
     functionalities: Path,
     out: Path,
     title: str,
-    heatmap_models: list[str],
     below_mark: float,
     profile: Profile,
     models: Mapping[str, Mapping[str, Any]],
@@ -437,7 +423,7 @@ def report(
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
     written = run(
-        out, title, profile.name, models, cards, validation, tables, training_languages, below_mark, heatmap_models,
+        out, title, profile.name, models, cards, validation, tables, training_languages, below_mark,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,

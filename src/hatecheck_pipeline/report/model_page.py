@@ -6,7 +6,9 @@ interval, the papers' models beside it (HateCheck Table 1: B-D, B-F,
 Perspective, SiftNinja; MHC Table 1: XTC), the tests where it fails (below
 the report's mark, 50% as in the papers) marked and listed, and a cell
 whose interval is wider than ``evaluation.max_ci_width`` marked too few
-cases to compare, as in the report.
+cases to compare, as in the report. Beside each functional suite's table,
+the heat map of :mod:`hatecheck_pipeline.report.glance`: the model and the
+papers' models, coloured and marked as the papers' Table 1.
 
 Every figure is a cell of the main report's kind (``data-cell-id``,
 ``data-metrics``, ``data-stage``, a tooltip with its interval), read from
@@ -25,6 +27,7 @@ from hatecheck_pipeline.core.files import read_json, write_text
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.cells import SEEN_IN_TRAINING, Source, cell_id, overall_cells, section_cells
 from hatecheck_pipeline.report.cells import TOO_FEW, fmt, published_td, td
+from hatecheck_pipeline.report import glance as G
 from hatecheck_pipeline.report.html import CSS
 from hatecheck_pipeline.suites.registry import Suite
 
@@ -107,10 +110,11 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         suite = suites[src.suite]
         if not suite.functional or not doc.get("by_functionality"):
             continue
-        cells = section_cells("hatecheck_t1" if suite.dataset == "hatecheck" else "mhc_t1", [(src, doc)], "by_functionality", "accuracy").to_dicts()
-        table, failing = functional_table(model, suite, cells, published, below_mark, max_ci_width)
+        frame = section_cells("hatecheck_t1" if suite.dataset == "hatecheck" else "mhc_t1", [(src, doc)], "by_functionality", "accuracy")
+        table, failing = functional_table(model, suite, frame.to_dicts(), published, below_mark, max_ci_width)
         fails += [f"{suite.name}: {f}" for f in failing]
-        parts.append(f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{table}")
+        heat = G.view(frame, suite.name, f"heat-{suite.name}", below_mark, suite.dataset, G.papers_for(suite.dataset, suite.language, published), max_ci_width)
+        parts.append(f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{G.legend(below_mark, max_ci_width)}{G.side_by_side(heat, table)}")
     listing = "".join(f"<li>{escape(f)}</li>" for f in fails) or "<li>none</li>"
     parts.insert(4, f"<h2>Functional tests it fails (accuracy below {below_mark:g}%)</h2><ul id='failing'>{listing}</ul>")
     parts.append("<p class='note'>Intervals: percentile bootstrap; on functional suites the templates are resampled, on held-out "
