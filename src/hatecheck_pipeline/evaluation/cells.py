@@ -24,6 +24,8 @@ CELL_COLUMNS = {
     "metrics_file": pl.String, "stage": pl.String, "cell_id": pl.String,
     # the interval's bootstrap: template (functional / expanded suites) or case (held-out sets), and how many were resampled
     "resampling_unit": pl.String, "n_clusters": pl.Int64,
+    # how many slurs were resampled beside the templates (HateCheck, MHC: templates crossed with slurs)
+    "n_fillers": pl.Int64,
     # why a null value is undefined (a zero denominator), or which parts a mean left out as undefined
     "undefined": pl.String,
 }
@@ -66,10 +68,11 @@ def boot(doc: Mapping[str, Any], figures: Mapping[str, Any] | None) -> dict[str,
     """A figure's resampling unit (its metrics file's ``bootstrap``) and
     number of resampled units (``n_clusters``), for :func:`_cell`.
 
-    >>> boot({"bootstrap": {"resampling_unit": "template"}}, {"n": 7, "n_clusters": 1})
-    {'unit': 'template', 'n_clusters': 1}
+    >>> boot({"bootstrap": {"resampling_unit": "template"}}, {"n": 7, "n_clusters": 1, "n_fillers": 3})
+    {'unit': 'template', 'n_clusters': 1, 'n_fillers': 3}
     """
-    return {"unit": (doc.get("bootstrap") or {}).get("resampling_unit"), "n_clusters": (figures or {}).get("n_clusters")}
+    return {"unit": (doc.get("bootstrap") or {}).get("resampling_unit"), "n_clusters": (figures or {}).get("n_clusters"),
+            "n_fillers": (figures or {}).get("n_fillers")}
 
 
 def _cell(table: str, src: Source, row: str, column: str, figure: dict[str, Any] | float | None, n: int | None, **extra: Any) -> dict[str, Any]:
@@ -81,6 +84,7 @@ def _cell(table: str, src: Source, row: str, column: str, figure: dict[str, Any]
         "ci_high": fig.get("ci_high"), "n": n, "setting": extra.get("setting"),
         "metrics_file": extra.get("metrics_file", src.metrics), "stage": extra.get("stage", src.stage),
         "resampling_unit": extra.get("unit") if interval else None, "n_clusters": extra.get("n_clusters") if interval else None,
+        "n_fillers": extra.get("n_fillers") if interval else None,
         "undefined": fig.get("undefined"),
         "cell_id": cell_id(table, src.model, *( [src.language] if src.language and extra.get("per_language", True) else []), row, column),
     }

@@ -29,6 +29,8 @@ def resampling(cell: Mapping[str, Any]) -> str:
 
     >>> resampling({"resampling_unit": "template", "n_clusters": 845})
     ', template-level bootstrap over 845 templates'
+    >>> resampling({"resampling_unit": "template", "n_clusters": 8, "n_fillers": 18})
+    ', two-way bootstrap over 8 templates and 18 slurs'
     >>> resampling({"resampling_unit": None})
     ''
     """
@@ -36,7 +38,14 @@ def resampling(cell: Mapping[str, Any]) -> str:
     if not unit:
         return ""
     level, plural = UNIT_WORDS.get(str(unit), (f"{unit}-level", f"{unit}s"))
-    count = cell.get("n_clusters")
+    count, slurs = cell.get("n_clusters"), cell.get("n_fillers")
+    if slurs and count is not None:  # a null in a table is NaN or None
+        try:
+            slurs = int(slurs)
+        except (TypeError, ValueError):
+            slurs = 0
+        if slurs > 0:
+            return f", two-way bootstrap over {count} {plural} and {slurs} slurs"
     return f", {level} bootstrap" + ("" if count is None else f" over {count} {plural}")
 
 
