@@ -26,6 +26,7 @@ from hatecheck_pipeline.report import cells as C
 from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report.figures import figure, grouped_bars, heatmap
 from hatecheck_pipeline.report.diff_view import diff_section
+from hatecheck_pipeline.report.failing_cases import hrefs as failure_hrefs, table_block as failing_cases
 from hatecheck_pipeline.report.gpt_hatecheck import section as gpt_hatecheck_section
 from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
 from hatecheck_pipeline.report.paper_tables import appf_section, label_heldout, mhc_t5_section
@@ -111,6 +112,7 @@ def build(
     diffs: Mapping[str, Mapping[str, Any]] | None = None,
     model_pages: Mapping[str, str] | None = None,
     max_ci_width: float | None = None,
+    failures: Mapping[str, tuple[str, str]] | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -124,7 +126,9 @@ def build(
     ``gpt``: {docs: {generation, validation, quality, compare}, files: the
     same keys -> their paths} (None = no GPT-HateCheck section).
     ``max_ci_width``: a table cell whose interval is wider (percentage
-    points) is marked too few cases to compare (None = no marker)."""
+    points) is marked too few cases to compare (None = no marker).
+    ``failures``: score stage -> (its failures.csv, the link to it): the
+    failing cases listed under each functional test below the mark."""
     from functools import partial
 
     pivot = partial(C.pivot, max_ci_width=max_ci_width)
@@ -191,6 +195,7 @@ def build(
     hc = ""
     if not get("hatecheck_t2").is_empty():
         hc += "<h3>Table 1: accuracy per functional test" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck")
+        hc += failing_cases(get("hatecheck_t1"), "hatecheck", failures or {}, below_mark)
         hc += "<h3>Table 2: accuracy per gold label" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
         hc += "<h3>Table 3: accuracy per reclaimed slur (F9)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
         hc += "<h3>Table 4: accuracy per target group (identity-template cases)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
@@ -216,6 +221,7 @@ def build(
                 continue
             m += figure(heatmap(c, f"{model}: accuracy per functionality × language", below_mark), f"{model}: heatmap of accuracy, functionality × language", f"fig-heatmap-{model}")
             m += pivot(c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None, functionalities_of="mhc")
+            m += failing_cases(c, "mhc", failures or {}, below_mark, group="column")
         m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language" + docs_link("mhc") + "</h3>"
         m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark, published=P.lookup("mhc_t3", model, published) or None))
         t3 = get("mhc_t3")
@@ -322,6 +328,7 @@ def run(
     model_pages: Mapping[str, str | Path] | None = None,
     ethos_sets_file: str | Path | None = None,
     max_ci_width: float | None = None,
+    failure_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -333,7 +340,9 @@ def run(
     ``usage_dir``: the stage time and memory records (None = no section);
     ``mhc_t5_file``: MHC Table 5 (annotator disagreement); ``multiclass_files``:
     "<model>/<dataset>" -> a multiclass model's all-class held-out metrics
-    (written by stage ``heldout_multiclass_<model>_<dataset>``)."""
+    (written by stage ``heldout_multiclass_<model>_<dataset>``);
+    ``failure_files``: score stage -> its failures.csv (the failing cases
+    under the functional tests below the mark)."""
     paper_tables: dict[str, Any] = {}
     if mhc_t5_file is not None:
         paper_tables["mhc_t5"] = {"doc": _maybe_json(mhc_t5_file), "file": str(mhc_t5_file)}
@@ -377,6 +386,7 @@ def run(
         # links relative to the report's own folder
         model_pages={m: os.path.relpath(p, Path(out).parent) for m, p in (model_pages or {}).items()},
         max_ci_width=max_ci_width,
+        failures=failure_hrefs(failure_files or {}, out),
     )
     return write_text(html, out)
 
@@ -408,6 +418,7 @@ def report(
     model_pages: Mapping[str, Path] | None = None,
     ethos_sets: Path | None = None,
     max_ci_width: float | None = None,
+    failures: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -432,7 +443,8 @@ def report(
     ``ethos_sets``: the ethos_sets stage's report (which example sets ran,
     the paper's comments not found; named next to Tables 4 and 7's rows);
     ``max_ci_width``: cells with a wider interval are marked too few cases
-    to compare."""
+    to compare; ``failures``: score stage -> its failures.csv (HateCheck
+    and MHC suites), listed under each functional test below the mark."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -442,5 +454,6 @@ def report(
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,
         diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets, max_ci_width=max_ci_width,
+        failure_files=failures,
     )
     return f"wrote {written}"
