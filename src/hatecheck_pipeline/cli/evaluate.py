@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
+from typing import Any, Mapping
+
 import typer
 
 from hatecheck_pipeline.cli.state import STATE, fail, load
@@ -50,6 +52,59 @@ def model_name(ref: str) -> str:
     """
     stem = Path(ref.rstrip("/")).stem if ":" not in ref or Path(ref).exists() else ref.split(":", 1)[0].rsplit(".", 1)[-1]
     return re.sub(r"[^A-Za-z0-9_.\-]+", "_", stem.split("/")[-1]) or "model"
+
+
+def _figure(fig: Mapping[str, Any] | None) -> str:
+    """A figure with its interval, as the summary prints it.
+
+    >>> _figure({"value": 61.25, "ci_low": 59.0, "ci_high": 63.1}), _figure({"value": None}), _figure({"value": 70.0})
+    ('61.2 (59.0–63.1)', 'n/a', '70.0')
+    """
+    if not fig or fig.get("value") is None:
+        return "n/a"
+    ci = f" ({fig['ci_low']:.1f}–{fig['ci_high']:.1f})" if fig.get("ci_low") is not None and fig.get("ci_high") is not None else ""
+    return f"{fig['value']:.1f}{ci}"
+
+
+def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], below_mark: float,
+                  failures: Mapping[str, str]) -> list[str]:
+    """The terminal summary of an ``evaluate`` run: per suite (``docs``:
+    suite -> its metrics document, None when not written) n, accuracy and
+    macro F1 with their 95% intervals, the functional tests whose accuracy
+    is below ``below_mark`` and where the failing cases are (``failures``:
+    suite -> failures.csv)."""
+    from hatecheck_pipeline.evaluation.published import functionality_label
+
+    lines = [f"{model}: accuracy and macro F1 in %, with 95% bootstrap intervals; functional tests below {below_mark:g}%"]
+    width = max((len(s) for s in docs), default=0)
+    for suite, doc in docs.items():
+        if not doc:
+            lines.append(f"  {suite:<{width}}  no metrics written")
+            continue
+        o = doc.get("overall", {})
+        lines.append(f"  {suite:<{width}}  n={o.get('n', '?')}  accuracy {_figure(o.get('accuracy'))}  macro F1 {_figure(o.get('macro_f1'))}"
+                     + ("  (its training data)" if doc.get("seen_in_training") else ""))
+        tests = doc.get("by_functionality") or {}
+        below = [(code, t["accuracy"]["value"]) for code, t in tests.items()
+                 if t.get("accuracy", {}).get("value") is not None and t["accuracy"]["value"] < below_mark]
+        if tests:
+            lines.append(f"  {'':<{width}}  below {below_mark:g}%: "
+                         + (", ".join(f"{functionality_label(code, doc.get('dataset') or 'hatecheck', short=True)} {v:.1f}"
+                                      for code, v in below) or "none"))
+        if suite in failures:
+            lines.append(f"  {'':<{width}}  failing cases: {failures[suite]}")
+    return lines
+
+
+def evaluation_summary(model: str, suites: list[str], below_mark: float) -> list[str]:
+    """:func:`summary_lines` from the score stages' files
+    (results/<model>/<suite>/metrics.json and failures.csv)."""
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.core.files import read_json
+
+    docs = {s: read_json(paths.metrics(model, s)) if Path(paths.metrics(model, s)).exists() else None for s in suites}
+    failures = {s: paths.failures(model, s) for s in suites if Path(paths.failures(model, s)).exists()}
+    return summary_lines(model, docs, below_mark, failures)
 
 
 def evaluate(
@@ -85,7 +140,7 @@ def evaluate(
             input_name=input_name, output=output, decision=decision, revision=revision, max_length=max_length,
             batch_size=batch_size, api_format=api_format, key_env=key_env, suites=suite_entries(suites),
         )
-        apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
+        full = apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
     except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)
     overrides = [f"models.{name}={dumps(spec)}", *STATE["overrides"]]
@@ -100,4 +155,8 @@ def evaluate(
     if done.returncode != 0:
         fail(f"snakemake stopped (exit {done.returncode}); the log of the stage that failed is under logs/")
     if not dry:
-        typer.echo(f"wrote {page} and results/{name}/<suite>/metrics.json")
+        from hatecheck_pipeline.suites.registry import suites_for_model
+
+        typer.echo(f"wrote {page} and results/{name}/<suite>/metrics.json, failures.csv")
+        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_for_model(full, name)],
+                                                 full["evaluation"]["below_mark"])))
