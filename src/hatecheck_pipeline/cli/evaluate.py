@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -52,6 +53,49 @@ def model_name(ref: str) -> str:
     """
     stem = Path(ref.rstrip("/")).stem if ":" not in ref or Path(ref).exists() else ref.split(":", 1)[0].rsplit(".", 1)[-1]
     return re.sub(r"[^A-Za-z0-9_.\-]+", "_", stem.split("/")[-1]) or "model"
+
+
+WORKFLOW_PROFILE = Path("profiles/default/config.yaml")
+QUIET_PROFILE = Path(".snakemake/hatecheck-evaluate")
+
+
+def quiet_profile(source: Path = WORKFLOW_PROFILE, folder: Path = QUIET_PROFILE) -> Path | None:
+    """The workflow profile without ``show-failed-logs``, for ``evaluate``'s
+    Snakemake run: a failed stage's log may hold a traceback (a user's
+    classifier that raised), and ``evaluate`` prints each failed stage's
+    one-line error itself (:func:`failed_stage_lines`). None where the
+    project has no workflow profile."""
+    import yaml
+
+    if not source.exists():
+        return None
+    settings = yaml.safe_load(source.read_text("utf-8")) or {}
+    settings.pop("show-failed-logs", None)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text("# profiles/default/config.yaml without show-failed-logs (written by `evaluate`)\n"
+                                        + yaml.safe_dump(settings, sort_keys=False), "utf-8")
+    return folder
+
+
+def error_line(log: Path) -> str:
+    """A failed stage's one-line error: the last ``error:`` line of its log,
+    else its last line (an unexpected exception's type and message)."""
+    try:
+        lines = [line.strip() for line in log.read_text("utf-8", errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return f"no log ({log})"
+    errors = [line for line in lines if line.startswith("error: ")]
+    return errors[-1][len("error: "):] if errors else (lines[-1] if lines else "empty log")
+
+
+def failed_stage_lines(params: Mapping[str, Any], started: float) -> list[str]:
+    """One line per stage that failed in a run begun at ``started``: its log
+    was written during the run and its outputs are not all there."""
+    from hatecheck_pipeline.pipeline.registry import build_stages
+    from hatecheck_pipeline.pipeline.runners import stages_that_ran
+
+    failed = [s for s in stages_that_ran(build_stages(params), started) if not all(os.path.lexists(o) for o in s.all_outs)]
+    return [f"{s.name}: {error_line(Path(s.log))} (log: {s.log})" for s in failed]
 
 
 def _figure(fig: Mapping[str, Any] | None) -> str:
@@ -148,12 +192,18 @@ def evaluate(
     cmd = [str(Path(sys.executable).with_name("snakemake")), "--cores", str(cores), page, "--config", f"set={json.dumps(overrides)}"]
     if dry:
         cmd.insert(1, "-n")
+    profile = quiet_profile()
+    if profile is not None:
+        cmd += ["--workflow-profile", str(profile)]
     typer.echo(f"{name}: {spec['kind']} {spec['model']} on {', '.join(spec['suites'])}", err=True)
     # a module:function in the working folder imports in every stage command
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    started = time.time()
     done = subprocess.run(cmd, env=env)
     if done.returncode != 0:
-        fail(f"snakemake stopped (exit {done.returncode}); the log of the stage that failed is under logs/")
+        for line in failed_stage_lines(full, started - 1):
+            typer.echo(f"error: {line}", err=True)
+        fail(f"snakemake stopped (exit {done.returncode}); the log of each stage that failed is under logs/")
     if not dry:
         from hatecheck_pipeline.suites.registry import suites_for_model
 
