@@ -54,3 +54,27 @@ def test_summary_reads_the_score_stages_files(workdir):
     assert "F1 derog_neg_emote_h 30.0" in text and "threat_dir_h" not in text
     assert f"failing cases: {paths.failures('kw', 'hatecheck')}" in text
     assert paths.failures("kw", "mhc_german") not in text  # not written: not named
+
+
+def test_a_failed_stage_is_one_line_from_its_log(workdir, params):
+    """After a failed Snakemake run, `evaluate` prints each failed stage's
+    `error:` line (not the traceback above it in the log)."""
+    import time
+
+    from hatecheck_pipeline.cli.evaluate import failed_stage_lines
+
+    started = time.time() - 1
+    Path("logs").mkdir()
+    Path("logs/classifier_hatesonar.log").write_text(
+        "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: boom\n"
+        "error: model hatesonar: x:f raised ValueError: boom at x.py:1 (traceback in logs/classifier_hatesonar.log)\n")
+    Path("logs/score_B-D_hatecheck.log").write_text("Traceback (most recent call last):\nKeyError: 'x'\n")
+    lines = failed_stage_lines(params, started)
+    assert sorted(lines) == [
+        "classifier_hatesonar: model hatesonar: x:f raised ValueError: boom at x.py:1 (traceback in logs/classifier_hatesonar.log)",
+        "score_B-D_hatecheck: KeyError: 'x' (log: logs/score_B-D_hatecheck.log)",
+    ]
+    Path(paths.metrics("B-D", "hatecheck")).parent.mkdir(parents=True)
+    for out in ("metrics.json", "bootstrap.parquet", "failures.csv"):  # a stage whose outputs are all there did not fail
+        (Path(paths.metrics("B-D", "hatecheck")).parent / out).write_text("{}")
+    assert [line.split(":")[0] for line in failed_stage_lines(params, started)] == ["classifier_hatesonar"]

@@ -7,7 +7,10 @@ needs (in a fresh clone: the chosen suites' data stages too), the same
 stages predict and score it, and the page is the ``model_page_<name>``
 stage's. Stages of this model are not in ``dvc.yaml`` (the model is not in
 params.yaml): Snakemake runs them and records only the declared stages it
-ran (the data stages) in ``dvc.lock``.
+ran (the data stages) in ``dvc.lock``. When Snakemake finishes, the
+command prints a summary of the metrics files (:func:`summary_lines`); when
+a stage fails, its one-line error (:func:`failed_stage_lines`), the
+traceback staying in the stage's log.
 """
 
 from __future__ import annotations
@@ -95,7 +98,8 @@ def failed_stage_lines(params: Mapping[str, Any], started: float) -> list[str]:
     from hatecheck_pipeline.pipeline.runners import stages_that_ran
 
     failed = [s for s in stages_that_ran(build_stages(params), started) if not all(os.path.lexists(o) for o in s.all_outs)]
-    return [f"{s.name}: {error_line(Path(s.log))} (log: {s.log})" for s in failed]
+    lines = [(s, error_line(Path(s.log))) for s in failed]
+    return [f"{s.name}: {line}" + ("" if s.log in line else f" (log: {s.log})") for s, line in lines]
 
 
 def _figure(fig: Mapping[str, Any] | None) -> str:
@@ -168,8 +172,10 @@ def evaluate(
     cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
     dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
 ) -> None:
-    """Test a classifier on the chosen suites: every suite's metrics and one
-    HTML page (reports/models/<name>.html)."""
+    """Test a classifier on the chosen suites: every suite's metrics and
+    failing cases, one HTML page (reports/models/<name>.html), and a summary
+    on the terminal (per suite n, accuracy and macro F1 with their
+    intervals, the functional tests below the mark)."""
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.core.config import ConfigError, apply_and_validate, dumps
     from hatecheck_pipeline.models import classifier_spec, classifiers

@@ -4,8 +4,9 @@ writes): what the model is (its card's identity), every suite's overall
 figures, and per functional test its accuracy with the template-level
 interval, the papers' models beside it (HateCheck Table 1: B-D, B-F,
 Perspective, SiftNinja; MHC Table 1: XTC), the tests where it fails (below
-the report's mark, 50% as in the papers) marked and listed, and a cell
-whose interval is wider than ``evaluation.max_ci_width`` marked too few
+the report's mark, 50% as in the papers) marked and listed, under each of
+them its first failing cases from the suite's failures.csv (linked), and a
+cell whose interval is wider than ``evaluation.max_ci_width`` marked too few
 cases to compare, as in the report.
 
 Every figure is a cell of the main report's kind (``data-cell-id``,
