@@ -52,7 +52,7 @@ def test_metrics_document(project):
     assert list(doc["by_functionality"]) == ["derog_neg_emote_h", "threat_dir_h", "slur_reclaimed_nh", "ident_neutral_nh", "negate_neg_nh"]
     assert set(doc["by_target"]) == {"women", "trans people", "Muslims"}
     assert sum(v["n"] for v in doc["by_target"].values()) == int(frame["from_identity_template"].sum())
-    assert set(doc["by_target"]["women"]) == {"n", "n_clusters", "n_fillers", "accuracy", "macro_f1"}
+    assert set(doc["by_target"]["women"]) == {"n", "n_clusters", "accuracy", "macro_f1"}  # no slurs: nothing crossed
     assert set(doc["by_reclaimed_slur"]) == {"queer", "fag"}
     assert doc["contrast"]["n_pairs"] == 12
     for fig in [o["accuracy"], o["macro_f1"], doc["by_functionality"]["threat_dir_h"]["accuracy"]]:
@@ -217,3 +217,65 @@ def _mkdir(path: str) -> str:
 
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def test_score_stage_writes_every_failing_case_in_suite_order(project):
+    """failures.csv: exactly the cases whose prediction differs from the
+    gold label, in the suite's order, with the published text, both labels
+    and p(hateful) from the predictions file."""
+    frame = hatecheck_like()
+    preds = predictions(frame, 0.7, seed=3).sample(fraction=1.0, shuffle=True, seed=1)  # file order is not suite order
+    preds.write_parquet("p.parquet")
+    scoring.score(SUITE, "B-D", "p.parquet", "data/interim/hatecheck/table.parquet", "m.json", "r.parquet",
+                  bootstrap=Bootstrap(10, 0), threshold=None, profile=Profile("all", {"max_cases_per_suite": None}),
+                  model_seed=7, failures="f.csv")
+    failures = pl.read_csv(project / "f.csv", infer_schema_length=0)
+    assert failures.columns == ["id", "functionality", "text", "gold_label", "predicted_label", "p_hateful"]
+    joined = frame.join(preds, on="case_id")
+    wrong = joined.filter(pl.col("label") != pl.col("pred"))
+    assert 0 < failures.height == wrong.height < frame.height
+    order = {cid: i for i, cid in enumerate(frame["case_id"])}
+    assert failures["id"].to_list() == sorted(wrong["case_id"].to_list(), key=order.__getitem__)
+    by_id = {r["case_id"]: r for r in joined.iter_rows(named=True)}
+    for r in failures.iter_rows(named=True):
+        case = by_id[r["id"]]
+        assert (r["functionality"], r["text"], r["gold_label"], r["predicted_label"]) == (
+            case["functionality"], case["text"], case["label"], case["pred"])
+        assert r["gold_label"] != r["predicted_label"]
+        assert float(r["p_hateful"]) == pytest.approx(case["p_hateful"])
+    doc = json.loads((project / "m.json").read_text())
+    n_wrong = sum(round(v["n"] * (100 - v["accuracy"]["value"]) / 100) for v in doc["by_functionality"].values())
+    assert n_wrong == failures.height
+
+
+def test_failures_without_probabilities_or_errors(project):
+    """A labels-only file has no p_hateful column; a perfect one leaves a header."""
+    frame = hatecheck_like()
+    predictions(frame, 0.6).drop("p_hateful").write_csv("labels.csv")
+    scoring.run(SUITE, "labels.csv", "m.json", boot=Bootstrap(10), failures="f.csv")
+    assert pl.read_csv("f.csv").columns == ["id", "functionality", "text", "gold_label", "predicted_label"]
+    predictions(frame, 1.0).write_csv("perfect.csv")
+    scoring.run(SUITE, "perfect.csv", "m.json", boot=Bootstrap(10), failures="g.csv")
+    assert (project / "g.csv").read_text().splitlines() == ["id,functionality,text,gold_label,predicted_label,p_hateful"]
+
+
+def test_score_cli_writes_the_failing_cases_beside_the_metrics(project):
+    frame = hatecheck_like()
+    predictions(frame, 0.75).write_csv("preds.csv")
+    result = CliRunner().invoke(app, ["score", "--suite", "hatecheck", "--predictions", "preds.csv", "--out", "out/m.json"])
+    assert result.exit_code == 0, result.output
+    failures = pl.read_csv(project / "out/m.failures.csv", infer_schema_length=0)
+    wrong = frame.join(pl.read_csv("preds.csv", infer_schema_length=0), on="case_id").filter(pl.col("label") != pl.col("pred"))
+    assert set(failures["id"]) == set(wrong["case_id"]) and failures.height == wrong.height
+    assert "out/m.failures.csv" in result.output
+
+
+def test_score_stage_declares_its_failures_git_tracked():
+    """failures.csv is an output of every score stage, kept in git (cache: false) as metrics.json is."""
+    from hatecheck_pipeline.core.config import load_params
+    from hatecheck_pipeline.pipeline.registry import build_stages, to_dvc
+
+    stages = [s for s in build_stages(load_params(REPO / "params.yaml")) if s.name.startswith("score_")]
+    doc = to_dvc(stages)["stages"]
+    assert stages and all({paths.failures(s.args["model"], s.args["suite"].name): {"cache": False}} in doc[s.name]["outs"]
+                          for s in stages)

@@ -106,14 +106,20 @@ def repro(
 def run_stage(stage: str) -> None:
     """Run one stage of the registry (see `dag list`) with exactly its
     declared inputs, outputs and parameters."""
+    from hatecheck_pipeline.core.errors import UserCodeError
     from hatecheck_pipeline.core.stage import call
     from hatecheck_pipeline.core.usage import recorded
     from hatecheck_pipeline.pipeline.registry import stage_by_name
+    from hatecheck_pipeline.pipeline.runners import keep_traceback
 
     params = load()
     found = stage_by_name(params, stage)
-    with recorded(found.name, found.phase):  # logs/benchmarks/<stage>.json
-        result = call(found, params)
+    try:
+        with recorded(found.name, found.phase):  # logs/benchmarks/<stage>.json
+            result = call(found, params)
+    except UserCodeError as exc:  # a user's classifier raised: one line here, the traceback in the stage's log
+        log = keep_traceback(found.log, exc.details)
+        raise UserCodeError(f"{exc} (traceback in {log})") from exc
     if result:
         typer.echo(result)
 

@@ -7,7 +7,10 @@ needs (in a fresh clone: the chosen suites' data stages too), the same
 stages predict and score it, and the page is the ``model_page_<name>``
 stage's. Stages of this model are not in ``dvc.yaml`` (the model is not in
 params.yaml): Snakemake runs them and records only the declared stages it
-ran (the data stages) in ``dvc.lock``.
+ran (the data stages) in ``dvc.lock``. When Snakemake finishes, the
+command prints a summary of the metrics files (:func:`summary_lines`); when
+a stage fails, its one-line error (:func:`failed_stage_lines`), the
+traceback staying in the stage's log.
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
+
+from typing import Any, Mapping
 
 import typer
 
@@ -52,6 +58,103 @@ def model_name(ref: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.\-]+", "_", stem.split("/")[-1]) or "model"
 
 
+WORKFLOW_PROFILE = Path("profiles/default/config.yaml")
+QUIET_PROFILE = Path(".snakemake/hatecheck-evaluate")
+
+
+def quiet_profile(source: Path = WORKFLOW_PROFILE, folder: Path = QUIET_PROFILE) -> Path | None:
+    """The workflow profile without ``show-failed-logs``, for ``evaluate``'s
+    Snakemake run: a failed stage's log may hold a traceback (a user's
+    classifier that raised), and ``evaluate`` prints each failed stage's
+    one-line error itself (:func:`failed_stage_lines`). None where the
+    project has no workflow profile."""
+    import yaml
+
+    if not source.exists():
+        return None
+    settings = yaml.safe_load(source.read_text("utf-8")) or {}
+    settings.pop("show-failed-logs", None)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.yaml").write_text("# profiles/default/config.yaml without show-failed-logs (written by `evaluate`)\n"
+                                        + yaml.safe_dump(settings, sort_keys=False), "utf-8")
+    return folder
+
+
+def error_line(log: Path) -> str:
+    """A failed stage's one-line error: the last ``error:`` line of its log,
+    else its last line (an unexpected exception's type and message)."""
+    try:
+        lines = [line.strip() for line in log.read_text("utf-8", errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return f"no log ({log})"
+    errors = [line for line in lines if line.startswith("error: ")]
+    return errors[-1][len("error: "):] if errors else (lines[-1] if lines else "empty log")
+
+
+def failed_stage_lines(params: Mapping[str, Any], started: float) -> list[str]:
+    """One line per stage that failed in a run begun at ``started``: its log
+    was written during the run and its outputs are not all there."""
+    from hatecheck_pipeline.pipeline.registry import build_stages
+    from hatecheck_pipeline.pipeline.runners import stages_that_ran
+
+    failed = [s for s in stages_that_ran(build_stages(params), started) if not all(os.path.lexists(o) for o in s.all_outs)]
+    lines = [(s, error_line(Path(s.log))) for s in failed]
+    return [f"{s.name}: {line}" + ("" if s.log in line else f" (log: {s.log})") for s, line in lines]
+
+
+def _figure(fig: Mapping[str, Any] | None) -> str:
+    """A figure with its interval, as the summary prints it.
+
+    >>> _figure({"value": 61.25, "ci_low": 59.0, "ci_high": 63.1}), _figure({"value": None}), _figure({"value": 70.0})
+    ('61.2 (59.0–63.1)', 'n/a', '70.0')
+    """
+    if not fig or fig.get("value") is None:
+        return "n/a"
+    ci = f" ({fig['ci_low']:.1f}–{fig['ci_high']:.1f})" if fig.get("ci_low") is not None and fig.get("ci_high") is not None else ""
+    return f"{fig['value']:.1f}{ci}"
+
+
+def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], below_mark: float,
+                  failures: Mapping[str, str]) -> list[str]:
+    """The terminal summary of an ``evaluate`` run: per suite (``docs``:
+    suite -> its metrics document, None when not written) n, accuracy and
+    macro F1 with their 95% intervals, the functional tests whose accuracy
+    is below ``below_mark`` and where the failing cases are (``failures``:
+    suite -> failures.csv)."""
+    from hatecheck_pipeline.evaluation.published import functionality_label
+
+    lines = [f"{model}: accuracy and macro F1 in %, with 95% bootstrap intervals; functional tests below {below_mark:g}%"]
+    width = max((len(s) for s in docs), default=0)
+    for suite, doc in docs.items():
+        if not doc:
+            lines.append(f"  {suite:<{width}}  no metrics written")
+            continue
+        o = doc.get("overall", {})
+        lines.append(f"  {suite:<{width}}  n={o.get('n', '?')}  accuracy {_figure(o.get('accuracy'))}  macro F1 {_figure(o.get('macro_f1'))}"
+                     + ("  (its training data)" if doc.get("seen_in_training") else ""))
+        tests = doc.get("by_functionality") or {}
+        below = [(code, t["accuracy"]["value"]) for code, t in tests.items()
+                 if t.get("accuracy", {}).get("value") is not None and t["accuracy"]["value"] < below_mark]
+        if tests:
+            lines.append(f"  {'':<{width}}  below {below_mark:g}%: "
+                         + (", ".join(f"{functionality_label(code, doc.get('dataset') or 'hatecheck', short=True)} {v:.1f}"
+                                      for code, v in below) or "none"))
+        if suite in failures:
+            lines.append(f"  {'':<{width}}  failing cases: {failures[suite]}")
+    return lines
+
+
+def evaluation_summary(model: str, suites: list[str], below_mark: float) -> list[str]:
+    """:func:`summary_lines` from the score stages' files
+    (results/<model>/<suite>/metrics.json and failures.csv)."""
+    from hatecheck_pipeline.core import paths
+    from hatecheck_pipeline.core.files import read_json
+
+    docs = {s: read_json(paths.metrics(model, s)) if Path(paths.metrics(model, s)).exists() else None for s in suites}
+    failures = {s: paths.failures(model, s) for s in suites if Path(paths.failures(model, s)).exists()}
+    return summary_lines(model, docs, below_mark, failures)
+
+
 def evaluate(
     model: Annotated[str, typer.Argument(help="a model directory, a hub id, an .onnx file, module:function or a scoring API's URL")],
     suites: Annotated[str, typer.Option(help="comma-separated: hatecheck, mhc:all, mhc:<language>, heldout_<dataset>, an expanded suite group")] = "hatecheck,mhc:all",
@@ -69,8 +172,10 @@ def evaluate(
     cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
     dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
 ) -> None:
-    """Test a classifier on the chosen suites: every suite's metrics and one
-    HTML page (reports/models/<name>.html)."""
+    """Test a classifier on the chosen suites: every suite's metrics and
+    failing cases, one HTML page (reports/models/<name>.html), and a summary
+    on the terminal (per suite n, accuracy and macro F1 with their
+    intervals, the functional tests below the mark)."""
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.core.config import ConfigError, apply_and_validate, dumps
     from hatecheck_pipeline.models import classifier_spec, classifiers
@@ -85,7 +190,7 @@ def evaluate(
             input_name=input_name, output=output, decision=decision, revision=revision, max_length=max_length,
             batch_size=batch_size, api_format=api_format, key_env=key_env, suites=suite_entries(suites),
         )
-        apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
+        full = apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
     except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)
     overrides = [f"models.{name}={dumps(spec)}", *STATE["overrides"]]
@@ -93,11 +198,21 @@ def evaluate(
     cmd = [str(Path(sys.executable).with_name("snakemake")), "--cores", str(cores), page, "--config", f"set={json.dumps(overrides)}"]
     if dry:
         cmd.insert(1, "-n")
+    profile = quiet_profile()
+    if profile is not None:
+        cmd += ["--workflow-profile", str(profile)]
     typer.echo(f"{name}: {spec['kind']} {spec['model']} on {', '.join(spec['suites'])}", err=True)
     # a module:function in the working folder imports in every stage command
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
+    started = time.time()
     done = subprocess.run(cmd, env=env)
     if done.returncode != 0:
-        fail(f"snakemake stopped (exit {done.returncode}); the log of the stage that failed is under logs/")
+        for line in failed_stage_lines(full, started - 1):
+            typer.echo(f"error: {line}", err=True)
+        fail(f"snakemake stopped (exit {done.returncode}); the log of each stage that failed is under logs/")
     if not dry:
-        typer.echo(f"wrote {page} and results/{name}/<suite>/metrics.json")
+        from hatecheck_pipeline.suites.registry import suites_for_model
+
+        typer.echo(f"wrote {page} and results/{name}/<suite>/metrics.json, failures.csv")
+        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_for_model(full, name)],
+                                                 full["evaluation"]["below_mark"])))

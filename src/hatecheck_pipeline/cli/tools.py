@@ -52,7 +52,8 @@ def score(
     threshold: Annotated[Optional[float], typer.Option(help="probability threshold: p >= threshold is hateful")] = None,
 ) -> None:
     """Score any predictions file against a suite's gold labels (or several
-    suites' from one file with a `suite` column)."""
+    suites' from one file with a `suite` column). Beside each metrics file,
+    `<stem>.failures.csv` lists the cases the predictions got wrong."""
     import tempfile
 
     import polars as pl
@@ -68,7 +69,7 @@ def score(
             fail(f"{predictions}: predictions file not found")
         ensure_tables(params, suites)
         if len(suites) == 1 and not _has_suite_column(predictions):
-            docs = [(scoring.run(suites[0], predictions, out, pred_column, threshold, boot), out)]
+            docs = [(scoring.run(suites[0], predictions, out, pred_column, threshold, boot, failures=scoring.failures_path(out)), out)]
         else:
             frame = scoring.read_table(predictions)
             if "suite" not in frame.columns:
@@ -82,12 +83,13 @@ def score(
                     part = Path(tmp) / f"{s.name}.parquet"
                     frame.filter(pl.col("suite").cast(pl.String) == s.name).drop("suite").write_parquet(part)
                     target = out if len(suites) == 1 else out / f"{s.name}.json"
-                    docs.append((scoring.run(s, part, target, pred_column, threshold, boot), target))
+                    docs.append((scoring.run(s, part, target, pred_column, threshold, boot, failures=scoring.failures_path(target)), target))
     except scoring.ScoringError as exc:
         fail(exc)
     for doc, target in docs:
         o = doc["overall"]
-        typer.echo(f"{doc['suite']}: n={o['n']} accuracy={o['accuracy']['value']} macro F1={o['macro_f1']['value']} -> {target}")
+        typer.echo(f"{doc['suite']}: n={o['n']} accuracy={o['accuracy']['value']} macro F1={o['macro_f1']['value']} -> {target} "
+                   f"(failing cases: {scoring.failures_path(target)})")
 
 
 def _has_suite_column(path: Path) -> bool:

@@ -50,6 +50,7 @@ class Out:
     persist: bool = False
     directory: bool = False
     plot: tuple[tuple[str, str], ...] = ()  # dvc plots axes (template, x, y, title, ...)
+    cache: bool = True  # False: a small file kept in git, not in the DVC cache (as metrics and plots are)
 
     def __post_init__(self) -> None:
         if self.kind not in OUT_KINDS:
@@ -58,6 +59,12 @@ class Out:
 
 def out(path: str, *, persist: bool = False, directory: bool = False) -> Out:
     return Out(path, "outs", persist, directory)
+
+
+def tracked(path: str) -> Out:
+    """A small output kept in git, not in the DVC cache (``cache: false``),
+    as the metrics files are: a CSV a reader opens beside them."""
+    return Out(path, "outs", cache=False)
 
 
 def metric(path: str) -> Out:

@@ -149,7 +149,7 @@ def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out:
     """Compare two predictions files on ``suite``; write the JSON to ``out``."""
     if boot.samples <= 0:
         raise ScoringError("a paired comparison needs random sign draws (evaluation.diff_samples > 0)")
-    gold = gold_cases(suite, gold_table, text=True)
+    gold = gold_cases(suite, gold_table)
     unit = resampling_unit(suite)
     a = read_predictions(predictions_a, suite.id_column)
     b = read_predictions(predictions_b, suite.id_column)

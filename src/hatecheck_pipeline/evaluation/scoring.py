@@ -16,7 +16,7 @@ import polars as pl
 
 from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.core.files import write_parquet, write_text
+from hatecheck_pipeline.core.files import write_csv, write_parquet, write_text
 from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.suites.clusters import FILLER_COLUMN, TEMPLATE_COLUMNS, filler_codes, merge_clusters, template_clusters
 from hatecheck_pipeline.suites.registry import Suite, by_name, mhc
@@ -159,8 +159,11 @@ def read_predictions(
     id_column: str,
     pred_column: str = "pred",
     threshold: float | None = None,
+    with_p: bool = False,
 ) -> pl.DataFrame:
-    """``id`` (string) and ``pred`` (0/1) from a CSV or Parquet file.
+    """``id`` (string) and ``pred`` (0/1) from a CSV or Parquet file; with
+    ``with_p``, also ``p_hateful`` (a float, null where it is no number)
+    when the file has that column.
 
     The id column is the suite's own (``case_id``, ``mhc_case_id``) or ``id``.
     """
@@ -177,16 +180,21 @@ def read_predictions(
         labels = parse_labels(pred_values, threshold)
     except ScoringError as exc:
         raise ScoringError(f"{path}: column {pred_column!r}: {exc}") from None
-    return pl.DataFrame({"id": id_values, "pred": labels})
+    out = pl.DataFrame({"id": id_values, "pred": labels})
+    if with_p and P_HATEFUL in frame.columns:
+        p = frame[P_HATEFUL]
+        p = (p.str.strip_chars() if p.dtype == pl.String else p).cast(pl.Float64, strict=False)
+        out = out.with_columns(p.alias(P_HATEFUL))
+    return out
 
 
-def gold_cases(suite: Suite, table: str | Path | None = None, text: bool = False) -> pl.DataFrame:
-    """The suite's cases: ``id`` (its own id column), ``gold`` (0/1) and the
-    grouping columns it has (from ``table``, by default the suite's table
-    before any text scheme); ``text``: the case text too."""
+def gold_cases(suite: Suite, table: str | Path | None = None) -> pl.DataFrame:
+    """The suite's cases: ``id`` (its own id column), ``gold`` (0/1), the
+    grouping columns it has and its ``text`` (from ``table``, by default the
+    suite's table before any text scheme: the texts as published)."""
     frame = suite.load_raw(None if table is None else str(table))
     names = frame.collect_schema().names()
-    keep = [c for c in GOLD_COLUMNS if c in names] + (["text"] if text and "text" in names else [])
+    keep = [c for c in (*GOLD_COLUMNS, "text") if c in names]
     return (
         frame.select(
             pl.col(suite.id_column).cast(pl.String).alias("id"),
@@ -391,6 +399,52 @@ def bootstrap_record(cases: pl.DataFrame, unit: str, boot: M.Bootstrap, n_cluste
     return out
 
 
+P_HATEFUL = "p_hateful"
+# failures.csv: every case the model got wrong, in the suite's order
+FAILURE_COLUMNS = ("id", "functionality", "text", "gold_label", "predicted_label", P_HATEFUL)
+
+
+def _label_word(column: str) -> pl.Expr:
+    return pl.when(pl.col(column) == 1).then(pl.lit(M.HATEFUL)).otherwise(pl.lit(M.NON_HATEFUL))
+
+
+def failures_frame(cases: pl.DataFrame) -> pl.DataFrame:
+    """The cases a model got wrong (aligned cases: ``gold``, ``pred``), in
+    the suite's order: ``id``, ``functionality`` (where the suite has it),
+    ``text``, ``gold_label`` and ``predicted_label`` (hateful /
+    non-hateful) and ``p_hateful`` (where the predictions file has it).
+
+    >>> cases = pl.DataFrame({"_order": [1, 0, 2], "id": ["b", "a", "c"], "text": ["x", "y", "z"],
+    ...                       "gold": [1, 0, 0], "pred": [0, 1, 0]})
+    >>> failures_frame(cases).rows()
+    [('a', 'y', 'non-hateful', 'hateful'), ('b', 'x', 'hateful', 'non-hateful')]
+    """
+    wrong = cases.filter(pl.col("gold") != pl.col("pred"))
+    if "_order" in wrong.columns:
+        wrong = wrong.sort("_order")
+    present = {
+        "id": pl.col("id"),
+        "functionality": pl.col("functionality"),
+        "text": pl.col("text"),
+        "gold_label": _label_word("gold"),
+        "predicted_label": _label_word("pred"),
+        P_HATEFUL: pl.col(P_HATEFUL),
+    }
+    return wrong.select(expr.alias(name) for name, expr in present.items()
+                        if name in ("gold_label", "predicted_label") or name in wrong.columns)
+
+
+def failures_path(metrics: str | Path) -> Path:
+    """Where the ``score`` command writes the failing cases of a metrics
+    file: beside it, ``<stem>.failures.csv``.
+
+    >>> str(failures_path("scored/hatecheck.json"))
+    'scored/hatecheck.failures.csv'
+    """
+    metrics = Path(metrics)
+    return metrics.with_name(f"{metrics.stem}.failures.csv")
+
+
 def write_metrics(doc: Mapping[str, Any], path: str | Path) -> Path:
     """JSON in section order (not sorted: functionalities keep the suite's
     order), written atomically."""
@@ -406,12 +460,15 @@ def run(
     boot: M.Bootstrap = M.Bootstrap(),
     gold: pl.DataFrame | None = None,
     replicates: str | Path | None = None,
+    failures: str | Path | None = None,
 ) -> dict[str, Any]:
     """Score stage: predictions file -> METRICS.json (returns the document);
     ``replicates``: also write the bootstrap values of the overall and
-    per-class figures there (Parquet, :func:`replicates_frame`)."""
+    per-class figures there (Parquet, :func:`replicates_frame`);
+    ``failures``: also write the cases the model got wrong there (CSV,
+    :func:`failures_frame`)."""
     gold = gold_cases(suite) if gold is None else gold
-    preds = read_predictions(predictions, suite.id_column, pred_column, threshold)
+    preds = read_predictions(predictions, suite.id_column, pred_column, threshold, with_p=failures is not None)
     cases = align(gold, preds, str(predictions))
     unit = resampling_unit(suite)
     kept: dict[tuple[str, str | None], dict] | None = {} if replicates is not None else None
@@ -428,6 +485,8 @@ def run(
     write_metrics(doc, out)
     if replicates is not None:
         write_parquet(replicates_frame(kept or {}), replicates)
+    if failures is not None:
+        write_csv(failures_frame(cases), failures)
     return doc
 
 
@@ -444,6 +503,7 @@ def score(
     model_seed: int,
     cap_key: str = "max_cases_per_suite",
     trained_on: list[str] | None = None,
+    failures: Path | None = None,
 ) -> str:
     """Stage ``score_<model>_<suite>``: one model's predictions on one suite
     -> METRICS.json. ``trained_on``: the datasets a classifier trained
@@ -454,12 +514,13 @@ def score(
     (the profile's ``cap_key``: ``max_cases_per_suite``, or
     ``llm_max_cases_per_suite`` for an ``llm`` model; the model's ``seed``).
     ``replicates``: the bootstrap values of the overall and per-class
-    figures (the shots tables' intervals of zero- vs many-shot differences)."""
+    figures (the shots tables' intervals of zero- vs many-shot differences).
+    ``failures``: every case the model got wrong (:func:`failures_frame`)."""
     cap = profile.get(cap_key)
     gold = predicted_subsample(gold_cases(suite, gold_table), "id", cap, model_seed)
     doc = run(
         suite, predictions, metrics, "pred" if threshold is None else "p_hateful", threshold,
-        bootstrap, gold=gold, replicates=replicates,
+        bootstrap, gold=gold, replicates=replicates, failures=failures,
     )
     if suite.heldout and suite.dataset in (trained_on or []):
         doc["seen_in_training"] = True

@@ -18,7 +18,11 @@ Every kind reads the suites' texts as published (no text scheme). Each
 loaded classifier has :meth:`identity` (what the model card and lineage
 name: a content hash, a hub id and revision, a module's file hash and
 package version) and :meth:`p_hateful`. Bad input stops with one line:
-:class:`ClassifierError` names the model, the file and the rule.
+:class:`ClassifierError` names the model, the file and the rule; a
+``python`` function that raises stops with one line naming the function,
+the exception and the file:line where it was raised
+(:class:`~hatecheck_pipeline.core.errors.UserCodeError`, its traceback
+kept in the stage's log).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.errors import PipelineError, user_code_error
 from hatecheck_pipeline.core.files import sha256sum
 
 HATEFUL, NON_HATEFUL = "hateful", "non-hateful"
@@ -103,6 +107,8 @@ class PythonClassifier:
             mod = importlib.import_module(module)
         except ImportError as exc:
             raise ClassifierError(f"model {model}: cannot import {module!r} ({exc})") from exc
+        except Exception as exc:  # the module's own code failed while importing: one line, the traceback kept
+            raise user_code_error(f"model {model}: importing {module}", exc) from exc
         fn = getattr(mod, function, None)
         if not callable(fn):
             raise ClassifierError(f"model {model}: {module} has no function {function!r}")
@@ -122,7 +128,11 @@ class PythonClassifier:
         }
 
     def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
-        return labels_to_p(self.model, self.fn(list(texts)), len(texts))
+        try:
+            answers = self.fn(list(texts))
+        except Exception as exc:  # the user's function raised: one line naming it and where (the traceback kept)
+            raise user_code_error(f"model {self.model}: {self.ref}", exc) from exc
+        return labels_to_p(self.model, answers, len(texts))
 
     precision = "as the function computes"
 

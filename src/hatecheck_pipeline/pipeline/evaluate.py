@@ -1,7 +1,8 @@
 """Stages of the evaluate phase.
 
 - ``score_<model>_<suite>``: one METRICS.json per prediction file (the same
-  code as ``hatecheck-pipeline score``);
+  code as ``hatecheck-pipeline score``) and the cases the model got wrong
+  (``failures.csv``, kept in git as the metrics are);
 - ``tables_<group>``: the table groups declared in
   :data:`hatecheck_pipeline.evaluation.tables.GROUPS` (the papers' tables
   ``hatecheck`` and ``mhc``, zero- vs many-shot ``shots``, contrast
@@ -21,7 +22,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
-from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params
+from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params, tracked
 from hatecheck_pipeline.evaluation.cells import Source
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation.tables import GROUPS
@@ -92,7 +93,8 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         "evaluate",
         SCORE,
         inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
-        outputs={"metrics": metric(paths.metrics(model, suite.name)), "replicates": out(paths.bootstrap_replicates(model, suite.name))},
+        outputs={"metrics": metric(paths.metrics(model, suite.name)), "replicates": out(paths.bootstrap_replicates(model, suite.name)),
+                 "failures": tracked(paths.failures(model, suite.name))},
         params=keys,
         args={"suite": suite, "model": model, "cap_key": cap_key},
     )

@@ -107,7 +107,7 @@ def to_dvc(stages: list[Stage]) -> dict[str, Any]:
         if params:
             entry["params"] = params
         # checkpoints (persist) are no output: never cached, never pushed
-        outs = [o.path for o in s.outs_of("outs") if not o.persist]
+        outs = [o.path if o.cache else {o.path: {"cache": False}} for o in s.outs_of("outs") if not o.persist]
         if outs:
             entry["outs"] = outs
         if s.outs_of("metrics"):

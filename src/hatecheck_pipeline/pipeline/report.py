@@ -29,6 +29,13 @@ def table_files(params: Mapping[str, Any]) -> dict[str, str]:
     return {t: paths.table(t) for name, g in GROUPS.items() if evaluate.group_sources(params, name) for t in g.tables}
 
 
+def failure_files(params: Mapping[str, Any]) -> dict[str, str]:
+    """score stage -> its failures.csv, for every model on a HateCheck or MHC
+    suite (the report lists failing cases under Tables 1's functional tests)."""
+    return {s.stage: paths.failures(s.model, s.suite) for s in evaluate.sources(params)
+            if s.dataset in ("hatecheck", "mhc") and not s.heldout and not s.expanded}
+
+
 def _produced(stages: list[Stage]) -> set[str]:
     return {o for s in stages for o in s.all_outs}
 
@@ -124,6 +131,9 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
              for e in params["evaluation"].get("diffs") or []}
     if diffs:  # what changed between two models per functional test (evaluation.diffs)
         inputs["diffs"] = diffs
+    failures = failure_files(params)
+    if failures:  # the failing cases under each functional test below the mark
+        inputs["failures"] = failures
     pages = {s.args["model"]: s.outputs["page"].path for s in model_page_stages(params)}
     if pages:  # each classifier trained elsewhere has its page, linked from the models section
         inputs["model_pages"] = pages
@@ -157,7 +167,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
 
 def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
     """``model_page_<model>``: one page for a model, from its card and the
-    metrics of every suite it is scored on."""
+    metrics and failing cases of every suite it is scored on."""
     from hatecheck_pipeline.suites.registry import suites_for_model
 
     scored = {evaluate.score_stage_name(model, s.name): s for s in suites_for_model(params, model)}
@@ -166,6 +176,7 @@ def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
         "report",
         MODEL_PAGE,
         inputs={"card": paths.model_card(model), "metrics": {k: paths.metrics(model, s.name) for k, s in scored.items()},
+                "failures": {k: paths.failures(model, s.name) for k, s in scored.items()},
                 "published": PUBLISHED, "functionalities": FUNCTIONALITIES},
         outputs={"page": out(paths.model_page(model))},
         params={"below_mark": "evaluation.below_mark", "max_ci_width": "evaluation.max_ci_width"},

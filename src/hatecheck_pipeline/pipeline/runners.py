@@ -96,6 +96,28 @@ def register_local_resources(workflow: Any, cores: int) -> dict[str, int]:
     return registered
 
 
+def keep_traceback(log: str | Path, text: str) -> Path:
+    """Keep a traceback in a stage's log (``logs/<stage>.log``): written to
+    stderr where stderr is that log (a Snakemake job: ``> log 2>&1``), else
+    appended to the file (``hatecheck-pipeline run``, ``dvc repro``), so the
+    terminal shows only the one-line error."""
+    import sys
+
+    log = Path(log)
+    try:
+        same = log.exists() and os.path.samestat(os.fstat(sys.stderr.fileno()), log.stat())
+    except (OSError, ValueError, AttributeError):  # stderr without a file descriptor (a test's capture)
+        same = False
+    if same:
+        sys.stderr.write(text if text.endswith("\n") else text + "\n")
+        sys.stderr.flush()
+    else:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    return log
+
+
 def params_file(stage: Stage) -> str:
     return f"{PARAMS_DIR}/{stage.name}.json"
 

@@ -27,6 +27,7 @@ from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td,
 from hatecheck_pipeline.report import glance as G
 from hatecheck_pipeline.report.figures import figure, grouped_bars
 from hatecheck_pipeline.report.diff_view import diff_section
+from hatecheck_pipeline.report.failing_cases import hrefs as failure_hrefs, table_block as failing_cases
 from hatecheck_pipeline.report.gpt_hatecheck import section as gpt_hatecheck_section
 from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
 from hatecheck_pipeline.report.paper_tables import appf_section, label_heldout, mhc_t5_section
@@ -111,6 +112,7 @@ def build(
     diffs: Mapping[str, Mapping[str, Any]] | None = None,
     model_pages: Mapping[str, str] | None = None,
     max_ci_width: float | None = None,
+    failures: Mapping[str, tuple[str, str]] | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -124,7 +126,9 @@ def build(
     ``gpt``: {docs: {generation, validation, quality, compare}, files: the
     same keys -> their paths} (None = no GPT-HateCheck section).
     ``max_ci_width``: a table cell whose interval is wider (percentage
-    points) is marked too few cases to compare (None = no marker)."""
+    points) is marked too few cases to compare (None = no marker).
+    ``failures``: score stage -> (its failures.csv, the link to it): the
+    failing cases listed under each functional test below the mark."""
     from functools import partial
 
     pivot = partial(C.pivot, max_ci_width=max_ci_width)
@@ -181,6 +185,7 @@ def build(
         hc += "<h3>Table 1: accuracy per functional test" + docs_link("hatecheck") + "</h3>" + G.legend(below_mark, max_ci_width) + G.side_by_side(
             G.view(get("hatecheck_t1"), "hatecheck", "heat-hatecheck", below_mark, "hatecheck", G.papers_for("hatecheck", None, published), max_ci_width),
             pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck", show_ci=True))
+        hc += failing_cases(get("hatecheck_t1"), "hatecheck", failures or {}, below_mark)
         hc += "<h3>Table 2: accuracy per gold label" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
         hc += "<h3>Table 3: accuracy per reclaimed slur (F9)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
         hc += "<h3>Table 4: accuracy per target group (identity-template cases)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
@@ -205,6 +210,8 @@ def build(
                   c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None,
                   functionalities_of="mhc", show_ci=True))
               + "</details>")
+        for model in dict.fromkeys(get("mhc_t1")["model"].to_list()):
+            m += failing_cases(get("mhc_t1").filter(pl.col("model") == model), "mhc", failures or {}, below_mark, group="column")
         m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language" + docs_link("mhc") + "</h3>"
         m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark, published=P.lookup("mhc_t3", model, published) or None))
         t3 = get("mhc_t3")
@@ -310,6 +317,7 @@ def run(
     model_pages: Mapping[str, str | Path] | None = None,
     ethos_sets_file: str | Path | None = None,
     max_ci_width: float | None = None,
+    failure_files: Mapping[str, str | Path] | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -321,7 +329,9 @@ def run(
     ``usage_dir``: the stage time and memory records (None = no section);
     ``mhc_t5_file``: MHC Table 5 (annotator disagreement); ``multiclass_files``:
     "<model>/<dataset>" -> a multiclass model's all-class held-out metrics
-    (written by stage ``heldout_multiclass_<model>_<dataset>``)."""
+    (written by stage ``heldout_multiclass_<model>_<dataset>``);
+    ``failure_files``: score stage -> its failures.csv (the failing cases
+    under the functional tests below the mark)."""
     paper_tables: dict[str, Any] = {}
     if mhc_t5_file is not None:
         paper_tables["mhc_t5"] = {"doc": _maybe_json(mhc_t5_file), "file": str(mhc_t5_file)}
@@ -364,6 +374,7 @@ def run(
         # links relative to the report's own folder
         model_pages={m: os.path.relpath(p, Path(out).parent) for m, p in (model_pages or {}).items()},
         max_ci_width=max_ci_width,
+        failures=failure_hrefs(failure_files or {}, out),
     )
     return write_text(html, out)
 
@@ -394,6 +405,7 @@ def report(
     model_pages: Mapping[str, Path] | None = None,
     ethos_sets: Path | None = None,
     max_ci_width: float | None = None,
+    failures: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -418,7 +430,8 @@ def report(
     ``ethos_sets``: the ethos_sets stage's report (which example sets ran,
     the paper's comments not found; named next to Tables 4 and 7's rows);
     ``max_ci_width``: cells with a wider interval are marked too few cases
-    to compare."""
+    to compare; ``failures``: score stage -> its failures.csv (HateCheck
+    and MHC suites), listed under each functional test below the mark."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -428,5 +441,6 @@ def report(
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
         expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,
         diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets, max_ci_width=max_ci_width,
+        failure_files=failures,
     )
     return f"wrote {written}"

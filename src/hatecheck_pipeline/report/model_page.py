@@ -4,8 +4,9 @@ writes): what the model is (its card's identity), every suite's overall
 figures, and per functional test its accuracy with the template-level
 interval, the papers' models beside it (HateCheck Table 1: B-D, B-F,
 Perspective, SiftNinja; MHC Table 1: XTC), the tests where it fails (below
-the report's mark, 50% as in the papers) marked and listed, and a cell
-whose interval is wider than ``evaluation.max_ci_width`` marked too few
+the report's mark, 50% as in the papers) marked and listed, under each of
+them its first failing cases from the suite's failures.csv (linked), and a
+cell whose interval is wider than ``evaluation.max_ci_width`` marked too few
 cases to compare, as in the report. Beside each functional suite's table,
 the heat map of :mod:`hatecheck_pipeline.report.glance`: the model and the
 papers' models, coloured and marked as the papers' Table 1.
@@ -28,6 +29,7 @@ from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.cells import SEEN_IN_TRAINING, Source, cell_id, overall_cells, section_cells
 from hatecheck_pipeline.report.cells import TOO_FEW, fmt, published_td, td
 from hatecheck_pipeline.report import glance as G
+from hatecheck_pipeline.report.failing_cases import failing_tests_block, link, read_failures
 from hatecheck_pipeline.report.html import CSS
 from hatecheck_pipeline.suites.registry import Suite
 
@@ -86,9 +88,12 @@ def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], publ
 
 
 def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]], suites: Mapping[str, Suite],
-          below_mark: float, published: Mapping[str, Any] | None = None, max_ci_width: float | None = None) -> str:
+          below_mark: float, published: Mapping[str, Any] | None = None, max_ci_width: float | None = None,
+          failures: Mapping[str, tuple[str, str]] | None = None) -> str:
     """The page as one HTML string (``max_ci_width``: cells with a wider
-    interval are marked too few cases to compare)."""
+    interval are marked too few cases to compare; ``failures``: suite ->
+    (its failures.csv, the link to it), the failing cases listed under each
+    functional test below the mark)."""
     published = P.load() if published is None else published
     base = card.get("base_model") or {}
     parts = [f"<h1>{escape(model)}: functional tests</h1>",
@@ -111,14 +116,16 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         if not suite.functional or not doc.get("by_functionality"):
             continue
         frame = section_cells("hatecheck_t1" if suite.dataset == "hatecheck" else "mhc_t1", [(src, doc)], "by_functionality", "accuracy")
-        table, failing = functional_table(model, suite, frame.to_dicts(), published, below_mark, max_ci_width)
+        cells = frame.to_dicts()
+        table, failing = functional_table(model, suite, cells, published, below_mark, max_ci_width)
         fails += [f"{suite.name}: {f}" for f in failing]
         heat = G.view(frame, suite.name, f"heat-{suite.name}", below_mark, suite.dataset, G.papers_for(suite.dataset, suite.language, published), max_ci_width)
         parts.append(f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{G.legend(below_mark, max_ci_width)}{G.side_by_side(heat, table)}")
+        parts.append(failing_cases_html(suite, cells, failures, below_mark))
     listing = "".join(f"<li>{escape(f)}</li>" for f in fails) or "<li>none</li>"
     parts.insert(4, f"<h2>Functional tests it fails (accuracy below {below_mark:g}%)</h2><ul id='failing'>{listing}</ul>")
-    parts.append("<p class='note'>Intervals: percentile bootstrap; on functional suites the templates are resampled, on held-out "
-                 "sets the cases. Hover a cell for its metrics file and stage; <code>hatecheck-pipeline lineage CELL_ID</code> "
+    parts.append("<p class='note'>Intervals: percentile bootstrap; on functional suites the templates are resampled (on HateCheck "
+                 "and MHC the slurs crossed with them too), on held-out sets the cases. Hover a cell for its metrics file and stage; <code>hatecheck-pipeline lineage CELL_ID</code> "
                  "traces it."
                  + ("" if max_ci_width is None else f" Cells whose 95% interval is wider than {max_ci_width:g} points are "
                     f"<span class='too-few'>underlined</span>: {TOO_FEW}.")
@@ -127,16 +134,35 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
             f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n")
 
 
+def failing_cases_html(suite: Suite, cells: list[dict[str, Any]], failures: Mapping[str, tuple[str, str]] | None,
+                       below_mark: float) -> str:
+    """Under each functional test of ``suite`` below the mark, its first
+    failing cases from the suite's failures.csv, and the link to it ('' when
+    the page has no failures files or the model fails no test)."""
+    if not failures or suite.name not in failures:
+        return ""
+    path, href = failures[suite.name]
+    return failing_tests_block(cells, suite.dataset, read_failures(path), href, below_mark,
+                               heading=f"{suite.name}: failing cases")
+
+
+def page_failures(scored: Mapping[str, Suite], failures: Mapping[str, Path] | None, page: Path) -> dict[str, tuple[str, str]]:
+    """suite -> (its failures.csv, the link to it from ``page``), from the
+    files keyed by score stage."""
+    return {scored[stage].name: (str(path), link(path, page)) for stage, path in (failures or {}).items() if stage in scored}
+
+
 def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Mapping[str, Path], page: Path, below_mark: float,
-               max_ci_width: float | None = None, published: Path | None = None, functionalities: Path | None = None) -> str:
+               max_ci_width: float | None = None, published: Path | None = None, functionalities: Path | None = None,
+               failures: Mapping[str, Path] | None = None) -> str:
     """Stage ``model_page_<model>``: the page from the model's card and the
-    metrics files of its suites (``metrics`` and ``scored`` keyed by the
-    score stage that wrote each file); ``published`` and
+    metrics files of its suites (``metrics``, ``failures`` and ``scored``
+    keyed by the score stage that wrote each file); ``published`` and
     ``functionalities``: the papers' figures and functional tests (read
     through the package's resources, declared so a change re-runs it)."""
     del published, functionalities
     loaded = [(Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))
               for stage, s in scored.items()]
     write_text(build(model, read_json(card), loaded, {s.name: s for s in scored.values()}, below_mark,
-                     max_ci_width=max_ci_width), page)
+                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page)), page)
     return f"{model}: {len(loaded)} suite(s) -> {page}"
