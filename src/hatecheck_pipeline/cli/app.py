@@ -9,6 +9,7 @@
   ``diff A B``: what changed between two models per functional test.
 - ``score``, ``compare``, ``lineage``: for anyone's predictions files and for
   auditing a reported number; ``score-llm``: raw LLM answers (ETHOS prompts).
+- ``fetch-data``: every pinned raw file into a local mirror folder.
 - ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml``.
 - ``pull``: ``dvc pull`` of the stages ``dvc.lock`` records (docs/sharing.md).
 - ``repro``: ``dvc repro`` with less of DVC's own work per stage.
@@ -42,6 +43,7 @@ app.command()(tools.compare)
 app.command()(tools.export)
 app.command()(tools.lineage)
 app.command("score-llm")(tools.score_llm)
+app.command("fetch-data")(tools.fetch_data)
 app.command()(evaluate)
 app.command()(diff)
 
