@@ -240,3 +240,17 @@ def fetch_data(
     typer.echo(f"{done.into}: {done.downloaded} downloaded ({mirror.human(done.bytes)}), {done.present} already present; "
                "every file sha256-checked. Use the mirror with:", err=True)
     typer.echo(f"{mirror.MIRROR_ENV}={shlex.quote(str(done.into))}")
+
+
+def follow(
+    interval: Annotated[float, typer.Option(help="seconds between refreshes")] = 2.0,
+    recent: Annotated[float, typer.Option(help="where no process here holds a log (Slurm jobs): a log written in the last "
+                                               "RECENT seconds is a running stage's")] = 60.0,
+) -> None:
+    """Show each running stage's last progress line (from logs/<stage>.log,
+    where a Snakemake run sends it), refreshed until no stage runs and no
+    Snakemake run of this workspace is alive."""
+    from hatecheck_pipeline.pipeline import progress
+    from hatecheck_pipeline.pipeline.runners import live_runs
+
+    progress.follow(progress.LOGS, interval, recent, run_alive=lambda: bool(live_runs()))
