@@ -19,13 +19,8 @@ def cache_file(name: str, env: str) -> Path:
     cache folder."""
     if os.environ.get(env):
         return Path(os.environ[env])
-    return cache_folder() / name
-
-
-def cache_folder() -> Path:
-    """The package's folder in the user's cache: ``<XDG_CACHE_HOME or
-    ~/.cache>/hatecheck_pipeline``."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / PACKAGE
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / PACKAGE / name
 
 
 def keep(text: str, path: Path) -> bool:

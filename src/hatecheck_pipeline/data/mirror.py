@@ -45,7 +45,8 @@ def default_into() -> Path:
     """Where ``fetch-data`` puts the mirror unless told: the user's cache
     (``~/.cache/hatecheck_pipeline/mirror``), outside any checkout, shared by
     every checkout of the user."""
-    return usercache.cache_folder() / "mirror"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")  # core.usercache's folder
+    return base / usercache.PACKAGE / "mirror"
 
 
 @dataclass
