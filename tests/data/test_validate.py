@@ -46,6 +46,16 @@ def test_failures_name_dataset_expectation_and_rows(tmp_path):
     assert "FAIL" in (tmp_path / "r.md").read_text()
 
 
+def test_validation_draws_no_progress_bar(capfd):
+    # GX's "Calculating Metrics" tqdm bars would land on the terminal of
+    # `score` and in every validation stage's log
+    capfd.readouterr()
+    report = validate.validate_table("toy", table(), counts(), 0.25, 0.01, None)
+    out, err = capfd.readouterr()
+    assert report["suites"] and report["success"]
+    assert "Calculating Metrics" not in err + out and "\r" not in err + out and "it/s" not in err
+
+
 def test_class_balance_and_row_accounting():
     # 6 raw rows, 1 quarantined, but only 4 kept: one row went missing
     report = validate.validate_table("toy", table(), {"raw_rows": 6, "kept": 4, "quarantined": 1}, 0.5, 0.01, None)

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from pipeline_utils import BIN, copy_project, dvc_ran_stages, env, git_commit_all, set_param
+from system_packages import require
 
 pytestmark = pytest.mark.integration
 
@@ -36,8 +37,14 @@ CHAIN = {"ingest_davidson2017", "prepare_davidson2017", "validate_davidson2017",
          "preprocess_davidson2017_bert", "train_B-D"}
 LR = "training.recipes.hatecheck.lr"
 
-if not (shutil.which("sshd") or Path("/usr/sbin/sshd").exists()) and os.geteuid() != 0:
-    pytest.skip("needs Debian's openssh-server (scripts/setup.sh installs it as root)", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def openssh_server():
+    """As root, scripts/remote-up.sh installs openssh-server where it is
+    missing; anyone else without it gets one line saying how to install it."""
+    if os.geteuid() != 0:
+        require({"sshd": "openssh-server"}, "the sharing test (an SSH server as the DVC remote)")
 
 
 def free_port() -> int:

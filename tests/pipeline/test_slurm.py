@@ -6,7 +6,8 @@ the outputs equal a local run's, and `dvc status` is clean afterwards (the
 main process recorded the run in dvc.lock). The daemons are stopped by the
 pids slurm-up.sh recorded, on success or failure.
 
-Needs root (munged, slurmctld and slurmd); skipped otherwise."""
+Needs root (munged, slurmctld and slurmd): skipped otherwise, and failed
+in one line where a user without root lacks the packages too."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from pipeline_utils import BIN, copy_project, env, git_commit_all, set_param
+from system_packages import missing_packages, require
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 
@@ -34,9 +36,20 @@ CHAIN = {"ingest_davidson2017", "prepare_davidson2017", "validate_davidson2017",
          "score_B-D_heldout_davidson2017"}
 SNAKEMAKE_TIMEOUT_S = 900  # both runs together (a hard cap: ~4 min on an idle 2-core machine)
 
-if os.geteuid() != 0:
+# The Debian packages scripts/slurm-up.sh starts (command -> package); as
+# root it installs those missing itself.
+SLURM_PACKAGES = {"munged": "munge", "slurmctld": "slurmctld", "slurmd": "slurmd", "sbatch": "slurm-client"}
+
+if os.geteuid() != 0 and not missing_packages(SLURM_PACKAGES):
     pytest.skip("the Slurm test starts munged, slurmctld and slurmd, which needs root "
                 "(run it as root, as .ci/run does)", allow_module_level=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def slurm_packages():
+    """Not root and a package missing: one line saying how to install them."""
+    if os.geteuid() != 0:
+        require(SLURM_PACKAGES, "the Slurm test (a single-node Slurm, run as root)")
 
 
 def free_port_pair() -> int:

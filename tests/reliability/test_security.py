@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from fault_matrix import outcome  # noqa: F401  (fixture)
+from system_packages import fail_missing
 
 SRC = REPO / "src" / "hatecheck_pipeline"
 UNPICKLING_MODULES = {"pickle", "cPickle", "_pickle", "dill", "joblib", "cloudpickle", "shelve", "marshal"}
@@ -128,7 +129,7 @@ def test_dataset_text_renders_as_text_in_the_report(workdir, outcome):
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(chromium).exists():
-        pytest.fail("chromium not installed (Debian package `chromium`; .ci/run installs it)")
+        fail_missing(["chromium"], "the report's escaping check in a browser")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
              "--disable-dev-shm-usage", f"--user-data-dir={workdir / 'profile'}"]
     dom = subprocess.run([chromium, *flags, "--dump-dom", page.resolve().as_uri()], capture_output=True, text=True, timeout=120)

@@ -16,6 +16,8 @@ from eval_synthetic import (
     make_metrics,
 )
 
+from system_packages import fail_missing
+
 from hatecheck_pipeline.evaluation import tables
 from hatecheck_pipeline.report import html as report
 from hatecheck_pipeline.suites.registry import HELDOUT, Suite
@@ -68,7 +70,7 @@ def built_report(workdir) -> Path:
 
 def chromium(args: list[str], profile: Path) -> subprocess.CompletedProcess:
     if not Path(CHROMIUM).exists():
-        pytest.fail("chromium not installed (Debian package `chromium`; .ci/run installs it)")
+        fail_missing(["chromium"], "the report's browser test")
     return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120)
 
 

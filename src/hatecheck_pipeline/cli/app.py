@@ -9,6 +9,9 @@
   ``diff A B``: what changed between two models per functional test.
 - ``score``, ``compare``, ``lineage``: for anyone's predictions files and for
   auditing a reported number; ``score-llm``: raw LLM answers (ETHOS prompts).
+- ``fetch-data``: every pinned raw file into a local mirror folder.
+- ``follow``: each running stage's last progress line (its log's) during a
+  Snakemake run.
 - ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml``.
 - ``pull``: ``dvc pull`` of the stages ``dvc.lock`` records (docs/sharing.md).
 - ``repro``: ``dvc repro`` with less of DVC's own work per stage.
@@ -42,6 +45,8 @@ app.command()(tools.compare)
 app.command()(tools.export)
 app.command()(tools.lineage)
 app.command("score-llm")(tools.score_llm)
+app.command("fetch-data")(tools.fetch_data)
+app.command()(tools.follow)
 app.command()(evaluate)
 app.command()(diff)
 

@@ -225,3 +225,34 @@ def score_llm(
         typer.echo(f"{category}: n={m['n']} unparsed={m['unparsed']} accuracy={m['accuracy']['mean']} "
                    f"F1={shown(m['f1'])} (sd {m['f1']['sd']}, defined in {m['f1']['defined']}) over {m['iterations']} iteration(s)")
     typer.echo(f"-> {out}")
+
+
+def fetch_data(
+    into: Annotated[Optional[Path], typer.Option("--into", help="the mirror folder (default: ~/.cache/hatecheck_pipeline/mirror)")] = None,
+) -> None:
+    """Download every pinned raw file (resources/raw_sources.yaml) into a
+    local mirror folder, sha256-checked, in the layout HATECHECK_PIPELINE_MIRROR
+    reads (docs/data.md); files already there with the right hash are kept.
+    Ends with the HATECHECK_PIPELINE_MIRROR=... line to use."""
+    import shlex
+
+    from hatecheck_pipeline.data import mirror
+
+    done = mirror.fetch_mirror(into if into is not None else mirror.default_into())
+    typer.echo(f"{done.into}: {done.downloaded} downloaded ({mirror.human(done.bytes)}), {done.present} already present; "
+               "every file sha256-checked. Use the mirror with:", err=True)
+    typer.echo(f"{mirror.MIRROR_ENV}={shlex.quote(str(done.into))}")
+
+
+def follow(
+    interval: Annotated[float, typer.Option(help="seconds between refreshes")] = 2.0,
+    recent: Annotated[float, typer.Option(help="where no process here holds a log (Slurm jobs): a log written in the last "
+                                               "RECENT seconds is a running stage's")] = 60.0,
+) -> None:
+    """Show each running stage's last progress line (from logs/<stage>.log,
+    where a Snakemake run sends it), refreshed until no stage runs and no
+    Snakemake run of this workspace is alive."""
+    from hatecheck_pipeline.pipeline import progress
+    from hatecheck_pipeline.pipeline.runners import live_runs
+
+    progress.follow(progress.LOGS, interval, recent, run_alive=lambda: bool(live_runs()))

@@ -20,11 +20,14 @@ import copy
 import hashlib
 import json
 import os
+import re
 import shutil
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Any, Callable
 
 import yaml
 
@@ -42,6 +45,10 @@ class HashMismatchError(PipelineError, RuntimeError):
 
 class MissingRawFile(PipelineError, FileNotFoundError):
     """A raw file is not where it should be (mirror or ingested folder)."""
+
+
+class DownloadError(PipelineError, OSError):
+    """A pinned URL could not be downloaded (after the retries)."""
 
 
 @dataclass(frozen=True)
@@ -128,38 +135,115 @@ def manifest_digest(digests: dict[str, str]) -> str:
 
 def set_names(item: FileSet, root: Path) -> list[str]:
     """The file names of a set: the ``annotation_id`` of every record of its
-    ``names_from`` files (already ingested under ``root``), in order."""
+    ``names_from`` files (already ingested under ``root``), in order: as
+    many as the registry pins, distinct, each a plain file name."""
     names: list[str] = []
     for rel in item.names_from:
         with open(root / rel, encoding="utf-8") as fh:
             names += [json.loads(line)["annotation_id"] for line in fh if line.strip()]
+    if len(names) != item.count or len(set(names)) != len(names):
+        raise HashMismatchError(f"{item.source}/{item.name}: {len(names)} names ({len(set(names))} distinct) in "
+                                f"{', '.join(item.names_from)}, the registry pins {item.count}")
+    odd = [n for n in names if not n or "/" in n or "\\" in n or n.startswith(".")]
+    if odd:
+        raise HashMismatchError(f"{item.source}/{item.name}: {odd[0]!r} in {', '.join(item.names_from)} is not a plain file name")
     return names
 
 
-def _download(url: str) -> bytes:
+TRIES = 3  # downloads: a connection error, a timeout, HTTP 429 or 5xx is tried again (core.http's rule and backoff)
+
+
+def _download(url: str, tries: int = TRIES, sleep: Callable[[float], None] = time.sleep) -> bytes:
+    """The bytes at ``url``; :class:`DownloadError` (one line naming the URL)
+    after the last try, or at once for an HTTP status a retry does not change."""
+    import urllib.error
     import urllib.request
 
-    for attempt in range(3):
+    from hatecheck_pipeline.core import http  # requests, imported only where something is downloaded
+
+    for attempt in range(1, tries + 1):
         try:
-            with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (pinned https URLs; file:// in tests)
+            with urllib.request.urlopen(url, timeout=60) as resp:  # noqa: S310 (pinned https URLs; file:// and loopback in tests)
                 return resp.read()
-        except OSError:
-            if attempt == 2:
-                raise
+        except urllib.error.HTTPError as exc:
+            reason, final = f"HTTP {exc.code} {exc.reason}", not http.retryable(exc.code)
+        except OSError as exc:
+            reason, final = f"{type(exc).__name__}: {exc}", False
+        if final or attempt == tries:
+            raise DownloadError(f"{url}: {reason}; gave up after {attempt} tr{'y' if attempt == 1 else 'ies'}")
+        sleep(http.backoff_s(attempt, 1.0, 8.0))
     raise AssertionError("unreachable")
+
+
+def download(item: RawFile, dest: Path | None = None, progressbar: Any = True, tries: int = TRIES,
+             sleep: Callable[[float], None] = time.sleep) -> Path:
+    """Download one raw file from its pinned URL with pooch, which streams it
+    into a temporary file beside the target and moves it into place only when
+    its sha256 is the registered one (a file already there with that hash is
+    not downloaded again). ``dest``: where it goes (default: pooch's cache);
+    ``progressbar``: True (pooch's own bar), False, or a tqdm bar to fill.
+    Errors are one line naming the URL."""
+    import pooch  # only where something is downloaded
+    import requests
+
+    from hatecheck_pipeline.core import http
+
+    where = {"fname": dest.name, "path": dest.parent} if dest is not None else {}
+    for attempt in range(1, tries + 1):
+        try:
+            return Path(pooch.retrieve(item.url, known_hash=f"sha256:{item.sha256}", progressbar=progressbar, **where))
+        except ValueError as exc:  # pooch's hash mismatch (the download is deleted)
+            got = re.search(r"got ([0-9a-fA-F]{64})", str(exc))
+            actual = got.group(1) if got else "another digest"
+            raise HashMismatchError(f"{item.url}: sha256 mismatch: expected {item.sha256} ({SOURCES_FILE}, "
+                                    f"{item.source}/{item.name}), actual {actual}; nothing written") from None
+        except requests.RequestException as exc:
+            status = exc.response.status_code if getattr(exc, "response", None) is not None else None
+            reason = f"HTTP {status}" if status is not None else type(exc).__name__
+            if (status is not None and not http.retryable(status)) or attempt == tries:
+                raise DownloadError(f"{item.url}: {reason}; gave up after {attempt} tr{'y' if attempt == 1 else 'ies'}") from None
+        if hasattr(progressbar, "reset"):
+            progressbar.reset()
+        sleep(http.backoff_s(attempt, 1.0, 8.0))
+    raise AssertionError("unreachable")
+
+
+def download_set(item: FileSet, names: list[str], workers: int = 8, on_file: Callable[[str, int], None] | None = None) -> list[bytes]:
+    """Every file of a set from its URL template, ``workers`` at once, in the
+    order of ``names``; ``on_file(name, size)`` after each."""
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.parse import quote
+
+    def one(name: str) -> bytes:
+        content = _download(item.url.format(name=quote(name)))
+        if on_file is not None:
+            on_file(name, len(content))
+        return content
+
+    with ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(one, names))
+
+
+def check_set(item: FileSet, names: list[str], contents: list[bytes], mirror: Path | None = None) -> dict[str, str]:
+    """The set's ``{name: sha256}`` once its manifest hashes to the registered
+    ``manifest_sha256`` (:class:`HashMismatchError` otherwise)."""
+    digests = {n: hashlib.sha256(c).hexdigest() for n, c in zip(names, contents)}
+    actual = manifest_digest(digests)
+    if actual != item.manifest_sha256:
+        differing = _differing(digests, mirror / item.source / item.mirror_dir if mirror else None)
+        hint = f"; files differing from the mirror's SHA256SUMS: {', '.join(differing[:5])}" if differing else ""
+        raise HashMismatchError(f"{item.source}/{item.name}: manifest sha256 mismatch over {len(names)} files: "
+                                f"expected {item.manifest_sha256}, actual {actual}{hint}")
+    return digests
 
 
 def fetch_set(item: FileSet, root: Path, mirror: Path | None, workers: int = 8) -> Path:
     """Fetch every file of a set (mirror folder, else its URL, ``workers``
     downloads at once), check the manifest hash, write the bundle."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from tqdm.auto import tqdm
 
     label = f"{item.source}/{item.name}"
     names = set_names(item, root)
-    if len(names) != item.count or len(set(names)) != len(names):
-        raise HashMismatchError(f"{label}: {len(names)} names ({len(set(names))} distinct) in {', '.join(item.names_from)}, the registry pins {item.count}")
     if mirror is not None:
         folder = mirror / item.source / item.mirror_dir
 
@@ -171,16 +255,9 @@ def fetch_set(item: FileSet, root: Path, mirror: Path | None, workers: int = 8) 
 
         contents = [read(n) for n in tqdm(names, desc=label, mininterval=5)]
     else:
-        from urllib.parse import quote
-
-        with ThreadPoolExecutor(workers) as pool:
-            contents = list(tqdm(pool.map(lambda n: _download(item.url.format(name=quote(n))), names), total=len(names), desc=label, mininterval=5))
-    digests = {n: hashlib.sha256(c).hexdigest() for n, c in zip(names, contents)}
-    actual = manifest_digest(digests)
-    if actual != item.manifest_sha256:
-        differing = _differing(digests, mirror / item.source / item.mirror_dir if mirror else None)
-        hint = f"; files differing from the mirror's SHA256SUMS: {', '.join(differing[:5])}" if differing else ""
-        raise HashMismatchError(f"{label}: manifest sha256 mismatch over {len(names)} files: expected {item.manifest_sha256}, actual {actual}{hint}")
+        with tqdm(total=len(names), desc=label, mininterval=5) as bar:
+            contents = download_set(item, names, workers, lambda _name, _size: bar.update(1))
+    digests = check_set(item, names, contents, mirror)
     lines = [json.dumps({"name": n, "sha256": digests[n], "text": c.decode("utf-8")}, ensure_ascii=False) for n, c in zip(names, contents)]
     return write_text("\n".join(lines) + "\n", root / item.name)
 
@@ -217,13 +294,10 @@ def fetch(item: RawFile, dest: Path, mirror: Path | None) -> Path:
         shutil.copyfile(src, tmp)
         tmp.replace(dest)
         return dest
-    import pooch  # downloads only when no mirror is set
-
-    try:
-        cached = pooch.retrieve(item.url, known_hash=f"sha256:{item.sha256}", progressbar=True)
-    except ValueError as exc:  # pooch reports hash mismatches as ValueError
-        raise HashMismatchError(f"{label}: {exc}") from exc
-    shutil.copyfile(cached, dest)
+    cached = download(item)  # only when no mirror is set: pooch's cache
+    tmp = dest.with_name(dest.name + ".part")
+    shutil.copyfile(cached, tmp)
+    tmp.replace(dest)
     return dest
 
 

@@ -165,6 +165,12 @@ def run_suite(name: str, frame: pl.DataFrame, expectations: list) -> dict[str, A
     """Validate one pandas batch; return the JSON-able result with examples."""
     gx = _gx()
     context = gx.get_context(mode="ephemeral")
+    # GX draws a "Calculating Metrics" tqdm bar per validation on stderr (the
+    # terminal of `score`, every validation stage's log); its own setting
+    # turns them off.
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
     asset = context.data_sources.add_pandas("polars_boundary").add_dataframe_asset(name=name)
     batch_def = asset.add_batch_definition_whole_dataframe("whole")
     suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
