@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hatecheck_pipeline.cli.evaluate import evaluation_summary, summary_lines
 from hatecheck_pipeline.core import paths
+from hatecheck_pipeline.evaluation.scoring import model_failures
 
 
 def fig(value, low=None, high=None):
@@ -49,11 +50,11 @@ def test_summary_reads_the_score_stages_files(workdir):
     for suite, tests in (("hatecheck", {"derog_neg_emote_h": 30.0}), ("mhc_german", {"threat_dir_h": 90.0})):
         Path(paths.metrics("kw", suite)).parent.mkdir(parents=True)
         Path(paths.metrics("kw", suite)).write_text(json.dumps(doc("hatecheck" if suite == "hatecheck" else "mhc", tests)))
-    Path(paths.failures("kw", "hatecheck")).write_text("id,functionality,text,gold_label,predicted_label\n")
+    Path(model_failures("kw", "hatecheck")).write_text("id,functionality,text,gold_label,predicted_label\n")
     text = "\n".join(evaluation_summary("kw", ["hatecheck", "mhc_german"], 50))
     assert "F1 derog_neg_emote_h 30.0" in text and "threat_dir_h" not in text
-    assert f"failing cases: {paths.failures('kw', 'hatecheck')}" in text
-    assert paths.failures("kw", "mhc_german") not in text  # not written: not named
+    assert f"failing cases: {model_failures('kw', 'hatecheck')}" in text
+    assert model_failures("kw", "mhc_german") not in text  # not written: not named
 
 
 def test_a_failed_stage_is_one_line_from_its_log(workdir, params):

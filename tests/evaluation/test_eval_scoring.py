@@ -19,6 +19,7 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import scoring
 from hatecheck_pipeline.suites.registry import Suite
 from hatecheck_pipeline.suites.sample import predicted_subsample
+from hatecheck_pipeline.evaluation.scoring import model_failures
 
 SUITE = Suite("hatecheck", "hatecheck", "case_id")
 
@@ -277,5 +278,5 @@ def test_score_stage_declares_its_failures_git_tracked():
 
     stages = [s for s in build_stages(load_params(REPO / "params.yaml")) if s.name.startswith("score_")]
     doc = to_dvc(stages)["stages"]
-    assert stages and all({paths.failures(s.args["model"], s.args["suite"].name): {"cache": False}} in doc[s.name]["outs"]
+    assert stages and all({model_failures(s.args["model"], s.args["suite"].name): {"cache": False}} in doc[s.name]["outs"]
                           for s in stages)

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from hatecheck_pipeline.cli.app import app
 from hatecheck_pipeline.core.config import dumps
-from hatecheck_pipeline.core.errors import PipelineError, UserCodeError
+from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.models.user_code import UserCodeError
 from hatecheck_pipeline.models import classifiers
 
 USER_CODE = '''import json

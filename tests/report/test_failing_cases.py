@@ -25,6 +25,7 @@ from hatecheck_pipeline.report import html as report
 from hatecheck_pipeline.report.failing_cases import SHOWN
 from hatecheck_pipeline.report.model_page import model_page
 from hatecheck_pipeline.suites.registry import hatecheck
+from hatecheck_pipeline.evaluation.scoring import model_failures
 
 RESOURCES = REPO / "src/hatecheck_pipeline/resources"
 SUITE = hatecheck()
@@ -52,7 +53,7 @@ def scored(model: str, wrong: dict[str, int], seed: int = 0) -> tuple[Source, pl
                           "pred": np.where(hateful, "hateful", "non-hateful")})
     preds.write_parquet(f"{model}.parquet")
     scoring.run(SUITE, f"{model}.parquet", paths.metrics(model, SUITE.name), boot=Bootstrap(20),
-                failures=paths.failures(model, SUITE.name))
+                failures=model_failures(model, SUITE.name))
     src = Source(model, SUITE.name, SUITE.dataset, None, paths.metrics(model, SUITE.name), ph.score_stage_name(model, SUITE.name))
     return src, frame.join(preds, on="case_id")
 
@@ -78,7 +79,7 @@ def test_the_model_page_lists_three_failing_cases_under_each_test_below_the_mark
     card.write_text(json.dumps({"kind": "python", "base_model": {"description": "a rule"}, "identity": {}, "profile": "smoke"}))
     page = Path(paths.model_page("m"))
     model_page("m", {src.stage: SUITE}, card, {src.stage: Path(src.metrics)}, page, below_mark=50,
-               failures={src.stage: Path(paths.failures("m", SUITE.name))})
+               failures={src.stage: Path(model_failures("m", SUITE.name))})
     html = page.read_text()
     wrong = cases.filter(pl.col("label") != pl.col("pred"))
     for code in failing:
@@ -90,7 +91,7 @@ def test_the_model_page_lists_three_failing_cases_under_each_test_below_the_mark
     for code in passing:
         assert listed(html, code) == [], code
     assert "href='../../results/m/hatecheck/failures.csv'" in html
-    assert (page.parent / "../../results/m/hatecheck/failures.csv").resolve() == Path(paths.failures("m", "hatecheck")).resolve()
+    assert (page.parent / "../../results/m/hatecheck/failures.csv").resolve() == Path(model_failures("m", "hatecheck")).resolve()
 
 
 def test_a_model_that_fails_no_test_lists_no_cases(workdir):
@@ -100,7 +101,7 @@ def test_a_model_that_fails_no_test_lists_no_cases(workdir):
     card.write_text(json.dumps({"kind": "python", "identity": {}, "profile": "smoke"}))
     page = Path(paths.model_page("good"))
     model_page("good", {src.stage: SUITE}, card, {src.stage: Path(src.metrics)}, page, below_mark=50,
-               failures={src.stage: Path(paths.failures("good", SUITE.name))})
+               failures={src.stage: Path(model_failures("good", SUITE.name))})
     assert "failing-tests" not in page.read_text()
 
 
@@ -114,7 +115,7 @@ def test_the_report_lists_failing_cases_under_table_1(workdir):
         tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables}, cards={}, validation={},
         published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
         out=out, title="r", below_mark=50, profile=Profile("smoke", {}),
-        models={"B-D": {"suites": ["hatecheck"]}}, failures={src.stage: Path(paths.failures("B-D", SUITE.name))},
+        models={"B-D": {"suites": ["hatecheck"]}}, failures={src.stage: Path(model_failures("B-D", SUITE.name))},
     )
     html = out.read_text("utf-8")
     section = html[html.index("Table 1: accuracy per functional test"):html.index("Table 2: accuracy per gold label")]
@@ -130,9 +131,9 @@ def test_the_stages_that_show_verdicts_read_the_failures(params):
     for stage in pages:
         model = stage.args["model"]
         assert set(stage.inputs["failures"]) == set(stage.inputs["metrics"])
-        assert all(path == paths.failures(model, stage.args["scored"][k].name) for k, path in stage.inputs["failures"].items())
+        assert all(path == model_failures(model, stage.args["scored"][k].name) for k, path in stage.inputs["failures"].items())
     rep = next(s for s in ph_report.stages(params) if s.name == "report")
     functional = [s for s in ph.sources(params) if s.dataset in ("hatecheck", "mhc") and s.kind == "functional"]
-    assert functional and rep.inputs["failures"] == {s.stage: paths.failures(s.model, s.suite) for s in functional}
+    assert functional and rep.inputs["failures"] == {s.stage: model_failures(s.model, s.suite) for s in functional}
     outs = {o for s in ph.stages(params) for o in s.all_outs}
     assert set(rep.inputs["failures"].values()) <= outs  # each one a score stage's output

@@ -111,7 +111,7 @@ def repro(
 def run_stage(stage: str) -> None:
     """Run one stage of the registry (see `dag list`) with exactly its
     declared inputs, outputs and parameters."""
-    from hatecheck_pipeline.core.errors import UserCodeError
+    from hatecheck_pipeline.models.user_code import UserCodeError
     from hatecheck_pipeline.core.stage import call
     from hatecheck_pipeline.core.usage import recorded
     from hatecheck_pipeline.pipeline.registry import stage_by_name

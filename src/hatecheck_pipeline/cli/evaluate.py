@@ -29,6 +29,7 @@ from typing import Any, Mapping
 import typer
 
 from hatecheck_pipeline.cli.state import STATE, fail, load
+from hatecheck_pipeline.evaluation.scoring import model_failures
 
 
 def suite_entries(suites: str) -> list[str]:
@@ -151,7 +152,7 @@ def evaluation_summary(model: str, suites: list[str], below_mark: float) -> list
     from hatecheck_pipeline.core.files import read_json
 
     docs = {s: read_json(paths.metrics(model, s)) if Path(paths.metrics(model, s)).exists() else None for s in suites}
-    failures = {s: paths.failures(model, s) for s in suites if Path(paths.failures(model, s)).exists()}
+    failures = {s: model_failures(model, s) for s in suites if Path(model_failures(model, s)).exists()}
     return summary_lines(model, docs, below_mark, failures)
 
 

@@ -95,12 +95,6 @@ def metrics(model: str, suite: str) -> str:
     return f"{RESULTS}/{model}/{suite}/metrics.json"
 
 
-def failures(model: str, suite: str) -> str:
-    """Every case of a (model, suite) the model got wrong (CSV: id,
-    functionality, text, gold and predicted label, p_hateful)."""
-    return f"{RESULTS}/{model}/{suite}/failures.csv"
-
-
 def bootstrap_replicates(model: str, suite: str) -> str:
     """The bootstrap values behind a metrics file's overall and per-class
     intervals (for intervals of differences between suites)."""

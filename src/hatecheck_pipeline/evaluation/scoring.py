@@ -8,12 +8,13 @@ lab's model go through the same checks and metrics.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
 import numpy as np
 import polars as pl
 
+from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_parquet, write_text
@@ -230,6 +231,17 @@ def functionality_class(code: str) -> str:
     ('derog', 'ref')
     """
     return code.split("_", 1)[0]
+
+
+def model_failures(model: str, suite: str) -> str:
+    """Every case of a (model, suite) the model got wrong (CSV: id,
+    functionality, text, gold and predicted label, p_hateful), beside its
+    metrics file.
+
+    >>> model_failures("B-D", "hatecheck")
+    'results/B-D/hatecheck/failures.csv'
+    """
+    return str(PurePosixPath(paths.metrics(model, suite)).with_name("failures.csv"))
 
 
 CLUSTER = "_cluster"  # column of aligned cases: the case's template cluster (template-level bootstrap)

@@ -21,7 +21,7 @@ package version) and :meth:`p_hateful`. Bad input stops with one line:
 :class:`ClassifierError` names the model, the file and the rule; a
 ``python`` function that raises stops with one line naming the function,
 the exception and the file:line where it was raised
-(:class:`~hatecheck_pipeline.core.errors.UserCodeError`, its traceback
+(:class:`~hatecheck_pipeline.models.user_code.UserCodeError`, its traceback
 kept in the stage's log).
 """
 
@@ -37,7 +37,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from hatecheck_pipeline.core.errors import PipelineError, user_code_error
+from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.models.user_code import user_code_error
 from hatecheck_pipeline.core.files import sha256sum
 
 HATEFUL, NON_HATEFUL = "hateful", "non-hateful"

@@ -27,6 +27,7 @@ from hatecheck_pipeline.evaluation.cells import Source
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation.tables import GROUPS
 from hatecheck_pipeline.suites.registry import Suite, suites_for_model
+from hatecheck_pipeline.evaluation.scoring import model_failures
 
 SCORE = "hatecheck_pipeline.evaluation.scoring:score"
 TABLES = "hatecheck_pipeline.evaluation.tables:tables"
@@ -94,7 +95,7 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         SCORE,
         inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
         outputs={"metrics": metric(paths.metrics(model, suite.name)), "replicates": out(paths.bootstrap_replicates(model, suite.name)),
-                 "failures": tracked(paths.failures(model, suite.name))},
+                 "failures": tracked(model_failures(model, suite.name))},
         params=keys,
         args={"suite": suite, "model": model, "cap_key": cap_key},
     )

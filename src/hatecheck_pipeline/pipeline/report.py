@@ -16,6 +16,7 @@ from hatecheck_pipeline.core.stage import Stage, out, profile_params
 from hatecheck_pipeline.data.specs import DATASETS
 from hatecheck_pipeline.evaluation.tables import GROUPS
 from hatecheck_pipeline.pipeline import evaluate
+from hatecheck_pipeline.evaluation.scoring import model_failures
 
 REPORT = "hatecheck_pipeline.report.html:report"
 MODEL_PAGE = "hatecheck_pipeline.report.model_page:model_page"
@@ -32,7 +33,7 @@ def table_files(params: Mapping[str, Any]) -> dict[str, str]:
 def failure_files(params: Mapping[str, Any]) -> dict[str, str]:
     """score stage -> its failures.csv, for every model on a HateCheck or MHC
     suite (the report lists failing cases under Tables 1's functional tests)."""
-    return {s.stage: paths.failures(s.model, s.suite) for s in evaluate.sources(params)
+    return {s.stage: model_failures(s.model, s.suite) for s in evaluate.sources(params)
             if s.dataset in ("hatecheck", "mhc") and not s.heldout and not s.expanded}
 
 
@@ -176,7 +177,7 @@ def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
         "report",
         MODEL_PAGE,
         inputs={"card": paths.model_card(model), "metrics": {k: paths.metrics(model, s.name) for k, s in scored.items()},
-                "failures": {k: paths.failures(model, s.name) for k, s in scored.items()},
+                "failures": {k: model_failures(model, s.name) for k, s in scored.items()},
                 "published": PUBLISHED, "functionalities": FUNCTIONALITIES},
         outputs={"page": out(paths.model_page(model))},
         params={"below_mark": "evaluation.below_mark", "max_ci_width": "evaluation.max_ci_width"},
