@@ -10,14 +10,16 @@ units are the suite's own.
 
 - Level: two classifiers that differ only by chance. Each case's
   probability of being right is ``sigmoid(mu_f + u_t + v_s)`` with the
-  functional test's ``mu_f`` the same for both, and each classifier's own
-  random template effects ``u_t`` and slur effects ``v_s`` (scenarios:
-  independent cases; template effects; template and slur effects). The
-  family-wise error rate is the share of simulated pairs with any flag.
+  functional test's ``mu_f`` the same for both, and random template effects
+  ``u_t`` and slur effects ``v_s``: each classifier's own (scenarios:
+  independent cases; template effects; template and slur effects), or a
+  difficulty both share (sd 1.0) plus small effects of their own (sd 0.3),
+  as two classifiers meet the same hard templates. The family-wise error
+  rate is the share of simulated pairs with any flag.
 - Power: B's ``mu_f`` lowered on one functional test by the amount that
   takes its accuracy down by about 20 points; the share of pairs where that
   test is flagged worse (a test crossed with slurs and one with templates
-  only).
+  only), with shared difficulty and with effects of each classifier's own.
 - Coverage: one classifier on a slur_h-shaped design (8 templates x 18
   slurs) whose probability of being right is ``0.5 + a_t + b_s`` (mean-zero
   template and slur effects, so the population accuracy is 0.5): errors
@@ -58,11 +60,18 @@ def design() -> pl.DataFrame:
     return scoring.with_clusters(cases, M.TEMPLATE, fillers=True)
 
 
-def correct_draw(rng, mu: np.ndarray, rows: np.ndarray, cols: np.ndarray, sd_t: float, sd_s: float) -> np.ndarray:
-    """One classifier's right (1) / wrong (0) per case."""
+def effects(rng, rows: np.ndarray, cols: np.ndarray, sd_t: float, sd_s: float) -> np.ndarray:
+    """Random template and slur effects (logits) per case."""
     u = rng.normal(0, sd_t, rows.max() + 1)[rows]
-    v = np.where(cols >= 0, rng.normal(0, sd_s, cols.max() + 2)[cols], 0.0)
-    return (rng.random(len(mu)) < 1 / (1 + np.exp(-(mu + u + v)))).astype(np.int8)
+    return u + np.where(cols >= 0, rng.normal(0, sd_s, cols.max() + 2)[cols], 0.0)
+
+
+def correct_draw(rng, mu: np.ndarray, rows: np.ndarray, cols: np.ndarray, sd_t: float, sd_s: float,
+                 shared: np.ndarray | float = 0.0) -> np.ndarray:
+    """One classifier's right (1) / wrong (0) per case: its own effects
+    (``sd_t``, ``sd_s``) on top of a ``shared`` difficulty."""
+    logit = mu + shared + effects(rng, rows, cols, sd_t, sd_s)
+    return (rng.random(len(mu)) < 1 / (1 + np.exp(-logit))).astype(np.int8)
 
 
 def as_pair(cases: pl.DataFrame, a: np.ndarray, b: np.ndarray) -> pl.DataFrame:
@@ -79,14 +88,17 @@ def level_and_power(cases: pl.DataFrame, sims: int, samples: int, seed: int) -> 
     base = {f: rng.uniform(0.6, 2.2) for f in names}  # accuracies of about 65-90% per test
     mu = np.array([base[f] for f in funcs])
     out = {}
-    scenarios = {"independent cases": (0.0, 0.0), "template effects (sd 1.0)": (1.0, 0.0),
-                 "template and slur effects (sd 1.0, 1.0)": (1.0, 1.0)}
+    scenarios = {"independent cases": (0.0, 0.0, 0.0), "own template effects (sd 1.0)": (1.0, 0.0, 0.0),
+                 "own template and slur effects (sd 1.0, 1.0)": (1.0, 1.0, 0.0),
+                 "shared difficulty (sd 1.0) + own effects (sd 0.3)": (0.3, 0.3, 1.0)}
     boot = M.Bootstrap(samples, 0, 0.95)
-    for label, (sd_t, sd_s) in scenarios.items():
+    for label, (sd_t, sd_s, sd_shared) in scenarios.items():
         any_flag, per_test, n_flags = 0, 0, 0
         start = time.perf_counter()
         for _ in range(sims):
-            pair = as_pair(cases, correct_draw(rng, mu, rows, cols, sd_t, sd_s), correct_draw(rng, mu, rows, cols, sd_t, sd_s))
+            shared = effects(rng, rows, cols, sd_shared, sd_shared)
+            pair = as_pair(cases, correct_draw(rng, mu, rows, cols, sd_t, sd_s, shared),
+                           correct_draw(rng, mu, rows, cols, sd_t, sd_s, shared))
             doc = D.compare(pair, boot)
             tests = doc["by_functionality"].values()
             flags = sum(t["flagged"] for t in tests)
@@ -100,18 +112,24 @@ def level_and_power(cases: pl.DataFrame, sims: int, samples: int, seed: int) -> 
         print(f"level  {label:<42} FWER {share:.3f} (alpha 0.05, MC se {out[label]['mc_se']}); "
               f"per-test p<=0.05 rate {out[label]['unadjusted_rejection_rate_per_test']:.3f}", flush=True)
     power = {}
-    for target in ("slur_h", "derog_neg_emote_h"):
-        hits = 0
-        drop = np.where(funcs == target, 1.2, 0.0)  # about 20 points lower accuracy on that test
-        for _ in range(sims):
-            a = correct_draw(rng, mu, rows, cols, 1.0, 1.0)
-            b = correct_draw(rng, mu - drop, rows, cols, 1.0, 1.0)
-            doc = D.compare(as_pair(cases, a, b), boot)
-            hits += doc["by_functionality"][target]["worse"]
-        t = doc["by_functionality"][target]
-        power[target] = {"sims": sims, "flagged_worse_share": hits / sims, "templates": t["n_templates"], "slurs": t["n_fillers"],
-                         "cases": t["n"], "last_difference": t["difference"]}
-        print(f"power  {target:<20} ({t['n_templates']} templates, {t['n_fillers']} slurs): flagged worse in {hits}/{sims}", flush=True)
+    settings = {"shared difficulty (sd 1.0) + own effects (sd 0.3)": (0.3, 0.3, 1.0),
+                "own template and slur effects (sd 1.0, 1.0)": (1.0, 1.0, 0.0)}
+    for setting, (sd_t, sd_s, sd_shared) in settings.items():
+        for target in ("slur_h", "derog_neg_emote_h"):
+            hits, diffs = 0, []
+            drop = np.where(funcs == target, 1.2, 0.0)  # about 20 points lower accuracy on that test
+            for _ in range(sims):
+                shared = effects(rng, rows, cols, sd_shared, sd_shared)
+                a = correct_draw(rng, mu, rows, cols, sd_t, sd_s, shared)
+                b = correct_draw(rng, mu - drop, rows, cols, sd_t, sd_s, shared)
+                doc = D.compare(as_pair(cases, a, b), boot)
+                hits += doc["by_functionality"][target]["worse"]
+                diffs.append(doc["by_functionality"][target]["difference"])
+            t = doc["by_functionality"][target]
+            power[f"{target}, {setting}"] = {"sims": sims, "flagged_worse_share": hits / sims, "templates": t["n_templates"],
+                                             "slurs": t["n_fillers"], "cases": t["n"], "mean_difference": round(float(np.mean(diffs)), 1)}
+            print(f"power  {target:<18} {setting:<48} ({t['n_templates']} templates, {t['n_fillers']} slurs, "
+                  f"mean difference {np.mean(diffs):+.1f}): flagged worse in {hits}/{sims}", flush=True)
     return {"level": out, "power": power}
 
 

@@ -54,7 +54,8 @@ def paired_cases(gold: pl.DataFrame, preds_a: pl.DataFrame, preds_b: pl.DataFram
         dupes = preds.filter(pl.col("id").is_duplicated())["id"].unique().to_list()
         if dupes:
             raise ScoringError(f"{name}: {len(dupes)} duplicate id(s), e.g. {dupes[:3]}")
-    both = gold.join(preds_a.rename({"pred": "pred_a"}), on="id").join(preds_b.rename({"pred": "pred_b"}), on="id").sort("_order")
+    both = (gold.join(preds_a.select("id", pl.col("pred").alias("pred_a")), on="id")
+            .join(preds_b.select("id", pl.col("pred").alias("pred_b")), on="id").sort("_order"))
     if both.is_empty():
         raise ScoringError(f"{names[0]} and {names[1]} share no case of the suite: nothing to compare")
     return both

@@ -146,7 +146,8 @@ def paired_test_page(pattern: Path) -> str:
     level_rows = [[label, f"{r['sims']:,}", num(100 * r["family_wise_error_rate"]), num(100 * r["mc_se"]),
                    num(100 * r["unadjusted_rejection_rate_per_test"]), str(r["flags"])]
                   for label, r in doc["level"].items()]
-    power_rows = [[f"`{name}`", f"{r['cases']:,}", str(r["templates"]), str(r["slurs"]), num(100 * r["flagged_worse_share"])]
+    power_rows = [[f"`{name.split(', ', 1)[0]}`", name.split(", ", 1)[1] if ", " in name else "", f"{r['cases']:,}", str(r["templates"]),
+                   str(r["slurs"]), num(r.get("mean_difference")), num(100 * r["flagged_worse_share"])]
                   for name, r in doc["power"].items()]
     cover_rows = [[label, num(r["truth"]), num(100 * r["two_way_coverage"]), num(r["two_way_mean_width"]),
                    num(100 * r["template_only_coverage"]), num(r["template_only_mean_width"])]
@@ -160,9 +161,10 @@ def paired_test_page(pattern: Path) -> str:
         "family-wise error rate = share of simulated pairs with any functional test flagged (Holm over all of them).\n\n"
         + md_table(["simulated classifiers", "pairs", "family-wise error rate %", "its Monte Carlo s.e. at 5%",
                     "share of tests with p ≤ 0.05 %", "flags in all"], level_rows)
-        + "\n\n**Power**: B's accuracy about 20 points lower on one functional test (template and slur effects as in the last "
-        "level row); share of pairs where that test is flagged worse.\n\n"
-        + md_table(["functional test", "cases", "templates", "slurs", "flagged worse %"], power_rows)
+        + "\n\n**Power**: B's accuracy lower on one functional test (by about 20 points); share of pairs where that test is "
+        "flagged worse.\n\n"
+        + md_table(["functional test", "simulated classifiers", "cases", "templates", "slurs", "mean difference", "flagged worse %"],
+                   power_rows)
         + f"\n\n**Coverage** of the score stages' 95% intervals ({s['boot']:,} resamples) on a slur_h-shaped design "
         "(8 templates × 18 slurs), truth = the population accuracy:\n\n"
         + md_table(["errors", "truth %", "two-way coverage %", "two-way mean width", "templates-only coverage %",
