@@ -72,3 +72,14 @@ def test_score_in_a_fresh_clone_builds_the_suite_it_needs(tmp_path, mirror):
 def test_score_and_compare_name_a_missing_file_in_one_line(tmp_path):
     proc = cli("compare", "--metrics", str(tmp_path / "none.json"), "--model", "Perspective")
     assert proc.returncode == 1 and proc.stderr.strip().count("\n") == 0 and "none.json" in proc.stderr
+
+
+def test_version_prints_the_installed_version():
+    from importlib.metadata import version
+
+    from typer.testing import CliRunner
+
+    from hatecheck_pipeline.cli.app import app
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.output.strip() == f"hatecheck-pipeline {version('hatecheck-pipeline')}"
