@@ -99,3 +99,10 @@ def test_section_25_from_the_released_files(mirror, tmp_path):
 
 def test_section_not_run_says_so():
     assert "hatecheck_agreement stage has not run" in hatecheck_agreement_section(None, "results/x.json", P.load())
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(agreement)
+    assert result.attempted > 0 and result.failed == 0
