@@ -44,7 +44,7 @@ import polars as pl
 from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
-from hatecheck_pipeline.evaluation.llm_answers import instruction_contrast, score_frame
+from hatecheck_pipeline.evaluation.llm_answers import appendix_b, instruction_contrast, score_frame
 from hatecheck_pipeline.evaluation.llm_local import AnswerStore, iteration_label, mixed_settings
 from hatecheck_pipeline.models import llm as prompting
 
@@ -63,6 +63,7 @@ PAPER_TABLES = {
     "mixed": "gpt3_detection_t4",
     "mixed_instruction": "gpt3_detection_t7",
 }
+APPENDIX_B = "gpt3_detection_appb"  # the paper's confusion counts, every setting (rows <setting>:[<set>:]<category>)
 
 
 class BackendError(PipelineError, ValueError):
@@ -246,6 +247,12 @@ def metrics_of(answers: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
+def appendix_b_of(by_setting: Mapping[str, Any]) -> dict[str, Any]:
+    """The paper's Appendix B (confusion counts summed over the iterations)
+    per setting and variant (:func:`llm_answers.appendix_b`)."""
+    return {s: {v: appendix_b(d["by_category"], s) for v, d in vs.items()} for s, vs in by_setting.items()}
+
+
 def contrast_of(by_setting: Mapping[str, Any]) -> dict[str, Any]:
     """Section 4.5's with/without-instruction contrast per variant answering
     both mixed settings (:func:`llm_answers.instruction_contrast`)."""
@@ -334,6 +341,7 @@ def run_ethos(
         "mixed": mixed,
         "by_setting": (by_setting := metrics_of(frame)),
         "instruction_contrast": contrast_of(by_setting),
+        "appendix_b": appendix_b_of(by_setting),
         "paper_tables": {k: v for k, v in PAPER_TABLES.items() if k in settings},
     }
     write_json(doc, metrics)

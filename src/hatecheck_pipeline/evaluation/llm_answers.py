@@ -50,7 +50,9 @@ naming exactly the comment's class (Figure 1's "percent correctly
 categorized") as accuracy and the macro precision / recall / F1 over the
 three classes (an answer naming no class, or several, is wrong for every
 class). ``answers`` counts the distinct answers (Table 5) and
-``confusion`` crosses label and answer (Table 6). When both mixed settings
+``confusion`` crosses label and answer (Table 6). A yes/no category's
+``counts`` sums its parsed answers' confusion counts over the iterations
+(Appendix B; :func:`appendix_b` gathers them per setting). When both mixed settings
 are scored, ``instruction_contrast`` sets them side by side (section 4.5:
 out-of-scope answers, distinct answers, Figure 1's share, the All rows'
 F1), :func:`instruction_contrast`.
@@ -69,7 +71,7 @@ import re
 import statistics
 from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import polars as pl
 
@@ -328,6 +330,7 @@ def score_binary(frame: pl.DataFrame, categories: Iterable[str]) -> dict[str, An
     part = frame.filter(pl.col("category").is_in(categories))
     parsed = part.filter(pl.col("parsed").is_not_null())
     per_iteration = []
+    counts: Counter = Counter()
     iterations = _iterations(part)
     for it in iterations:
         rows = parsed.filter(pl.col("iteration") == it)
@@ -336,8 +339,11 @@ def score_binary(frame: pl.DataFrame, categories: Iterable[str]) -> dict[str, An
         gold = ["pos" if not g.startswith("not-") else "neg" for g in rows["label"].to_list()]
         pred = ["pos" if not p.startswith("not-") else "neg" for p in rows["parsed"].to_list()]
         per_iteration.append(_binary(gold, pred, "pos"))
+        counts.update(("tp" if p == "pos" else "fn") if g == "pos" else ("fp" if p == "pos" else "tn") for g, p in zip(gold, pred))
     return {
         "n": part.height,
+        # Appendix B: the parsed answers' confusion counts summed over the iterations
+        "counts": {k: counts[k] for k in COUNTS},
         "unparsed": part.height - parsed.height,
         "unparsed_share": round(100 * (part.height - parsed.height) / part.height, 6) if part.height else None,
         "iterations": len(iterations),
@@ -393,6 +399,47 @@ def score_mixed(part: pl.DataFrame, setting: str) -> dict[str, Any]:
         "answers": dict(Counter(answer_key(a) for a in answers).most_common()),
         "confusion": {lab: dict(c.most_common()) for lab, c in confusion.items() if c},
     }
+
+
+def _counts_row(c: Mapping[str, int]) -> dict[str, int]:
+    row = {k: int(c.get(k, 0)) for k in COUNTS}
+    return {**row, "n": sum(row.values())}
+
+
+def appendix_b(by_category: Mapping[str, Any], setting: str) -> dict[str, Any]:
+    """The paper's Appendix B for one setting (a :func:`score_frame`
+    ``by_category``): confusion counts (tp / fp / fn / tn, and n) summed
+    over the iterations, per category. Yes/no settings: ``racist``,
+    ``sexist`` and ``overall`` (the "hate speech" tables: both pooled), each
+    ``{"all": counts}`` over the parsed answers (the unparsed ones omitted,
+    as the paper omits its "not applicable" answers); mixed settings:
+    ``racist`` and ``sexist`` by the contains rule of section 4.4 over the
+    comments labelled c or neither, ``all`` (Tables 18-21's All rows) and
+    ``by_example_set`` (the repeats of a set, ``<set>.<repeat>``, summed).
+
+    >>> b = {"racist": {"counts": {"tp": 3, "fp": 1, "fn": 2, "tn": 4}}}
+    >>> appendix_b(b, "zero_shot")
+    {'racist': {'all': {'tp': 3, 'fp': 1, 'fn': 2, 'tn': 4, 'n': 10}}}
+    >>> m = {"mixed": {"by_class": {"racist": {"pooled": {"tp": 2, "fp": 0, "fn": 1, "tn": 3, "f1": 80.0},
+    ...      "per_iteration": {"1.0": {"tp": 1, "fp": 0, "fn": 0, "tn": 1}, "1.1": {"tp": 1, "fp": 0, "fn": 1, "tn": 2}}}}}}
+    >>> appendix_b(m, "mixed")["racist"]["by_example_set"]
+    {'1': {'tp': 2, 'fp': 0, 'fn': 1, 'tn': 3, 'n': 6}}
+    """
+    out: dict[str, Any] = {}
+    if setting in MIXED_SETTINGS:
+        block = by_category.get(setting) or {}
+        for cls, b in (block.get("by_class") or {}).items():
+            sets: dict[str, Counter] = {}
+            for it, c in (b.get("per_iteration") or {}).items():
+                sets.setdefault(str(it).split(".")[0], Counter()).update({k: c.get(k, 0) for k in COUNTS})
+            out[cls] = {"all": _counts_row(b.get("pooled") or {}),
+                        "by_example_set": {k: _counts_row(v) for k, v in sorted(sets.items(), key=lambda kv: (not kv[0].isdigit(), int(kv[0]) if kv[0].isdigit() else kv[0]))}}
+        return out
+    for category in (*BINARY_CATEGORIES, "overall"):
+        m = by_category.get(category)
+        if m is not None and "counts" in m:
+            out[category] = {"all": _counts_row(m["counts"])}
+    return out
 
 
 CONTRAST_FIGURES = ("n", "distinct", "out_of_scope", "out_of_scope_share", "omitted")

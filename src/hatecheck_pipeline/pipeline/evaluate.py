@@ -11,6 +11,9 @@
   long CSVs with per-cell provenance, a DVC metrics JSON and DVC plot CSVs;
 - ``mhc_disagreement``: the MHC paper's Table 5 (annotator disagreement
   per language) from the validated MHC table;
+- ``hatecheck_agreement``: the HateCheck paper's section 2.5 (validation
+  of the gold labels: Fleiss' kappa, 4-of-5 agreement, the exclusion rule
+  against the released suite) from the raw annotations of all 3,901 cases;
 - ``heldout_multiclass_<model>_<dataset>``: a model trained on a dataset's
   original classes (a recipe with ``labels``) scored on all of them on the
   held-out test set (HateCheck appendix F, HateXplain's 3 classes).
@@ -32,6 +35,7 @@ from hatecheck_pipeline.evaluation.scoring import model_failures
 SCORE = "hatecheck_pipeline.evaluation.scoring:score"
 TABLES = "hatecheck_pipeline.evaluation.tables:tables"
 MHC_DISAGREEMENT = "hatecheck_pipeline.evaluation.annotators:mhc_disagreement"
+HATECHECK_AGREEMENT = "hatecheck_pipeline.evaluation.agreement:hatecheck_agreement"
 HELDOUT_MULTICLASS = "hatecheck_pipeline.evaluation.multiclass:heldout_multiclass"
 DIFF = "hatecheck_pipeline.evaluation.diff:diff"
 
@@ -141,6 +145,24 @@ def mhc_disagreement_stage() -> Stage:
     )
 
 
+def hatecheck_agreement_metrics() -> str:
+    """The output of stage ``hatecheck_agreement``."""
+    return "results/hatecheck_agreement/metrics.json"
+
+
+def hatecheck_agreement_stage() -> Stage:
+    """``hatecheck_agreement``: HateCheck section 2.5 (a property of the
+    suite's annotation, no model)."""
+    return Stage(
+        "hatecheck_agreement",
+        "evaluate",
+        HATECHECK_AGREEMENT,
+        inputs={"annotations": paths.raw("hatecheck", "all_annotations.csv"),
+                "released": paths.raw("hatecheck", "test_suite_cases.csv")},
+        outputs={"out": metric(hatecheck_agreement_metrics())},
+    )
+
+
 def multiclass_models(params: Mapping[str, Any]) -> list[str]:
     """Fine-tuned models whose recipe names its own classes (``labels``)."""
     return [m for m, spec in params["models"].items()
@@ -215,6 +237,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_ += diff_stages(params)
     out_ += [s for group in GROUPS if (s := tables_stage(params, group)) is not None]
     out_.append(mhc_disagreement_stage())
+    out_.append(hatecheck_agreement_stage())
     out_ += heldout_multiclass_stages(params)
     from hatecheck_pipeline.pipeline.expand import gpt_compare_stages
 

@@ -122,6 +122,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
         inputs["llm"] = llm_metrics
         inputs["ethos_sets"] = llm.ethos_sets_report_path(params)  # which example sets, next to Tables 4 and 7
     inputs["mhc_t5"] = paths.table_summary("mhc_t5")  # MHC Table 5 (stage mhc_disagreement)
+    inputs["hatecheck_agreement"] = evaluate.hatecheck_agreement_metrics()  # HateCheck section 2.5 (stage hatecheck_agreement)
     multiclass = {f"{m}/{d}": evaluate.multiclass_metrics(m, d) for m in evaluate.multiclass_models(params) for d in params["models"][m]["train"]}
     if multiclass:  # HateCheck appendix F (stages heldout_multiclass_<model>_<dataset>)
         inputs["multiclass"] = multiclass

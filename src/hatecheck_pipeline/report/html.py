@@ -30,7 +30,7 @@ from hatecheck_pipeline.report.diff_view import diff_section
 from hatecheck_pipeline.report.failing_cases import hrefs as failure_hrefs, table_block as failing_cases
 from hatecheck_pipeline.report.gpt_hatecheck import section as gpt_hatecheck_section
 from hatecheck_pipeline.report.llm import functional_llm_section, llm_section, prompted_card
-from hatecheck_pipeline.report.paper_tables import appf_section, label_heldout, mhc_t5_section
+from hatecheck_pipeline.report.paper_tables import appf_section, hatecheck_agreement_section, label_heldout, mhc_t5_section
 from hatecheck_pipeline.report.sections import (
     bias_section,
     expanded_section,
@@ -121,7 +121,8 @@ def build(
     Either None leaves its section out (the pipeline always passes both).
     ``usage``: {records, folder} of the stage time and memory records (None
     = no such section); ``paper_tables``: {name: {doc, file}} of the
-    papers' further tables (``mhc_t5``: MHC Table 5; ``appf``: HateCheck
+    papers' further tables (``mhc_t5``: MHC Table 5; ``hatecheck_s25``:
+    HateCheck section 2.5, the annotators' agreement; ``appf``: HateCheck
     appendix F, {model: {doc, file, stage}}); None = not shown.
     ``gpt``: {docs: {generation, validation, quality, compare}, files: the
     same keys -> their paths} (None = no GPT-HateCheck section).
@@ -197,6 +198,9 @@ def build(
         hc += "<h3>Held-out test sets: binary macro F1 (hateful vs non-hateful)" + docs_link("hatecheck") + "</h3>" + pivot(held, "hatecheck-heldout", "row", "model", None, published=held_pub)
         if "appf" in paper_tables:
             hc += appf_section(paper_tables["appf"], published, max_ci_width)
+    if "hatecheck_s25" in paper_tables:  # section 2.5: a property of the suite, shown whichever models ran
+        hc += hatecheck_agreement_section(paper_tables["hatecheck_s25"].get("doc"), paper_tables["hatecheck_s25"].get("file", ""), published)
+    if hc:
         section("hatecheck", "HateCheck (English)", hc)
 
     # MHC
@@ -312,6 +316,7 @@ def run(
     usage_dir: str | Path | None = None,
     expanded_suite_files: Mapping[str, str | Path] | None = None,
     mhc_t5_file: str | Path | None = None,
+    hatecheck_agreement_file: str | Path | None = None,
     multiclass_files: Mapping[str, str | Path] | None = None,
     llm_misspelling_files: Mapping[str, str | Path] | None = None,
     gpt_files: Mapping[str, str | Path] | None = None,
@@ -329,7 +334,9 @@ def run(
     results/bias/summary.json (None = no bias section); ``published``: the
     papers' tables (default: the package's ``published.yaml``);
     ``usage_dir``: the stage time and memory records (None = no section);
-    ``mhc_t5_file``: MHC Table 5 (annotator disagreement); ``multiclass_files``:
+    ``mhc_t5_file``: MHC Table 5 (annotator disagreement);
+    ``hatecheck_agreement_file``: HateCheck section 2.5 (stage
+    hatecheck_agreement); ``multiclass_files``:
     "<model>/<dataset>" -> a multiclass model's all-class held-out metrics
     (written by stage ``heldout_multiclass_<model>_<dataset>``);
     ``failure_files``: score stage -> its failures.csv (the failing cases
@@ -337,6 +344,8 @@ def run(
     paper_tables: dict[str, Any] = {}
     if mhc_t5_file is not None:
         paper_tables["mhc_t5"] = {"doc": _maybe_json(mhc_t5_file), "file": str(mhc_t5_file)}
+    if hatecheck_agreement_file is not None:
+        paper_tables["hatecheck_s25"] = {"doc": _maybe_json(hatecheck_agreement_file), "file": str(hatecheck_agreement_file)}
     if multiclass_files:
         paper_tables["appf"] = {
             key: {"model": key.split("/")[0], "dataset": key.split("/")[1], "doc": _maybe_json(p), "file": str(p),
@@ -400,6 +409,7 @@ def report(
     usage_dir: Path | None = None,
     expanded_suites: Mapping[str, Path] | None = None,
     mhc_t5: Path | None = None,
+    hatecheck_agreement: Path | None = None,
     multiclass: Mapping[str, Path] | None = None,
     llm_misspelling: Mapping[str, Path] | None = None,
     gpt_hatecheck: Mapping[str, Path] | None = None,
@@ -423,6 +433,7 @@ def report(
     record of the run read as it is, not a tracked input); ``expanded_suites``:
     "<suite>/<scheme>" -> the expanded suites' processed files (listed with
     their row counts); ``mhc_t5``: MHC Table 5 (annotator disagreement);
+    ``hatecheck_agreement``: HateCheck section 2.5 (the gold labels' validation);
     ``multiclass``: "<model>/<dataset>" -> the all-class held-out metrics
     of the multiclass models (HateCheck appendix F).
     ``gpt_hatecheck``: GPT-HateCheck's generation, validation, quality and
@@ -441,8 +452,8 @@ def report(
         out, title, profile.name, models, cards, validation, tables, training_languages, below_mark,
         expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
         published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
-        expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, multiclass_files=multiclass, gpt_files=gpt_hatecheck,
-        diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets, max_ci_width=max_ci_width,
+        expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, hatecheck_agreement_file=hatecheck_agreement, multiclass_files=multiclass,
+        gpt_files=gpt_hatecheck, diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets, max_ci_width=max_ci_width,
         failure_files=failures,
     )
     return f"wrote {written}"

@@ -2,7 +2,8 @@
 with GPT-3", Chiu, Collins, Alexander 2022): per backend the paper's Tables
 1-3 (yes/no settings, with the Overall rows), 4 and 7 (mixed settings per
 example set and All), 5 (distinct answers, out of scope marked), section
-4.5's with/without-instruction contrast and 6 (label x answer), each of
+4.5's with/without-instruction contrast, 6 (label x answer) and Appendix B
+(confusion counts per setting summed over iterations), each of
 our cells with its provenance next to the paper's figure
 (``resources/published.yaml``)."""
 
@@ -13,10 +14,11 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.llm import PAPER_TABLES
+from hatecheck_pipeline.evaluation.llm import APPENDIX_B, PAPER_TABLES
 from hatecheck_pipeline.evaluation.llm_answers import COUNTS, MIXED_CLASSES, NO_CASES, answer_key, metrics_from_counts
 from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td
+from hatecheck_pipeline.report.paper_tables import published_cell
 
 SETTING_NAMES = {
     "zero_shot": "zero-shot",
@@ -350,6 +352,55 @@ def confusion_table(backend: str, doc: Mapping[str, Any], source: str, stage: st
             "<p class='note'>The paper's counts are 4,800 answers (two runs of the 10 × 240 prompts); ours are this run's.</p>" + out)
 
 
+APPB_COUNTS = ("tn", "fp", "fn", "tp")
+APPB_NAMES = {"tn": "TN", "fp": "FP", "fn": "FN", "tp": "TP"}
+
+
+def appendix_b_table(backend: str, doc: Mapping[str, Any], source: str, stage: str, published: Mapping[str, Any]) -> str:
+    """Appendix B: confusion counts per setting and category summed over the
+    iterations (the mixed settings' All rows, then per example set), ours
+    next to GPT-3's (``gpt3_detection_appb``)."""
+    appb = doc.get("appendix_b")
+    if appb is None:
+        return ("<h4>Appendix B: confusion counts per setting</h4><p class='fail'>This metrics file predates the confusion "
+                "counts (no <code>appendix_b</code>): re-run its llm_ethos stage.</p>") if doc.get("by_setting") else ""
+    paper = _paper(published, APPENDIX_B)
+    rows, per_set = [], []
+    for setting in (*YES_NO, *MIXED):
+        for variant, cats in (appb.get(setting) or {}).items():
+            for category, block in cats.items():
+                parts = [("all", block.get("all") or {})]
+                parts += [(k, v) for k, v in (block.get("by_example_set") or {}).items()]
+                for key, counts in parts:
+                    prow = f"{setting}:{category}" if setting in YES_NO else f"{setting}:{key}:{category}"
+                    cid = lambda k: cell_id("llm", backend, setting, variant, "appendix_b", category, key, k)  # noqa: E731
+                    tds = [json_td(counts.get("n"), cid("n"), source, stage, 0)]
+                    tds += [json_td(counts.get(k), cid(k), source, stage, 0) for k in APPB_COUNTS]
+                    tds += [published_cell(APPENDIX_B, "GPT-3", prow, k, *paper.get((prow, k), (None, "", ""))[::2]) for k in APPB_COUNTS]
+                    label = CATEGORY_NAMES.get(category, category) if key == "all" else f"{category}, example set {key}"
+                    if setting in MIXED and key == "all":
+                        label += ", All"
+                    row = (f'<tr><td class="rowhead">{escape(SETTING_NAMES[setting])}</td><td class="rowhead">{escape(variant)}</td>'
+                           f'<td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
+                    (rows if key == "all" else per_set).append(row)
+    if not rows:
+        return ""
+    head = ["setting", "variant", "category", "answers scored", *(APPB_NAMES[k] for k in APPB_COUNTS),
+            *(f"{APPB_NAMES[k]} (paper)" for k in APPB_COUNTS)]
+    out = ("<h4>Appendix B: confusion counts per setting (summed over iterations)</h4>"
+           "<p class='note'>Tables 9–21 of the paper: per setting and category the answers' true negatives, false positives, "
+           "false negatives and true positives summed over every iteration (the paper: 6,000 classifications per category in the "
+           "yes/no settings, 'not applicable' answers omitted; ours: the parsed answers, the unparsed ones omitted). The "
+           "overall rows are the paper's 'hate speech' tables (racist and sexist prompts pooled). Mixed settings: category c "
+           "over the comments labelled c or neither (section 4.4's rule), the All row over every example set. Our counts are "
+           "this run's iterations and prompts, so they compare with the paper's as proportions, not as totals.</p>"
+           + html_table(f"llm-appb-{backend}", head, rows))
+    if per_set:
+        out += ("<details><summary>Mixed settings per example set (Tables 18–21)</summary>"
+                + html_table(f"llm-appb-sets-{backend}", head, per_set) + "</details>")
+    return out
+
+
 def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str, str], published: Mapping[str, Any] | None = None,
                 misspelling: Mapping[str, Any] | None = None, sets: Mapping[str, Any] | None = None) -> str:
     """The ETHOS tables of every configured backend (Tables 1-7 of the
@@ -384,6 +435,7 @@ def llm_section(docs: Mapping[str, Mapping[str, Any] | None], files: Mapping[str
         out += answers_table(backend, doc, source, stage, published)
         out += contrast_table(backend, doc, source, stage, published)
         out += confusion_table(backend, doc, source, stage, published)
+        out += appendix_b_table(backend, doc, source, stage, published)
     if misspelling:
         from hatecheck_pipeline.report.llm_misspelling import misspelling_section
 

@@ -216,3 +216,83 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
     rows.append(f'<tr><td class="rowhead">B-F (multiclass)</td><td class="rowhead">founta2018</td>'
                 f'<td class="missing" colspan="{len(cols) - 2}">{escape(NO_MULTICLASS_BF)}</td></tr>')
     return out + html_table("hatecheck-appf", cols, rows)
+
+
+# ------------------------------------- HateCheck section 2.5 (gold labels)
+
+
+def hatecheck_agreement_section(doc: Mapping[str, Any] | None, file: str, published: Mapping[str, Any],
+                                stage: str = "hatecheck_agreement") -> str:
+    """HateCheck section 2.5: agreement of the five annotators of each
+    generated case with its gold label, the exclusion rule against the
+    released suite and agreement per functional test, next to the paper's
+    figures (``hatecheck_s25`` of published.yaml)."""
+    from hatecheck_pipeline.evaluation.published import functionality_label, functionality_order
+
+    out = "<h3>Validation of the gold labels (section 2.5): annotator agreement</h3>"
+    if doc is None:
+        return out + f"<p class='fail'>{escape(file)} not found: the hatecheck_agreement stage has not run.</p>"
+    s25 = published.get("hatecheck_s25") or {}
+    pub = ((s25.get("values") or {}).get("annotators") or {}).get("all") or {}
+    source = s25.get("source", "")
+    e = doc.get("exclusion") or {}
+    figures = [
+        ("n_cases", "generated cases", 0), ("annotators", "annotators", 0), ("annotators_per_case", "annotators per case", 0),
+        ("fleiss_kappa", "Fleiss' kappa", 2), ("n_agree_4of5", "cases with at least 4 of 5 agreeing with gold", 0),
+        ("pct_agree_4of5", "% cases with at least 4 of 5 agreeing", 1), ("n_below_4of5", "cases below 4 of 5", 0),
+    ]
+    rows = []
+    for key, name, digits in figures:
+        rows.append(f'<tr><td class="rowhead">{escape(name)}</td>'
+                    f'{json_td(doc.get(key), cell_id("hatecheck_s25", "all", key), file, stage, digits)}'
+                    f'{published_cell("hatecheck_s25", "annotators", "all", key, pub.get(key), source, digits)}</tr>')
+    for key, name in (("n_excluded", "cases excluded (every case of a template holding a case below 4 of 5)"),
+                      ("n_kept", "cases kept by that rule (paper: released)")):
+        pkey = "n_released" if key == "n_kept" else key
+        rows.append(f'<tr><td class="rowhead">{escape(name)}</td>'
+                    f'{json_td(e.get(key), cell_id("hatecheck_s25", "exclusion", key), file, stage, 0)}'
+                    f'{published_cell("hatecheck_s25", "annotators", "all", pkey, pub.get(pkey), source, 0)}</tr>')
+    rows.append(f'<tr><td class="rowhead">cases in the released suite (test_suite_cases.csv)</td>'
+                f'{json_td(e.get("n_released"), cell_id("hatecheck_s25", "exclusion", "n_released"), file, stage, 0)}'
+                f'{published_cell("hatecheck_s25", "annotators", "all", "n_released", pub.get("n_released"), source, 0)}</tr>')
+    out += ("<p class='note'>Each of the generated cases was labelled by five of ten trained annotators "
+            "(<code>all_annotations.csv</code>). Fleiss' kappa over the two labels; a case agrees when at least 4 of its 5 "
+            "annotators give the gold label. A property of the suite, not of a model.</p>")
+    out += html_table("hatecheck-s25", ["figure", "ours", "paper"], rows)
+    extra, missing = e.get("kept_not_released") or [], e.get("released_not_kept") or []
+    if e.get("matches_release"):
+        out += "<p class='note'>The paper's exclusion rule leaves exactly the released cases.</p>"
+    else:
+        def listed(items: list[Mapping[str, Any]]) -> str:
+            by_template: dict[str, list[str]] = {}
+            for c in items:
+                by_template.setdefault(f"template {c['templ_id']} ({c['functionality']})", []).append(str(c["case_id"]))
+            return "; ".join(f"{escape(t)}: case{'s' if len(ids) > 1 else ''} {escape(', '.join(ids))}" for t, ids in by_template.items())
+
+        out += ("<p class='note'><b>The paper's exclusion rule does not give the released suite.</b> "
+                + (f"It keeps {len(extra)} case(s) the release lacks, none of them below 4 of 5 and none in a template "
+                   f"with such a case: {listed(extra)}. " if extra else "")
+                + (f"The release holds {len(missing)} case(s) the rule excludes: {listed(missing)}. " if missing else "")
+                + f"Cases generated but not released: {doc.get('n_cases', 0) - (e.get('n_released') or 0)} "
+                  f"(the rule's {e.get('n_excluded')}, {len(extra)} more, {len(missing)} fewer).</p>")
+    below = doc.get("below_4of5") or []
+    if below:
+        out += ("<details><summary>The cases below 4 of 5 (the rule's starting point)</summary><p>"
+                + escape(", ".join(f"{c['case_id']} ({c['functionality']}, template {c['templ_id']}: {c['agreeing']} of 5)" for c in below))
+                + "</p></details>")
+    per = doc.get("per_functionality") or {}
+    frows = []
+    for code in sorted(per, key=lambda c: functionality_order(c, "hatecheck")):
+        f = per[code]
+        cid = lambda k: cell_id("hatecheck_s25", code, k)  # noqa: E731
+        frows.append(f'<tr><td class="rowhead">{escape(functionality_label(code, "hatecheck"))}</td>'
+                     + json_td(f.get("n_cases"), cid("n_cases"), file, stage, 0)
+                     + json_td(f.get("n_agree_4of5"), cid("n_agree_4of5"), file, stage, 0)
+                     + json_td(f.get("pct_agree_4of5"), cid("pct_agree_4of5"), file, stage, 1)
+                     + json_td(f.get("pct_labels_agreeing"), cid("pct_labels_agreeing"), file, stage, 1)
+                     + json_td(f.get("n_released"), cid("n_released"), file, stage, 0) + "</tr>")
+    if frows:
+        out += ("<h4>Agreement per functional test (not in the paper)</h4>"
+                + html_table("hatecheck-s25-functionality", ["functional test", "generated cases", "cases with ≥ 4 of 5",
+                                                             "% cases with ≥ 4 of 5", "% annotator labels = gold", "released cases"], frows))
+    return out
