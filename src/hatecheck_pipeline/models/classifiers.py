@@ -326,23 +326,33 @@ def dotted(doc: Any, path: str) -> Any:
 
 class RateLimiter:
     """At most ``rate_per_s`` starts per second, shared by every worker: each
-    start takes the next free slot (slots ``1 / rate_per_s`` apart) and
-    waits for it, so a worker waiting (for its slot, or for a server's
-    Retry-After) holds up no other worker."""
+    start takes the next free slot and waits for it, so a worker waiting
+    (for its slot, or for a server's Retry-After) holds up no other worker.
+    Slots are ``1 / rate_per_s`` apart, and any ``rate_per_s`` (rounded
+    down, at least one) consecutive slots span at least one second plus
+    ``guard_s``: what the server sees stays within the rate when the
+    network delays one request more than the next."""
 
-    def __init__(self, rate_per_s: float, sleep: Callable[[float], None], clock: Callable[[], float]):
+    def __init__(self, rate_per_s: float, sleep: Callable[[float], None], clock: Callable[[], float], guard_s: float = 0.05):
+        import collections
         import threading
 
         self.interval = 1.0 / float(rate_per_s)
+        self.window = max(1, int(rate_per_s))
+        self.guard = guard_s
         self.sleep, self.clock = sleep, clock
         self.lock = threading.Lock()
-        self.next: float | None = None
+        self.slots: collections.deque[float] = collections.deque(maxlen=self.window)
 
     def acquire(self) -> None:
         with self.lock:
             now = self.clock()
-            slot = now if self.next is None else max(now, self.next)
-            self.next = slot + self.interval
+            slot = now
+            if self.slots:
+                slot = max(slot, self.slots[-1] + self.interval)
+            if len(self.slots) == self.window:
+                slot = max(slot, self.slots[0] + 1.0 + self.guard)
+            self.slots.append(slot)
         if slot > now:
             self.sleep(slot - now)
 
@@ -480,9 +490,10 @@ class HttpClassifier:
                 if "Timeout" in message:
                     raise self._fail(f"no answer within timeout_s {self.timeout_s:g} s ({self.retries} tries)") from None
                 raise self._fail(f"cannot be reached ({message.split(': ', 1)[-1]})") from None
-            ctype = resp.headers.get("Content-Type", "")
-            if "json" not in ctype.lower() and ("html" in ctype.lower() or resp.text.lstrip().startswith("<")):
-                raise self._fail(f"answers HTTP {resp.status_code} with an HTML page, not JSON: is this the scoring API's URL?") from None
+            html = "html" in resp.headers.get("Content-Type", "").lower() or resp.text.lstrip().startswith("<")
+            if html or resp.status_code == 200:  # not the API's JSON: a login page, a proxy, a wrong URL
+                raise self._fail(f"answers HTTP {resp.status_code} with {'an HTML page' if html else 'a body'}, not JSON: "
+                                 "is this the scoring API's URL?") from None
             status, said = resp.status_code, self.scrub(server_message(resp))
             if status in (401, 403):
                 raise self._fail(f"HTTP {status}: the API refuses the key" + (f" in {self.key_env}" if self.key_env else "")
