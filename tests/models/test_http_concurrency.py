@@ -13,6 +13,7 @@ import socket
 import threading
 import time
 from contextlib import contextmanager
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -278,3 +279,21 @@ def test_an_interrupted_run_resumes_without_asking_any_answered_text_again(tmp_p
     asked_again = [c["body"]["comment"]["text"] for c in calls[first:]]
     assert not set(asked_again) & answered and len(asked_again) == len(texts) - len(answered)
     assert clf.cached == len(answered)
+
+
+def test_the_pipeline_declares_no_stage_for_a_suite_outside_the_apis_languages(monkeypatch):
+    from hatecheck_pipeline.core import config
+    from hatecheck_pipeline.core.stage import signature_mismatch
+    from hatecheck_pipeline.pipeline import registry as dag
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    api = {"kind": "http", "model": "http://127.0.0.1:9/analyze", "key_env": "FAKE_PERSPECTIVE_KEY", "concurrency": 2,
+           "languages": ["en", "de"], "suites": ["hatecheck", "mhc"], "seed": 0}
+    p = config.load_params(overrides={"models.API": api})
+    stages = {s.name: s for s in dag.build_stages(p)}
+    predict = stages["predict_API_mhc"]
+    assert [Path(o.path).parent.name for o in predict.outputs["predictions"]] == ["mhc_german"]
+    assert not [n for n in stages if n.startswith("score_API_") and "hindi" in n]
+    page = stages["model_page_API"]
+    assert page.args["not_run"]["mhc_hindi"] == "not run: language hi not in the API's languages (en, de)"
+    assert signature_mismatch(page) is None
