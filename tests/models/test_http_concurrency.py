@@ -23,7 +23,7 @@ from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.evaluation import scoring
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
-from hatecheck_pipeline.suites import registry
+from hatecheck_pipeline.suites import languages
 from hatecheck_pipeline.suites.registry import Suite
 
 KEY = "sk-test-secret-0123456789"
@@ -153,13 +153,13 @@ def test_each_suite_language_is_sent_and_suites_outside_languages_are_not_run(tm
 
     params = {"datasets": {"mhc": {"languages": ["german", "hindi", "mandarin"]}},
               "models": {"P": {"kind": "http", "suites": ["hatecheck", "mhc"], "languages": ["en", "de"]}}}
-    assert [s.name for s in registry.suites_for_model(params, "P")] == ["hatecheck", "mhc_german"]
-    assert [(g, [s.name for s in ss]) for g, ss in registry.suite_groups(params, "P")] == [("hatecheck", ["hatecheck"]), ("mhc", ["mhc_german"])]
-    assert registry.not_run_suites(params, "P") == {
+    assert [s.name for s in languages.suites_run(params, "P")] == ["hatecheck", "mhc_german"]
+    assert [(g, [s.name for s in ss]) for g, ss in languages.groups_run(params, "P")] == [("hatecheck", ["hatecheck"]), ("mhc", ["mhc_german"])]
+    assert languages.not_run_suites(params, "P") == {
         "mhc_hindi": "not run: language hi not in the API's languages (en, de)",
         "mhc_mandarin": "not run: language zh not in the API's languages (en, de)",
     }
-    assert [registry.language_code(x) for x in ("arabic", "dutch", "french", "italian", "polish", "portuguese", "spanish", "english")] == \
+    assert [languages.language_code(x) for x in ("arabic", "dutch", "french", "italian", "polish", "portuguese", "spanish", "english")] == \
         ["ar", "nl", "fr", "it", "pl", "pt", "es", "en"]
 
 

@@ -219,10 +219,10 @@ def evaluate(
             typer.echo(f"error: {line}", err=True)
         fail(f"snakemake stopped (exit {done.returncode}); the log of each stage that failed is under logs/")
     if not dry:
-        from hatecheck_pipeline.suites.registry import not_run_suites, suites_for_model
+        from hatecheck_pipeline.suites.languages import not_run_suites, suites_run
 
         typer.echo(f"wrote {page} and results/{name}/<suite>/metrics.json, failures.csv")
-        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_for_model(full, name)],
+        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_run(full, name)],
                                                  full["evaluation"]["below_mark"])))
         for suite, why in not_run_suites(full, name).items():  # e.g. outside a scoring API's languages
             typer.echo(f"  {suite}  {why}")

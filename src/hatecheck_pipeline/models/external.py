@@ -23,7 +23,8 @@ from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import PRECISION_KEY, read_json, write_json, write_parquet
 from hatecheck_pipeline.models.weights import assemble_parts, entry_of, load_registry
-from hatecheck_pipeline.suites.registry import Suite, suite_language
+from hatecheck_pipeline.suites.languages import suite_language
+from hatecheck_pipeline.suites.registry import Suite
 
 # numpy, polars and the classifiers (onnxruntime, transformers) are imported
 # where a stage runs: the registry (every runner's no-op) reads this module

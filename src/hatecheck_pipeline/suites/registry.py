@@ -136,71 +136,12 @@ def all_suites(params: Mapping[str, Any]) -> list[Suite]:
     return out
 
 
-# ISO 639-1 codes of the suites' languages (MHC names its languages in English words).
-LANGUAGE_CODES = {
-    "english": "en", "arabic": "ar", "dutch": "nl", "french": "fr", "german": "de", "hindi": "hi", "italian": "it",
-    "mandarin": "zh", "polish": "pl", "portuguese": "pt", "spanish": "es",
-}
-
-
-def language_code(language: str | None) -> str | None:
-    """The ISO 639-1 code of a language name or code (None: unknown or not given).
-
-    >>> language_code("german"), language_code("Mandarin"), language_code("en"), language_code(None), language_code("klingon")
-    ('de', 'zh', 'en', None, None)
-    """
-    if not language:
-        return None
-    name = language.strip().lower()
-    return name if name in LANGUAGE_CODES.values() else LANGUAGE_CODES.get(name)
-
-
-def suite_language(suite: Suite) -> str | None:
-    """The ISO 639-1 code of a suite's texts: HateCheck's and its
-    expansions' English, an MHC language's code, an expanded table's
-    language; None for a held-out set (its language is not recorded here).
-
-    >>> suite_language(hatecheck()), suite_language(mhc("mandarin")), suite_language(heldout("hateval2019_es"))
-    ('en', 'zh', None)
-    >>> suite_language(Suite("perturbed_mhc_german", "perturbed_mhc_german", "id", EXPANDED, source="mhc"))
-    'de'
-    """
-    if suite.language:
-        return language_code(suite.language)
-    if suite.heldout:
-        return None
-    if suite.dataset in ("hatecheck", "perturbed_hatecheck"):
-        return "en"
-    for prefix in ("perturbed_mhc_", "gpt_hatecheck_"):  # the expand phase's tables, one per language
-        if suite.dataset.startswith(prefix):
-            return language_code(suite.dataset[len(prefix):])
-    return None
-
-
-def not_run_reason(spec: Mapping[str, Any], suite: Suite) -> str | None:
-    """Why a model is not run on a suite (None: it is): a scoring API whose
-    ``languages`` do not include the suite's language."""
-    langs = spec.get("languages")
-    code = suite_language(suite)
-    if langs is None or code is None or code in langs:
-        return None
-    return f"not run: language {code} not in the API's languages ({', '.join(langs)})"
-
-
-def not_run_suites(params: Mapping[str, Any], model: str) -> dict[str, str]:
-    """suite name -> why the model is not run on it (its ``suites`` name it)."""
-    spec = params["models"][model]
-    named = [s for name in spec["suites"] for s in expand(name, params)]
-    return {s.name: why for s in named if (why := not_run_reason(spec, s))}
-
-
 def suites_for_model(params: Mapping[str, Any], model: str) -> list[Suite]:
-    """Every suite a model is evaluated on: held-out test splits, then
-    suites (those :func:`not_run_reason` rules out left out)."""
+    """Every suite a model is evaluated on: held-out test splits, then suites."""
     spec = params["models"][model]
     out = [heldout(d) for d in spec.get("train", [])]
     for name in spec["suites"]:
-        out.extend(s for s in expand(name, params) if not_run_reason(spec, s) is None)
+        out.extend(expand(name, params))
     return out
 
 
@@ -211,7 +152,7 @@ def suite_groups(params: Mapping[str, Any], model: str) -> list[tuple[str, list[
     The suites, in order, are those of :func:`suites_for_model`."""
     spec = params["models"][model]
     groups = [(f"heldout_{d}", [heldout(d)]) for d in spec.get("train", [])]
-    groups += [(name, [s for s in expand(name, params) if not_run_reason(spec, s) is None]) for name in spec["suites"]]
+    groups += [(name, expand(name, params)) for name in spec["suites"]]
     return [(name, suites) for name, suites in groups if suites]
 
 
