@@ -132,7 +132,8 @@ def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], belo
             continue
         o = doc.get("overall", {})
         lines.append(f"  {suite:<{width}}  n={o.get('n', '?')}  accuracy {_figure(o.get('accuracy'))}  macro F1 {_figure(o.get('macro_f1'))}"
-                     + ("  (its training data)" if doc.get("seen_in_training") else ""))
+                     + ("  (its training data)" if doc.get("seen_in_training") else "")
+                     + (f"  ({o['n_unanswered']} unanswered by the API, not scored)" if o.get("n_unanswered") else ""))
         tests = doc.get("by_functionality") or {}
         below = [(code, t["accuracy"]["value"]) for code, t in tests.items()
                  if t.get("accuracy", {}).get("value") is not None and t["accuracy"]["value"] < below_mark]
