@@ -487,7 +487,7 @@ class HttpClassifier:
             resp = getattr(self.local, "response", None)
             message = str(exc)
             if resp is None:  # no HTTP answer at all
-                if "Timeout" in message:
+                if "ReadTimeout" in message:  # connected, then nothing came back
                     raise self._fail(f"no answer within timeout_s {self.timeout_s:g} s ({self.retries} tries)") from None
                 raise self._fail(f"cannot be reached ({message.split(': ', 1)[-1]})") from None
             html = "html" in resp.headers.get("Content-Type", "").lower() or resp.text.lstrip().startswith("<")
