@@ -46,6 +46,15 @@ def test_summary_names_each_suite_its_intervals_and_the_tests_below_the_mark():
     assert "none" in next(line for line in summary_lines("kw", {"hatecheck": docs["hatecheck"]}, 10, {}) if "below 10%:" in line)
 
 
+def test_summary_counts_a_scoring_apis_unanswered_cases():
+    api = doc("hatecheck", {"slur_h": 80.0})
+    api["overall"]["n_unanswered"] = 4
+    line = next(line for line in summary_lines("api", {"hatecheck": api}, 50, {}) if line.strip().startswith("hatecheck"))
+    assert "(4 unanswered by the API, not scored)" in line
+    plain = next(line for line in summary_lines("kw", {"hatecheck": doc("hatecheck")}, 50, {}) if line.strip().startswith("hatecheck"))
+    assert "unanswered" not in plain
+
+
 def test_summary_reads_the_score_stages_files(workdir):
     for suite, tests in (("hatecheck", {"derog_neg_emote_h": 30.0}), ("mhc_german", {"threat_dir_h": 90.0})):
         Path(paths.metrics("kw", suite)).parent.mkdir(parents=True)

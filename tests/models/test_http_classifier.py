@@ -14,7 +14,6 @@ import pytest
 from fake_openai import serve_json
 
 from hatecheck_pipeline.core.config import Profile
-from hatecheck_pipeline.core.http import EndpointError
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
 from hatecheck_pipeline.suites.registry import Suite
@@ -48,7 +47,8 @@ def test_scores_are_read_the_key_sent_and_never_written(tmp_path, monkeypatch):
         clf = classifiers.load("P", spec(url, tmp_path))
         assert clf.p_hateful(["I hate them", "nice day"]).tolist() == [0.9, 0.1]
         assert [c["query"].get("key") for c in calls] == [KEY, KEY]
-        assert calls[0]["body"] == {"comment": {"text": "I hate them"}, "requestedAttributes": {"IDENTITY_ATTACK": {}}, "doNotStore": True}
+        asked = next(c["body"] for c in calls if c["body"]["comment"]["text"] == "I hate them")  # answered concurrently: any order
+        assert asked == {"comment": {"text": "I hate them"}, "requestedAttributes": {"IDENTITY_ATTACK": {}}, "doNotStore": True}
         again = classifiers.load("P", spec(url, tmp_path))
         assert again.p_hateful(["nice day", "I hate them"]).tolist() == [0.1, 0.9]
         assert len(calls) == 2 and again.cached == 2  # the re-run asked nothing
@@ -65,12 +65,13 @@ def test_429_and_5xx_are_retried_with_retry_after_and_a_4xx_is_final_and_scrubbe
     with fake_perspective(calls, script) as url:
         clf = classifiers.HttpClassifier("P", spec(url, tmp_path), sleep=waits.append)
         assert clf.p_hateful(["hate"]).tolist() == [0.9]
-        assert len(calls) == 3 and waits[:2] == [2.0, 2.0]  # Retry-After, then the backoff's second step (1 s doubled)
+        retry_waits = [w for w in waits if w >= 1]  # the rate limiter's sub-millisecond waits left out
+        assert len(calls) == 3 and retry_waits[:2] == [2.0, 2.0]  # Retry-After, then the backoff's second step (1 s doubled)
     calls.clear()
     bad = [(403, {}, {"error": {"message": f"API key {KEY} not valid"}})]
     with fake_perspective(calls, bad) as url:
         clf = classifiers.HttpClassifier("P", spec(url, tmp_path, cache_dir=str(tmp_path / "c2")), sleep=waits.append)
-        with pytest.raises(EndpointError, match="HTTP 403") as info:
+        with pytest.raises(ClassifierError, match="HTTP 403: the API refuses the key in FAKE_PERSPECTIVE_KEY") as info:
             clf.p_hateful(["x"])
     assert len(calls) == 1 and KEY not in str(info.value) and "***" in str(info.value) and "\n" not in str(info.value)
 
@@ -85,9 +86,10 @@ def test_requests_are_spaced_to_the_rate_limit(tmp_path, monkeypatch):
         now[0] += s
 
     with fake_perspective([]) as url:
-        clf = classifiers.HttpClassifier("P", spec(url, tmp_path, rate_per_s=2), sleep=sleep, clock=lambda: now[0])
+        clf = classifiers.HttpClassifier("P", spec(url, tmp_path, rate_per_s=2, concurrency=1), sleep=sleep, clock=lambda: now[0])
         clf.p_hateful(["a", "b", "c"])
-    assert slept == [0.5, 0.5]
+    # 0.5 s apart, and any two consecutive starts (rate 2) span one second plus the 50 ms guard
+    assert slept == pytest.approx([0.5, 0.55])
 
 
 def test_a_missing_key_or_an_answer_without_a_score_is_one_line(tmp_path, monkeypatch):

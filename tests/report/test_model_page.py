@@ -63,3 +63,19 @@ def test_the_page_lists_what_fails_beside_the_papers_and_marks_training_data(tmp
     model_page("m", suites, card, files, page, below_mark=50, max_ci_width=5)
     marked = page.read_text()
     assert 'too-few" data-cell-id="hatecheck_t1:m:slur_h:accuracy"' in marked and "Too few cases to compare" in marked
+
+
+def test_a_suite_outside_the_apis_languages_is_listed_not_run_and_unanswered_cases_are_noted(tmp_path):
+    doc = metrics_doc(hatecheck(), {"slur_h": 80.0})
+    doc["overall"]["n_unanswered"] = 3
+    files = {"score_p_hatecheck": tmp_path / "h.json"}
+    files["score_p_hatecheck"].write_text(json.dumps(doc))
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps({"kind": "http", "base_model": {"ref": "http://127.0.0.1:9/x"}, "identity": {}, "profile": "smoke"}))
+    page = tmp_path / "p.html"
+    why = "not run: language hi not in the API's languages (en, de)"
+    model_page("p", {"score_p_hatecheck": hatecheck()}, card, files, page, below_mark=50, not_run={"mhc_hindi": why})
+    html = page.read_text()
+    assert re.search(r"<td class='rowhead'>mhc_hindi</td><td class='fail' colspan='6'>not run: language hi not in the API&#x27;s languages", html)
+    row = re.search(r"<tr><td class='rowhead'>hatecheck</td>(.*?)</tr>", html).group(1)
+    assert "3 unanswered by the API, not scored" in row

@@ -132,7 +132,8 @@ def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], belo
             continue
         o = doc.get("overall", {})
         lines.append(f"  {suite:<{width}}  n={o.get('n', '?')}  accuracy {_figure(o.get('accuracy'))}  macro F1 {_figure(o.get('macro_f1'))}"
-                     + ("  (its training data)" if doc.get("seen_in_training") else ""))
+                     + ("  (its training data)" if doc.get("seen_in_training") else "")
+                     + (f"  ({o['n_unanswered']} unanswered by the API, not scored)" if o.get("n_unanswered") else ""))
         tests = doc.get("by_functionality") or {}
         below = [(code, t["accuracy"]["value"]) for code, t in tests.items()
                  if t.get("accuracy", {}).get("value") is not None and t["accuracy"]["value"] < below_mark]
@@ -170,6 +171,8 @@ def evaluate(
     batch_size: Annotated[Optional[int], typer.Option(help="texts per forward pass")] = None,
     api_format: Annotated[Optional[str], typer.Option("--format", help="a scoring API's format: perspective (default) or json")] = None,
     key_env: Annotated[Optional[str], typer.Option(help="a scoring API: the environment variable holding its key")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(help="a scoring API: requests in flight at once (default 4)")] = None,
+    rate: Annotated[Optional[float], typer.Option(help="a scoring API: requests per second at most, all in flight together (default 1)")] = None,
     cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
     dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
 ) -> None:
@@ -191,6 +194,11 @@ def evaluate(
             input_name=input_name, output=output, decision=decision, revision=revision, max_length=max_length,
             batch_size=batch_size, api_format=api_format, key_env=key_env, suites=suite_entries(suites),
         )
+        for key, value in (("concurrency", concurrency), ("rate_per_s", rate)):
+            if value is not None:
+                if spec["kind"] != "http":
+                    raise classifiers.ClassifierError(f"{model}: --{'rate' if key == 'rate_per_s' else key} is for a scoring API's URL")
+                spec[key] = value
         full = apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
     except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)
@@ -212,8 +220,10 @@ def evaluate(
             typer.echo(f"error: {line}", err=True)
         fail(f"snakemake stopped (exit {done.returncode}); the log of each stage that failed is under logs/")
     if not dry:
-        from hatecheck_pipeline.suites.registry import suites_for_model
+        from hatecheck_pipeline.suites.languages import not_run_suites, suites_run
 
         typer.echo(f"wrote {page} and results/{name}/<suite>/metrics.json, failures.csv")
-        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_for_model(full, name)],
+        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_run(full, name)],
                                                  full["evaluation"]["below_mark"])))
+        for suite, why in not_run_suites(full, name).items():  # e.g. outside a scoring API's languages
+            typer.echo(f"  {suite}  {why}")

@@ -175,6 +175,8 @@ def read_predictions(
         raise ScoringError(f"{path}: no id column ({id_column!r} or 'id'); columns: {frame.columns}")
     if pred_column not in frame.columns:
         raise ScoringError(f"{path}: no prediction column {pred_column!r} (name it with --pred-column); columns: {frame.columns}")
+    if UNANSWERED in frame.columns:  # a scoring API's refused texts: scored on the answered cases only
+        frame = frame.filter(pl.col(UNANSWERED).is_null())
     pred_values = frame[pred_column]
     id_values = frame[ids].cast(pl.String).str.strip_chars().str.replace(r"\.0$", "")
     try:
@@ -457,6 +459,31 @@ def failures_path(metrics: str | Path) -> Path:
     return metrics.with_name(f"{metrics.stem}.failures.csv")
 
 
+UNANSWERED = "unanswered"  # a scoring API's predictions: its message for a text it did not answer (null: answered)
+
+
+def unanswered_ids(predictions: str | Path, id_column: str) -> list[str] | None:
+    """The ids of the texts a scoring API left unanswered (its predictions'
+    ``unanswered`` column not null); None when the file has no such column."""
+    frame = read_table(predictions)
+    ids = next((c for c in (id_column, "id") if c in frame.columns), None)
+    if UNANSWERED not in frame.columns or ids is None:
+        return None
+    return frame.filter(pl.col(UNANSWERED).is_not_null())[ids].cast(pl.String).str.strip_chars().str.replace(r"\.0$", "").to_list()
+
+
+def add_unanswered(doc: dict[str, Any], skipped: pl.DataFrame) -> None:
+    """``n_unanswered`` in the overall figures and in each functional test's
+    (``skipped``: the gold cases left unanswered)."""
+    doc["overall"]["n_unanswered"] = skipped.height
+    counts = dict(skipped.group_by("functionality").len().iter_rows()) if "functionality" in skipped.columns else {}
+    for code, entry in (doc.get("by_functionality") or {}).items():
+        entry["n_unanswered"] = int(counts.get(code, 0))
+    gone = {code: int(n) for code, n in counts.items() if code not in (doc.get("by_functionality") or {})}
+    if gone:  # a functional test none of whose cases was answered
+        doc["unanswered_functionalities"] = gone
+
+
 def write_metrics(doc: Mapping[str, Any], path: str | Path) -> Path:
     """JSON in section order (not sorted: functionalities keep the suite's
     order), written atomically."""
@@ -481,6 +508,10 @@ def run(
     :func:`failures_frame`)."""
     gold = gold_cases(suite) if gold is None else gold
     preds = read_predictions(predictions, suite.id_column, pred_column, threshold, with_p=failures is not None)
+    unanswered = unanswered_ids(predictions, suite.id_column)
+    if unanswered is not None:  # scored on the answered cases; the unanswered ones counted
+        skipped = gold.filter(pl.col("id").is_in(unanswered))
+        gold = gold.filter(~pl.col("id").is_in(unanswered))
     cases = align(gold, preds, str(predictions))
     unit = resampling_unit(suite)
     kept: dict[tuple[str, str | None], dict] | None = {} if replicates is not None else None
@@ -494,6 +525,8 @@ def run(
         "bootstrap": bootstrap_record(cases, unit, boot, scores["overall"]["n_clusters"], scores["overall"].get("n_fillers")),
         **scores,
     }
+    if unanswered is not None:
+        add_unanswered(doc, skipped)
     write_metrics(doc, out)
     if replicates is not None:
         write_parquet(replicates_frame(kept or {}), replicates)

@@ -310,6 +310,9 @@ class PretrainedClassifier:
 # ---------------------------------------------------------------- http
 
 
+UNANSWERED = "_unanswered"  # the cache's record of a text the API refused (its message)
+
+
 def dotted(doc: Any, path: str) -> Any:
     """The value at a dotted path of a JSON answer (list indices as numbers).
 
@@ -321,91 +324,243 @@ def dotted(doc: Any, path: str) -> Any:
     return doc
 
 
+class RateLimiter:
+    """At most ``rate_per_s`` starts per second, shared by every worker: each
+    start takes the next free slot and waits for it, so a worker waiting
+    (for its slot, or for a server's Retry-After) holds up no other worker.
+    Slots are ``1 / rate_per_s`` apart, and any ``rate_per_s`` (rounded
+    down, at least one) consecutive slots span at least one second plus
+    ``guard_s``: what the server sees stays within the rate when the
+    network delays one request more than the next."""
+
+    def __init__(self, rate_per_s: float, sleep: Callable[[float], None], clock: Callable[[], float], guard_s: float = 0.05):
+        import collections
+        import threading
+
+        self.interval = 1.0 / float(rate_per_s)
+        self.window = max(1, int(rate_per_s))
+        self.guard = guard_s
+        self.sleep, self.clock = sleep, clock
+        self.lock = threading.Lock()
+        self.slots: collections.deque[float] = collections.deque(maxlen=self.window)
+
+    def acquire(self) -> None:
+        with self.lock:
+            now = self.clock()
+            slot = now
+            if self.slots:
+                slot = max(slot, self.slots[-1] + self.interval)
+            if len(self.slots) == self.window:
+                slot = max(slot, self.slots[0] + 1.0 + self.guard)
+            self.slots.append(slot)
+        if slot > now:
+            self.sleep(slot - now)
+
+
+def quota_error(status: int, message: str) -> bool:
+    """A refusal that stops the run, not one text: a bad key (401, 403), too
+    many requests (429) or a spent quota.
+
+    >>> [quota_error(s, m) for s, m in ((400, "bad text"), (401, ""), (403, "x"), (429, ""), (400, "Quota exceeded"))]
+    [False, True, True, True, True]
+    """
+    return status in (401, 403, 429) or "quota" in message.lower() or "resource_exhausted" in message.lower()
+
+
 class HttpClassifier:
     """A scoring API: one POST per text, the answer's score read as
     p(hateful). ``format: perspective`` asks Perspective's comments:analyze
     for ``attribute`` (the papers ran IDENTITY_ATTACK at a 50% cutoff) with
-    ``doNotStore``; ``format: json`` posts ``{"text": ...}`` and reads the
-    dotted ``score`` path. The key comes from the environment variable
-    ``key_env`` (a query parameter ``key`` or a bearer header, ``key_in``) and
-    is never written: not in the cache (keyed by the URL and the request
-    body), the card, a log or an error. Answers are cached
-    content-addressed under ``cache_dir``, so a re-run or a resumed run asks
-    nothing twice; real requests are spaced to ``rate_per_s``."""
+    ``doNotStore`` and the suite's language (``languages: [xx]``, ISO 639-1);
+    ``format: json`` posts ``{"text": ...}`` (with the language under
+    ``language_field`` when given) and reads the dotted ``score`` path. The
+    key comes from the environment variable ``key_env`` (a query parameter
+    ``key`` or a bearer header, ``key_in``) and is never written: not in the
+    cache (keyed by the URL and the request body), the card, a log or an
+    error. Answers are cached content-addressed under ``cache_dir``, so a
+    re-run or a resumed run asks nothing twice. Up to ``concurrency``
+    requests are in flight, their starts shared out at ``rate_per_s`` (one
+    :class:`RateLimiter`); a Retry-After delays only its own request. A
+    4xx for one text (not 401/403, 429 or a quota error) leaves that text
+    unanswered with the API's message (cached too: a re-run does not ask it
+    again); beyond ``max_unanswered_share`` of a call's texts the call
+    stops with one line."""
 
     def __init__(self, model: str, spec: Mapping[str, Any], cache_dir: Path | None = None,
-                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] | None = None):
+                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] | None = None,
+                 progress_s: float = 5.0):
         import os
+        import threading
         import time
-
-        from hatecheck_pipeline.core.http import RetryingPoster
 
         self.model, self.url = model, str(spec["model"])
         self.format = spec.get("format", "perspective")
         self.attribute = spec.get("attribute", "IDENTITY_ATTACK")
         self.score_path = spec.get("score") or (f"attributeScores.{self.attribute}.summaryScore.value" if self.format == "perspective" else "score")
-        key_env = spec.get("key_env")
-        key = os.environ.get(key_env) if key_env else None
-        if key_env and not key:
-            raise ClassifierError(f"model {model}: its API key is read from the environment variable {key_env}, which is not set")
+        self.language_field = spec.get("language_field")
+        self.languages = [str(c) for c in spec["languages"]] if spec.get("languages") is not None else None
+        self.key_env = spec.get("key_env")
+        key = os.environ.get(self.key_env) if self.key_env else None
+        if self.key_env and not key:
+            raise ClassifierError(f"model {model}: {self.url}: its API key is read from the environment variable {self.key_env}, which is not set")
+        self.key = key
         self.key_in = spec.get("key_in", "query" if self.format == "perspective" else "header")
         self.sleep = sleep or time.sleep
         self.clock = clock or time.monotonic
-        self.poster = RetryingPoster(self.url, timeout_s=float(spec.get("timeout_s", 60)), retries=int(spec.get("retries", 5)),
-                                     sleep=self.sleep, secret=key)
+        self.timeout_s = float(spec.get("timeout_s", 60))
+        self.retries = int(spec.get("retries", 5))
         self.params = {"key": key} if key and self.key_in == "query" else None
-        if key and self.key_in == "header":
-            self.poster.session.headers["Authorization"] = f"Bearer {key}"
-        self.interval = 1.0 / float(spec.get("rate_per_s") or 1.0)
+        self.concurrency = max(1, int(spec.get("concurrency") or 4))
+        self.limiter = RateLimiter(float(spec.get("rate_per_s") or 1.0), self.sleep, self.clock)
+        self.max_unanswered_share = float(spec["max_unanswered_share"]) if spec.get("max_unanswered_share") is not None else 0.02
         self.cache_dir = Path(cache_dir or spec.get("cache_dir") or f"data/classifier_cache/{model}")
-        self.last: float | None = None
+        self.progress_s = progress_s
+        self.local = threading.local()  # each worker's poster (its own session) and last response
+        self.count_lock = threading.Lock()
         self.asked = self.cached = 0
+        self.unanswered: dict[int, str] = {}  # of the last p_hateful call: text index -> the API's message
 
-    def body(self, text: str) -> dict[str, Any]:
+    # one poster per worker thread: requests' sessions are not shared across threads
+    def _poster(self):
+        from hatecheck_pipeline.core.http import RetryingPoster
+
+        poster = getattr(self.local, "poster", None)
+        if poster is None:
+            import requests
+
+            limiter, local = self.limiter, self.local
+
+            class LimitedSession(requests.Session):
+                def post(self, *args, **kwargs):  # every try, retries too, takes a slot of the rate
+                    limiter.acquire()
+                    local.response = None
+                    resp = super().post(*args, **kwargs)
+                    local.response = resp
+                    return resp
+
+            session = LimitedSession()
+            if self.key and self.key_in == "header":
+                session.headers["Authorization"] = f"Bearer {self.key}"
+            poster = RetryingPoster(self.url, timeout_s=self.timeout_s, retries=self.retries, sleep=self.sleep, secret=self.key,
+                                    session=session)
+            self.local.poster = poster
+        return poster
+
+    def scrub(self, text: str) -> str:
+        return text.replace(self.key, "***") if self.key else text
+
+    def body(self, text: str, language: str | None = None) -> dict[str, Any]:
         if self.format == "perspective":
-            return {"comment": {"text": text}, "requestedAttributes": {self.attribute: {}}, "doNotStore": True}
-        return {"text": text}
+            body = {"comment": {"text": text}, "requestedAttributes": {self.attribute: {}}, "doNotStore": True}
+            if language:
+                body["languages"] = [language]
+            return body
+        body = {"text": text}
+        if language and self.language_field:
+            body[self.language_field] = language
+        return body
 
     def _cache_key(self, body: Mapping[str, Any]) -> str:
         import json
 
         return hashlib.sha256(json.dumps({"url": self.url, "body": body}, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
-    def ask(self, text: str) -> Any:
-        from hatecheck_pipeline.core.http import cache_read, cache_write
+    def _fail(self, what: str) -> ClassifierError:
+        return ClassifierError(self.scrub(f"model {self.model}: {self.url}: {what}"))
 
-        body = self.body(text)
+    def ask(self, text: str, language: str | None = None) -> Any:
+        """The API's answer to one text (from the cache when it was asked
+        before); ``{UNANSWERED: message}`` for a text the API refused."""
+        from hatecheck_pipeline.core.http import EndpointError, cache_read, cache_write, server_message
+
+        body = self.body(text, language)
         key = self._cache_key(body)
         cached = cache_read(self.cache_dir, key)
         if cached is not None:
-            self.cached += 1
+            with self.count_lock:
+                self.cached += 1
             return cached
-        if self.last is not None:  # the rate limit: real requests at most rate_per_s
-            wait = self.interval - (self.clock() - self.last)
-            if wait > 0:
-                self.sleep(wait)
+        poster = self._poster()
         try:
-            answer = self.poster.post(body, params=self.params)
-        finally:
-            self.last = self.clock()
-        self.asked += 1
+            answer = poster.post(body, params=self.params)
+        except EndpointError as exc:
+            resp = getattr(self.local, "response", None)
+            message = str(exc)
+            if resp is None:  # no HTTP answer at all
+                if "ReadTimeout" in message:  # connected, then nothing came back
+                    raise self._fail(f"no answer within timeout_s {self.timeout_s:g} s ({self.retries} tries)") from None
+                raise self._fail(f"cannot be reached ({message.split(': ', 1)[-1]})") from None
+            html = "html" in resp.headers.get("Content-Type", "").lower() or resp.text.lstrip().startswith("<")
+            if html or resp.status_code == 200:  # not the API's JSON: a login page, a proxy, a wrong URL
+                raise self._fail(f"answers HTTP {resp.status_code} with {'an HTML page' if html else 'a body'}, not JSON: "
+                                 "is this the scoring API's URL?") from None
+            status, said = resp.status_code, self.scrub(server_message(resp))
+            if status in (401, 403):
+                raise self._fail(f"HTTP {status}: the API refuses the key" + (f" in {self.key_env}" if self.key_env else "")
+                                 + (f" ({said})" if said else "")) from None
+            if quota_error(status, said) or status >= 500:
+                raise self._fail(message.split(": ", 1)[-1]) from None
+            answer = {UNANSWERED: f"HTTP {status}" + (f": {said}" if said else "")}
+        with self.count_lock:
+            self.asked += 1
         cache_write(self.cache_dir, key, body, answer)
         return answer
 
-    def p_hateful(self, texts: Sequence[str]) -> np.ndarray:
-        from tqdm import tqdm
+    def _score(self, i: int, answer: Any) -> float:
+        try:
+            value = float(dotted(answer, self.score_path))
+        except (KeyError, IndexError, TypeError, ValueError) as exc:
+            raise self._fail(f"the answer to text {i} has no number at {self.score_path!r} ({' '.join(str(answer).split())[:160]})") from exc
+        if math.isnan(value) or not 0.0 <= value <= 1.0:
+            raise self._fail(f"the score of text {i} is {value}, not a probability in [0, 1]")
+        return value
 
-        out = np.empty(len(texts), dtype=np.float64)
-        for i, text in enumerate(tqdm(texts, desc=f"{self.model} requests", mininterval=10, disable=len(texts) < 50)):
-            answer = self.ask(text)
+    def p_hateful(self, texts: Sequence[str], language: str | None = None) -> np.ndarray:
+        """p(hateful) per text in their order (NaN for a text the API left
+        unanswered: :attr:`unanswered` names them); ``language``: the texts'
+        ISO 639-1 code, sent with each."""
+        import sys
+        import threading
+        import time
+        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+        out = np.full(len(texts), np.nan, dtype=np.float64)
+        self.unanswered = {}
+        stop = threading.Event()
+        done = [0]
+
+        def one(i: int) -> None:
+            if stop.is_set():
+                return
+            answer = self.ask(texts[i], language)
+            if isinstance(answer, dict) and UNANSWERED in answer:
+                self.unanswered[i] = str(answer[UNANSWERED])
+            else:
+                out[i] = self._score(i, answer)
+            with self.count_lock:
+                done[0] += 1
+
+        started = last = time.monotonic()
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, max(1, len(texts))), thread_name_prefix=f"{self.model}-http") as pool:
+            pending = {pool.submit(one, i) for i in range(len(texts))}
             try:
-                value = float(dotted(answer, self.score_path))
-            except (KeyError, IndexError, TypeError, ValueError) as exc:
-                raise ClassifierError(f"model {self.model}: {self.url}: the answer to text {i} has no number at "
-                                      f"{self.score_path!r} ({' '.join(str(answer).split())[:160]})") from exc
-            if math.isnan(value) or not 0.0 <= value <= 1.0:
-                raise ClassifierError(f"model {self.model}: {self.url}: the score of text {i} is {value}, not a probability in [0, 1]")
-            out[i] = value
+                while pending:
+                    finished, pending = wait(pending, timeout=self.progress_s, return_when=FIRST_EXCEPTION)
+                    for f in finished:
+                        if f.exception() is not None:
+                            raise f.exception()
+                    if pending and time.monotonic() - last >= self.progress_s:
+                        last = time.monotonic()
+                        print(f"{self.model}: {done[0]}/{len(texts)} answered ({self.asked} asked, {self.cached} from the cache, "
+                              f"{len(self.unanswered)} unanswered) in {last - started:.0f} s", file=sys.stderr, flush=True)
+            finally:
+                stop.set()
+                for f in pending:
+                    f.cancel()
+        if self.unanswered and len(self.unanswered) > self.max_unanswered_share * len(texts):
+            first = self.unanswered[min(self.unanswered)]
+            raise self._fail(f"{len(self.unanswered)} of {len(texts)} texts unanswered ({len(self.unanswered) / len(texts):.1%}, more than "
+                             f"max_unanswered_share {self.max_unanswered_share:g}); the first: {first}")
         return out
 
     def identity(self) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import PRECISION_KEY, read_json, write_json, write_parquet
 from hatecheck_pipeline.models.weights import assemble_parts, entry_of, load_registry
+from hatecheck_pipeline.suites.languages import suite_language
 from hatecheck_pipeline.suites.registry import Suite
 
 # numpy, polars and the classifiers (onnxruntime, transformers) are imported
@@ -31,6 +32,7 @@ from hatecheck_pipeline.suites.registry import Suite
 
 PINNED = "pinned:"
 REGISTRY_FILE = "src/hatecheck_pipeline/resources/classifiers.yaml"
+UNANSWERED_COLUMN = "unanswered"  # a scoring API's message for a text it did not answer (null: answered)
 PROBE = ["I hate all of them.", "What a lovely day."]  # two texts the register stage asks, to fail early
 
 
@@ -162,7 +164,10 @@ def predict(
     model's ``seed``, as every model's predict stage does (``validation``:
     the suites' data-quality results, a dependency only; ``amp``: a
     transformers model's autocast on CUDA, as training.amp). The card's
-    identity and the precision that ran go into each file's metadata."""
+    identity and the precision that ran go into each file's metadata. A
+    scoring API (``http``) is sent each suite's language, and its file has
+    an ``unanswered`` column: the API's message for a text it refused
+    (``pred`` and ``p_hateful`` null there), null for an answered one."""
     import numpy as np
     import polars as pl
 
@@ -183,12 +188,24 @@ def predict(
         cases = drawn_cases(suite.load_raw(str(tables[suite.name])), suite.id_column, cap, seed)
         texts = cases["text"].to_list()
         started = time.perf_counter()
-        p, top = classifiers.decide(clf, texts, spec.get("decision", "threshold"))
+        if isinstance(clf, classifiers.HttpClassifier):  # a scoring API: the suite's language sent with each text
+            p, top = clf.p_hateful(texts, language=suite_language(suite)), None
+        else:
+            p, top = classifiers.decide(clf, texts, spec.get("decision", "threshold"))
         rate = len(texts) / max(time.perf_counter() - started, 1e-9)
         frame = predictions_frame(cases["id"], p, threshold, model, suite.name)
         if top is not None:  # the label is the top class (the classifier's own label)
             frame = frame.with_columns(pl.Series("pred", np.where(top, "hateful", "non-hateful")))
-        hateful = float((frame["pred"] == "hateful").mean()) if frame.height else 0.0
+        unanswered = getattr(clf, "unanswered", None)
+        if unanswered is not None:  # a scoring API's texts it refused: no label, the API's message
+            messages = [unanswered.get(i) for i in range(frame.height)]
+            frame = frame.with_columns(pl.col("p_hateful").fill_nan(None),
+                                       pl.when(pl.Series(messages).is_null()).then(pl.col("pred")).otherwise(None).alias("pred"),
+                                       pl.Series(UNANSWERED_COLUMN, messages, dtype=pl.String))
+            if unanswered:
+                lines.append(f"{model} on {suite.name}: {len(unanswered)} of {frame.height} texts unanswered "
+                             f"(the first: {unanswered[min(unanswered)]})")
+        hateful = float((frame["pred"] == "hateful").sum() / frame.height) if frame.height else 0.0
         write_parquet(frame, out, metadata={PRECISION_KEY: clf.precision, "classifier_identity": _flat(identity)})
         lines.append(f"{model} on {suite.name}: {frame.height} cases, {hateful:.1%} predicted hateful "
                      f"({rate:.0f} cases/s) -> {out}")

@@ -27,7 +27,8 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
 from hatecheck_pipeline.pipeline.models import supervised_model, two_class_models
-from hatecheck_pipeline.suites.registry import Suite, suites_for_model
+from hatecheck_pipeline.suites.languages import suites_run
+from hatecheck_pipeline.suites.registry import Suite
 
 PHASE = "audits"  # the label `dag list` shows
 
@@ -56,7 +57,7 @@ def crows_scorers(params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def functional_suites(params: Mapping[str, Any], model: str) -> list[Suite]:
     """A model's functional suites (HateCheck, MHC languages)."""
-    return [s for s in suites_for_model(params, model) if s.functional]
+    return [s for s in suites_run(params, model) if s.functional]
 
 
 def target_models(params: Mapping[str, Any]) -> list[str]:

@@ -29,7 +29,8 @@ from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profi
 from hatecheck_pipeline.evaluation.cells import Source
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation.tables import GROUPS
-from hatecheck_pipeline.suites.registry import Suite, suites_for_model
+from hatecheck_pipeline.suites.languages import suites_run
+from hatecheck_pipeline.suites.registry import Suite
 from hatecheck_pipeline.evaluation.scoring import model_failures
 
 SCORE = "hatecheck_pipeline.evaluation.scoring:score"
@@ -61,8 +62,9 @@ def table_stage_name(group: str) -> str:
 
 
 def scored(params: Mapping[str, Any]) -> list[tuple[str, Suite]]:
-    """Every (model, suite) the configured models are scored on."""
-    return [(model, s) for model in params["models"] for s in suites_for_model(params, model)]
+    """Every (model, suite) the configured models are scored on (a scoring
+    API's suites outside its ``languages`` left out)."""
+    return [(model, s) for model in params["models"] for s in suites_run(params, model)]
 
 
 def sources(params: Mapping[str, Any]) -> list[Source]:

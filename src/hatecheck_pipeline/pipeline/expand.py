@@ -208,14 +208,14 @@ def gpt_compare_stages(params: Mapping[str, Any]) -> list[Stage]:
     """``gpt_hatecheck_compare`` (phase evaluate): every model predicting
     HateCheck and a generated suite, HC versus GPT-HC (Figure 4, Tables
     8-9); none when no model lists both."""
-    from hatecheck_pipeline.suites.registry import suites_for_model
+    from hatecheck_pipeline.suites.languages import suites_run
 
     if "expansion" not in params or not params["expansion"]["llm"]["enabled"]:
         return []
     generated = gpt_suites(params)
     pairs: dict[str, list[str]] = {}
     for model in params["models"]:
-        names = [s.name for s in suites_for_model(params, model)]
+        names = [s.name for s in suites_run(params, model)]
         gpt = [n for n in names if n in generated]
         if "hatecheck" in names and gpt:
             pairs[model] = ["hatecheck", gpt[0]]

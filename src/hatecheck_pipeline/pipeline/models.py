@@ -27,6 +27,7 @@ from hatecheck_pipeline.models.weights import memory_mb, weights_input
 from hatecheck_pipeline.models import external
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.models.recipe import BUDGET_KEYS
+from hatecheck_pipeline.suites.languages import groups_run
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
 
 CONVERT = "hatecheck_pipeline.models.convert:convert"
@@ -318,5 +319,6 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     out_ += [llm_predict_stage(params, m) for m, spec in params["models"].items() if is_llm(spec)]
     for model in [m for m, spec in params["models"].items() if is_classifier(spec)]:
         out_.append(classifier_stage(params, model))
-        out_ += [classifier_predict_stage(params, model, group, suites) for group, suites in suite_groups(params, model)]
+        # a scoring API's suites outside its languages: no stage (the model page says why)
+        out_ += [classifier_predict_stage(params, model, group, suites) for group, suites in groups_run(params, model)]
     return out_

@@ -170,9 +170,10 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
 def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
     """``model_page_<model>``: one page for a model, from its card and the
     metrics and failing cases of every suite it is scored on."""
-    from hatecheck_pipeline.suites.registry import suites_for_model
+    from hatecheck_pipeline.suites.languages import not_run_suites, suites_run
 
-    scored = {evaluate.score_stage_name(model, s.name): s for s in suites_for_model(params, model)}
+    scored = {evaluate.score_stage_name(model, s.name): s for s in suites_run(params, model)}
+    not_run = not_run_suites(params, model)  # e.g. a scoring API's languages leave a suite out
     return Stage(
         f"model_page_{model}",
         "report",
@@ -182,7 +183,7 @@ def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
                 "published": PUBLISHED, "functionalities": FUNCTIONALITIES},
         outputs={"page": out(paths.model_page(model))},
         params={"below_mark": "evaluation.below_mark", "max_ci_width": "evaluation.max_ci_width"},
-        args={"model": model, "scored": scored},
+        args={"model": model, "scored": scored, **({"not_run": not_run} if not_run else {})},
     )
 
 

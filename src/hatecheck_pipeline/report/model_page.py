@@ -89,11 +89,12 @@ def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], publ
 
 def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]], suites: Mapping[str, Suite],
           below_mark: float, published: Mapping[str, Any] | None = None, max_ci_width: float | None = None,
-          failures: Mapping[str, tuple[str, str]] | None = None) -> str:
+          failures: Mapping[str, tuple[str, str]] | None = None, not_run: Mapping[str, str] | None = None) -> str:
     """The page as one HTML string (``max_ci_width``: cells with a wider
     interval are marked too few cases to compare; ``failures``: suite ->
     (its failures.csv, the link to it), the failing cases listed under each
-    functional test below the mark)."""
+    functional test below the mark; ``not_run``: suite -> why it was not
+    run, a row each in the table of every suite)."""
     published = P.load() if published is None else published
     base = card.get("base_model") or {}
     parts = [f"<h1>{escape(model)}: functional tests</h1>",
@@ -106,8 +107,13 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         acc, f1 = part.get("accuracy"), part.get("macro_f1")
         seen = (acc or {}).get("setting") == SEEN_IN_TRAINING
         note = "its training data: not a held-out figure" if seen else ""
+        unanswered = next((d.get("overall", {}).get("n_unanswered") for src, d in loaded if src.suite == suite_name), None)
+        if unanswered:  # a scoring API's refused texts, left out of the figures
+            note = "; ".join(filter(None, [note, f"{unanswered} unanswered by the API, not scored"]))
         rows.append(f"<tr><td class='rowhead'>{escape(suite_name)}</td><td>{(acc or {}).get('n', '–')}</td>{td(acc, below_mark, max_ci_width)}"
                     f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td><td class='rowhead'>{escape(note)}</td></tr>")
+    rows += [f"<tr><td class='rowhead'>{escape(name)}</td><td class='fail' colspan='6'>{escape(why)}</td></tr>"
+             for name, why in (not_run or {}).items()]
     parts.append("<h2>Every suite</h2><table id='overall'><thead><tr><th class='rowhead'>suite</th><th>n</th><th>accuracy</th>"
                  "<th>95% CI</th><th>macro F1</th><th>95% CI</th><th class='rowhead'></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
     fails: list[str] = []
@@ -154,15 +160,16 @@ def page_failures(scored: Mapping[str, Suite], failures: Mapping[str, Path] | No
 
 def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Mapping[str, Path], page: Path, below_mark: float,
                max_ci_width: float | None = None, published: Path | None = None, functionalities: Path | None = None,
-               failures: Mapping[str, Path] | None = None) -> str:
+               failures: Mapping[str, Path] | None = None, not_run: Mapping[str, str] | None = None) -> str:
     """Stage ``model_page_<model>``: the page from the model's card and the
     metrics files of its suites (``metrics``, ``failures`` and ``scored``
     keyed by the score stage that wrote each file); ``published`` and
     ``functionalities``: the papers' figures and functional tests (read
-    through the package's resources, declared so a change re-runs it)."""
+    through the package's resources, declared so a change re-runs it);
+    ``not_run``: suite -> why the model was not run on it (a row each)."""
     del published, functionalities
     loaded = [(Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))
               for stage, s in scored.items()]
     write_text(build(model, read_json(card), loaded, {s.name: s for s in scored.values()}, below_mark,
-                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page)), page)
+                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page), not_run=not_run), page)
     return f"{model}: {len(loaded)} suite(s) -> {page}"
