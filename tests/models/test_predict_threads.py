@@ -7,7 +7,8 @@ scheduling choice if a model's predictions do not depend on the threads
 that computed them: checked here on a real pretrained encoder
 (all-MiniLM-L6-v2 from its package, a seeded classification head: test
 values only, not a result), in fp32 and, where the CPU computes bf16
-natively, under the bf16 autocast the default profile predicts with."""
+natively, under the bf16 autocast the default profile predicts with (there
+within bf16's rounding, not bitwise: see the test)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,10 @@ def test_predictions_do_not_depend_on_the_torch_threads(minilm, cpu_bf16):
     finally:
         torch.set_num_threads(before)
     assert runs[1].shape == (300,) and np.ptp(runs[1]) > 0  # real, varied probabilities
-    # the same labels, the probabilities equal to float32 rounding (bitwise on the hosts measured)
-    assert ((runs[1] >= 0.5) == (runs[2] >= 0.5)).all()
-    np.testing.assert_allclose(runs[1], runs[2], rtol=0, atol=1e-6)
+    # fp32: the probabilities equal to float32 rounding (bitwise on the hosts measured). bf16: the
+    # threads split the bf16 reductions differently on some CPUs (up to ~1e-4 measured on a Xeon with
+    # AMX), within bf16's own rounding; a label may differ only for a case that close to the threshold.
+    tol = 1e-3 if cpu_bf16 else 1e-6
+    np.testing.assert_allclose(runs[1], runs[2], rtol=0, atol=tol)
+    clear = np.abs(runs[1] - 0.5) > tol
+    assert clear.sum() >= len(clear) // 2 and ((runs[1] >= 0.5) == (runs[2] >= 0.5))[clear].all()
