@@ -135,7 +135,7 @@ def test_a_filler_axis_widens_the_interval_of_a_filler_effect():
     one_way, _ = D.T.paired_test(a, b, rows, None, 4000, 0)
     two_way, _ = D.T.paired_test(a, b, rows, cols, 4000, 0)
     assert one_way.ci_high - one_way.ci_low < 0.05 < two_way.ci_high - two_way.ci_low
-    assert two_way.n_fillers == 18 and not two_way.exact
+    assert two_way.n_fillers == 18 and two_way.method == "crossed-t" and two_way.df == 7 and not two_way.exact
 
 def test_holm_stops_at_the_first_difference_it_cannot_flag():
     tests = {"big": {"p_value": 0.001, "correct_a": 9, "correct_b": 1}, "zero": {"p_value": 0.6, "correct_a": 5, "correct_b": 5},
@@ -162,3 +162,25 @@ def test_two_models_with_no_case_in_common_is_one_line(suite_files, tmp_path):
     pl.DataFrame({"case_id": [99999], "pred": ["hateful"]}).write_csv(other)
     with pytest.raises(ScoringError, match="share no case"):
         D.run(hatecheck(), a, other, None, ("A", "B"), gold_table=table)
+
+
+def test_the_crossed_test_by_hand():
+    """2 templates x 2 slurs, B wrong on one case: T = -1, the centred
+    sums per template and per slur are +-0.5, so V = max(0.5 + 0.5 - 0.75,
+    0.5, 0.5, 1) = 1 and t = -1 with 1 degree of freedom, whose two-sided
+    p-value is exactly 0.5 (the Cauchy distribution)."""
+    res, _ = D.T.paired_test(np.ones(4), np.array([0, 1, 1, 1]), np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]))
+    assert res.method == "crossed-t" and res.df == 1 and res.p_value == 0.5
+    assert res.ci_low == -1.0 and res.ci_high == 1.0  # t_1's 97.5% point is 12.7: the interval fills [-1, 1]
+
+
+def test_a_consistent_drop_across_templates_and_slurs_is_found():
+    """B wrong on a fifth of the cases, spread evenly over 8 templates and
+    18 slurs (no template or slur worse than another): a studentized test
+    sees a clear difference where random signs on templates and slurs would
+    count the difference itself as noise."""
+    rows, cols = np.repeat(np.arange(8), 18), np.tile(np.arange(18), 8)
+    b = np.ones(144, dtype=int)
+    b[(rows * 18 + cols) % 5 == 0] = 0
+    res, _ = D.T.paired_test(np.ones(144, dtype=int), b, rows, cols)
+    assert res.p_value < 0.05 / 29 and res.ci_high < 0

@@ -6,11 +6,11 @@ p-values as reported giving the flags.
 
 - Paired: both models' predictions on the same cases; ``d = correct_B -
   correct_A`` per case.
-- Resampling units: the suite's templates on functional and expanded
-  suites (every case of a template moves together), and on HateCheck and
-  MHC also the fillers a suite crosses with its templates (target groups,
-  slurs: :func:`hatecheck_pipeline.suites.clusters.filler_codes`); cases on
-  held-out sets.
+- Units: the suite's templates on functional and expanded suites (every
+  case of a template moves together; a sign-flip test), cases on held-out
+  sets; where HateCheck and MHC cross templates with slurs
+  (:func:`hatecheck_pipeline.suites.clusters.filler_codes`), a studentized
+  test with the crossed design's variance.
 - Verdict: ``flagged`` when Holm's adjusted p-value (``p_holm``) is at most
   alpha = 1 - ``level``; so the family-wise error rate over the
   functionalities is at most alpha (measured by simulation:
@@ -43,8 +43,9 @@ from hatecheck_pipeline.suites.registry import Suite
 
 CORRECTION = "holm"
 ALL = "all cases"
-METHOD = ("paired sign-flip test at the resampling units (templates; fillers too where the suite crosses them), "
-          "interval by inverting the same test")
+METHOD = ("paired sign-flip test over the templates (exact up to 14 templates); where the suite crosses templates with "
+          "slurs, a studentized test with the crossed design's variance (Student's t, min(templates, slurs) - 1 df); "
+          "the interval inverts the same test")
 
 
 def paired_cases(gold: pl.DataFrame, preds_a: pl.DataFrame, preds_b: pl.DataFrame, names: tuple[str, str]) -> pl.DataFrame:
@@ -82,7 +83,8 @@ def one_test(correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray | No
         "accuracy_a": M.pct(res.correct_a / res.n), "accuracy_b": M.pct(res.correct_b / res.n),
         "difference": pct_difference(res.correct_a, res.correct_b, res.n),
         "ci_low": M.pct(res.ci_low), "ci_high": M.pct(res.ci_high),
-        "p_value": res.p_value, "draws": res.draws, "exact": res.exact,
+        "p_value": res.p_value, "method": res.method, "draws": res.draws, "exact": res.exact,
+        **({"df": res.df} if res.df is not None else {}),
     }, prepared
 
 

@@ -7,28 +7,35 @@ on the p-values) the flag, so they always agree:
 
 - **Statistic.** ``T = sum of d`` over the cases, ``d = correct_B -
   correct_A`` (-1, 0 or 1); the accuracy difference is ``T / n``.
-- **Reference distribution: random signs at the resampling units.** The
-  cases are grouped by their template (``rows``: every case of a template
-  moves together) and, where the suite crosses templates with fillers
-  (slurs, target groups: ``cols``), by their filler too. A draw gives every
-  template a sign and every filler a sign and adds the signed sums:
-  ``T* = s * (sum_t e_t R_t + sum_f h_f C_f)`` (``R_t``, ``C_f``: the sums
-  of ``d`` per template and per filler). With fillers the two sums count
-  the case-level noise twice; ``s`` rescales the draw's variance to the
-  moment estimate of ``Var(T)`` for a crossed design (Owen 2007's
-  pigeonhole argument): ``sum R_t^2 + sum C_f^2 - sum d^2``, but never
-  below either one-way variance (``sum R_t^2``, ``sum C_f^2``). Without
-  fillers ``s = 1`` and this is the paired sign-flip permutation test at
-  the template level (exact under the null that A and B are exchangeable
-  within each template), enumerated exhaustively when there are at most
-  :data:`EXACT_UNITS` units, else ``samples`` random draws.
-- **p-value.** The share of draws with ``|T*| >= |T|``; with random draws
-  ``(1 + count) / (1 + samples)`` (never 0, valid at any number of draws).
-- **Interval.** The differences ``delta`` the same test does not reject:
-  each case's ``d`` shifted by ``delta`` (``T(delta) = T - n delta``, every
-  sum shifted likewise), the same draws, bisection for the two ends where
-  the p-value crosses ``alpha``. So the interval excludes zero exactly when
-  the p-value is at most ``alpha`` (tested).
+- **Without crossed fillers: random signs at the templates.** The cases
+  are grouped by their template (``rows``: every case of a template moves
+  together); a draw gives every template a random sign and adds the signed
+  sums, ``T* = sum_t e_t R_t`` (``R_t``: the sum of ``d`` over template
+  t). This is the paired sign-flip permutation test at the template level,
+  exact under the null that A and B are exchangeable within each template,
+  enumerated exhaustively when there are at most :data:`EXACT_UNITS`
+  templates, else ``samples`` random draws.
+- **Crossed with fillers (slurs): a studentized test.** Where the suite
+  crosses its templates with fillers (``cols``), the difference varies by
+  template and by filler. Random signs on both would count the mean
+  difference itself as noise (an unstudentized test of a crossed design
+  has almost no power with 8 templates); so the statistic is studentized:
+  ``t = T / sqrt(V)``, with ``V`` the moment estimate of ``Var(T)`` for a
+  crossed design from the centred differences ``e = d - T/n`` (Owen 2007's
+  pigeonhole argument): ``sum R_t^2 + sum C_f^2 - sum e^2`` over the sums
+  per template and per filler, never below either one-way estimate
+  (``sum R_t^2``, ``sum C_f^2``) nor below one case's variance (1). Its
+  reference distribution is Student's t with ``min(templates, fillers) -
+  1`` degrees of freedom (the axis with fewer units limits what is known).
+- **p-value.** Sign flips: the share of draws with ``|T*| >= |T|``; with
+  random draws ``(1 + count) / (1 + samples)`` (never 0, valid at any
+  number of draws). Crossed: two-sided from Student's t.
+- **Interval.** The differences ``delta`` the same test does not reject.
+  Sign flips: each case's ``d`` shifted by ``delta`` (``T(delta) = T - n
+  delta``, every sum shifted likewise), the same draws, bisection for the
+  two ends where the p-value crosses ``alpha``. Crossed: ``T/n +- t_crit
+  sqrt(V) / n``. So the interval excludes zero exactly when the p-value is
+  at most ``alpha`` (tested).
 - **Holm.** :func:`holm_adjust` on the p-values as they are reported
   (rounded to :data:`P_DIGITS` decimals): flagged when the adjusted p-value
   is at most ``alpha``; ties get the same adjusted value, whatever their
@@ -54,7 +61,8 @@ BISECTIONS = 30  # halvings of [-1, 1] for an interval's end: far below the 0.1 
 
 @dataclass(frozen=True)
 class PairedResult:
-    """One paired test: counts, the difference, its p-value and interval."""
+    """One paired test: counts, the difference, its p-value and interval
+    (``method``: ``sign-flip`` or ``crossed-t``; ``df`` for the latter)."""
 
     n: int
     correct_a: int
@@ -66,6 +74,8 @@ class PairedResult:
     n_fillers: int
     draws: int
     exact: bool
+    method: str = "sign-flip"
+    df: int | None = None
 
     @property
     def difference(self) -> float:
@@ -109,47 +119,25 @@ def _project(signs: np.ndarray, sums: np.ndarray, sizes: np.ndarray) -> tuple[np
 
 
 class _Test:
-    """The sign draws of one set of cases, ready to give the p-value at any
-    shift ``delta`` in O(draws)."""
+    """The sign draws of one set of cases (templates as the units), ready
+    to give the p-value at any shift ``delta`` in O(draws)."""
 
-    def __init__(self, d: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None, samples: int, seed: int):
+    j = 0  # no filler axis
+
+    def __init__(self, d: np.ndarray, rows: np.ndarray | None, samples: int, seed: int):
         n = len(d)
         self.n, self.total = n, float(d.sum())
-        self.d = d.astype(np.float64)
-        r, k = _codes(rows, n)
-        c, j = _codes(np.full(n, -1) if cols is None else cols, n)
-        self.k, self.j = k, j
-        self.rows, self.cols = r, c
-        self.r_sum = np.bincount(r, weights=self.d, minlength=k)
-        self.r_n = np.bincount(r, minlength=k).astype(np.float64)
-        has = c >= 0
-        self.has_filler = has
-        self.c_sum = np.bincount(c[has], weights=self.d[has], minlength=j)
-        self.c_n = np.bincount(c[has], minlength=j).astype(np.float64)
-        signs, self.exact = _signs(k + j, samples, seed)
+        r, self.k = _codes(rows, n)
+        sums = np.bincount(r, weights=d.astype(np.float64), minlength=self.k)
+        sizes = np.bincount(r, minlength=self.k).astype(np.float64)
+        signs, self.exact = _signs(self.k, samples, seed)
         self.draws = len(signs)
-        a_r, b_r = _project(signs[:, :k], self.r_sum, self.r_n)
-        a_c, b_c = _project(signs[:, k:], self.c_sum, self.c_n) if j else (np.zeros(len(signs)), np.zeros(len(signs)))
-        self.a, self.b = a_r + a_c, b_r + b_c
-
-    def scale(self, delta: float) -> float:
-        """``s(delta)``: the draws' variance rescaled to the crossed
-        design's moment estimate (1 without fillers)."""
-        if not self.j:
-            return 1.0
-        rr = float(((self.r_sum - delta * self.r_n) ** 2).sum())
-        cc = float(((self.c_sum - delta * self.c_n) ** 2).sum())
-        dd = float(((self.d[self.has_filler] - delta) ** 2).sum())
-        raw = rr + cc
-        if raw <= 0:
-            return 1.0
-        target = max(rr + cc - dd, rr, cc)
-        return float(np.sqrt(target / raw))
+        self.a, self.b = _project(signs, sums, sizes)  # T*(delta) = a - delta * b
 
     def p(self, delta: float = 0.0) -> float:
         """The two-sided p-value of ``difference == delta``."""
         observed = abs(self.total - delta * self.n)
-        drawn = np.abs(self.scale(delta) * (self.a - delta * self.b))
+        drawn = np.abs(self.a - delta * self.b)
         hits = int((drawn >= observed - 1e-9 * max(1.0, observed)).sum())
         if self.exact:
             return hits / self.draws
@@ -173,9 +161,40 @@ class _Test:
         return inside
 
 
+class _Crossed:
+    """The studentized test of a crossed design (templates x fillers): the
+    same ``p`` and ``bound`` as :class:`_Test`, from Student's t."""
+
+    exact = False
+    draws = 0
+
+    def __init__(self, d: np.ndarray, rows: np.ndarray | None, cols: np.ndarray):
+        n = len(d)
+        self.n, self.total = n, float(d.sum())
+        r, self.k = _codes(rows, n)
+        c, self.j = _codes(cols, n)
+        e = d.astype(np.float64) - (self.total / n if n else 0.0)
+        has = c >= 0
+        rr = float((np.bincount(r, weights=e, minlength=self.k) ** 2).sum())
+        cc = float((np.bincount(c[has], weights=e[has], minlength=self.j) ** 2).sum())
+        self.var = max(rr + cc - float((e[has] ** 2).sum()), rr, cc, 1.0)
+        self.df = max(min(self.k, self.j) - 1, 1)
+
+    def p(self, delta: float = 0.0) -> float:
+        from scipy.stats import t as student
+
+        return float(2 * student.sf(abs(self.total - delta * self.n) / np.sqrt(self.var), self.df))
+
+    def bound(self, alpha: float, side: int) -> float:
+        from scipy.stats import t as student
+
+        half = float(student.ppf(1 - alpha / 2, self.df)) * np.sqrt(self.var) / self.n
+        return float(np.clip(self.total / self.n + side * half, -1.0, 1.0))
+
+
 def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray | None = None,
                 cols: np.ndarray | None = None, samples: int = 20000, seed: int = 0,
-                alpha: float = 0.05) -> tuple[PairedResult, "_Test"]:
+                alpha: float = 0.05) -> tuple[PairedResult, "_Test | _Crossed"]:
     """The paired test of B against A on these cases (``rows``: a template
     code per case, None: every case its own; ``cols``: a filler code per
     case, -1 where a case has none, None: no fillers), with the interval at
@@ -188,15 +207,17 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray |
     (-0.6666666666666666, 0.125, True)
     """
     ca, cb = np.asarray(correct_a, dtype=np.int64), np.asarray(correct_b, dtype=np.int64)
-    test = _Test(cb - ca, rows, cols, samples, seed)
+    crossed = cols is not None and (np.asarray(cols) >= 0).any()
+    test: _Test | _Crossed = _Crossed(cb - ca, rows, np.asarray(cols)) if crossed else _Test(cb - ca, rows, samples, seed)
     low, high = interval(test, alpha)
     return PairedResult(
         n=len(ca), correct_a=int(ca.sum()), correct_b=int(cb.sum()), p_value=round(test.p(0.0), P_DIGITS),
         ci_low=low, ci_high=high, n_templates=test.k, n_fillers=test.j, draws=test.draws, exact=test.exact,
+        method="crossed-t" if crossed else "sign-flip", df=test.df if crossed else None,
     ), test
 
 
-def interval(test: "_Test", alpha: float) -> tuple[float, float]:
+def interval(test: "_Test | _Crossed", alpha: float) -> tuple[float, float]:
     """The shifts the test does not reject at ``alpha`` (shares)."""
     if not test.n:
         return 0.0, 0.0
