@@ -22,9 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
-
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping, Optional
 
 import typer
 
