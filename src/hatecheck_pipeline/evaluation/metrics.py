@@ -203,6 +203,18 @@ def cluster_codes(clusters: np.ndarray | None, n: int) -> tuple[np.ndarray, int]
     return rank[inverse.reshape(-1)], len(first)
 
 
+def multiplicities(idx: np.ndarray, k: int) -> np.ndarray:
+    """(samples, k): how often each of ``k`` units was drawn in each row of
+    ``idx`` (one bincount over all rows, offset per row).
+
+    >>> multiplicities(np.array([[0, 0, 2], [1, 2, 2]]), 3).tolist()
+    [[2, 0, 1], [0, 1, 2]]
+    """
+    rows = len(idx)
+    offsets = (np.arange(rows, dtype=np.int64) * k)[:, None]
+    return np.bincount((idx + offsets).ravel(), minlength=rows * k).reshape(rows, k)
+
+
 def filler_weights(fillers: np.ndarray, samples: int, seed: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The fillers' side of the two-way draw: codes 0..J-1 (-1: none), J and
     (samples, J + 1) multiplicities, the last column 1 for cases without a
@@ -216,7 +228,7 @@ def filler_weights(fillers: np.ndarray, samples: int, seed: int) -> tuple[np.nda
     j = int(codes.max()) + 1 if has.any() else 0
     draw = np.random.default_rng([seed, 1]).integers(0, max(j, 1), size=(samples, j))
     weights = np.ones((samples, j + 1), dtype=np.int64)
-    weights[:, :j] = np.stack([np.bincount(row, minlength=j) for row in draw]) if j else weights[:, :0]
+    weights[:, :j] = multiplicities(draw, j)
     return np.where(has, codes, j), weights, j
 
 
@@ -235,7 +247,7 @@ def bootstrap_replicates(
     drawn cluster kept together.
 
     ``fillers`` (a code per case, -1: none): the suite crosses its templates
-    with fillers (target groups, slurs), and both are drawn, independently
+    with fillers (slurs: :func:`hatecheck_pipeline.suites.clusters.filler_codes`), and both are drawn, independently
     (the two-way "pigeonhole" bootstrap of Owen 2007, conservative for a
     crossed design): a case counts as often as its template was drawn
     times as often as its filler was drawn. The templates' draw is the
@@ -260,7 +272,7 @@ def bootstrap_replicates(
         cell_ids, cell_of_case = np.unique(cells, return_inverse=True)
         counts = cluster_counts(gold, pred, cell_of_case.reshape(-1), len(cell_ids))
         idx = resample_indices(k, samples, seed)
-        t_weights = np.stack([np.bincount(row, minlength=k) for row in idx]) if samples else np.zeros((0, k), np.int64)
+        t_weights = multiplicities(idx, k)
         weights = t_weights[:, cell_ids // (j + 1)] * f_weights[:, cell_ids % (j + 1)]  # (samples, cells)
         summed = weights @ counts  # exact integer sums
         columns = {name: summed[:, COUNTS.index(name)] for n in names for name in NEEDS[n]}

@@ -357,7 +357,8 @@ def score_cases(
     each figure with its ``n_fillers``. ``replicates`` (a dict) receives the bootstrap
     values of the overall figures and of each functionality class's
     accuracy, keyed by (section, group)."""
-    cases = with_clusters(cases, unit, fillers)
+    if unit == M.CASE or CLUSTER not in cases.columns:  # not yet clustered by the caller (run: once, for the bootstrap record too)
+        cases = with_clusters(cases, unit, fillers)
     overall = None if replicates is None else replicates.setdefault(("overall", None), {})
     out: dict[str, Any] = {
         "overall": _summary(cases, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], boot, overall),
