@@ -127,3 +127,22 @@ def downstream(stages, names: set[str]) -> set[str]:
 
 def dvc_ran_stages(output: str) -> set[str]:
     return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+def assert_same_predictions(path: Path, reference_path: Path) -> None:
+    """Byte-identical predictions where the CPU computes in fp32. Where it
+    computes bf16 natively (the smoke profile's autocast), the probabilities
+    of two runs were seen to differ within bf16's rounding (up to ~1e-4 on a
+    Xeon with AMX, as tests/models/test_predict_threads.py records): there the
+    labels must be identical and the probabilities equal within 1e-3."""
+    import numpy as np
+    import polars as pl
+
+    from hatecheck_pipeline.core.cpu import native_bf16
+
+    if Path(path).read_bytes() == Path(reference_path).read_bytes():
+        return
+    assert native_bf16(), f"{path}: not byte-identical to the uninterrupted run's, on a CPU without native bf16"
+    a, b = pl.read_parquet(path), pl.read_parquet(reference_path)
+    assert a["id"].to_list() == b["id"].to_list() and a["pred"].to_list() == b["pred"].to_list()
+    np.testing.assert_allclose(a["p_hateful"].to_numpy(), b["p_hateful"].to_numpy(), rtol=0, atol=1e-3)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from pipeline_utils import BIN, copy_project, env, git_commit_all, set_param
+from pipeline_utils import BIN, assert_same_predictions, copy_project, env, git_commit_all, set_param
 from system_packages import missing_packages, require
 
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
@@ -204,7 +204,12 @@ def test_the_chain_runs_as_slurm_jobs_with_the_local_results_and_a_clean_dvc_sta
     # the same bytes as on one machine
     local_hashes, cluster_hashes = file_hashes(local, CHAIN), file_hashes(cluster, CHAIN)
     assert TARGET in cluster_hashes
-    assert cluster_hashes == local_hashes, sorted(k for k in local_hashes if local_hashes[k] != cluster_hashes.get(k))
+    differ = sorted(k for k in local_hashes if local_hashes[k] != cluster_hashes.get(k))
+    # under native bf16 the probabilities of two runs may differ within bf16's rounding (assert_same_predictions)
+    for rel in [k for k in differ if k.endswith("/predictions.parquet")]:
+        assert_same_predictions(cluster / rel, local / rel)
+        differ = [k for k in differ if k not in (rel, rel.replace("predictions.parquet", "failures.csv"))]
+    assert set(cluster_hashes) == set(local_hashes) and not differ, differ
 
     # recorded once by the main process: DVC sees nothing to do
     status = subprocess.run([str(BIN / "dvc"), "status", "score_B-D_heldout_davidson2017"], cwd=cluster,

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from fault_matrix import outcome  # noqa: F401  (fixture)
-from pipeline_utils import BIN, copy_project, dvc_ran_stages, env, git_commit_all, run, set_param
+from pipeline_utils import BIN, assert_same_predictions, copy_project, dvc_ran_stages, env, git_commit_all, run, set_param
 
 pytestmark = pytest.mark.integration
 
@@ -34,25 +34,6 @@ MODEL_STAGES = {"train_B-D", "predict_B-D_heldout_davidson2017", "score_B-D_held
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def assert_same_predictions(path: Path, reference_path: Path) -> None:
-    """Byte-identical predictions where the CPU computes in fp32. Where it
-    computes bf16 natively (the smoke profile's autocast), the probabilities
-    of two runs were seen to differ within bf16's rounding (up to ~1e-4 on a
-    Xeon with AMX, as tests/models/test_predict_threads.py records): there the
-    labels must be identical and the probabilities equal within 1e-3."""
-    import numpy as np
-    import polars as pl
-
-    from hatecheck_pipeline.core.cpu import native_bf16
-
-    if sha(path) == sha(reference_path):
-        return
-    assert native_bf16(), f"{path}: not byte-identical to the uninterrupted run's, on a CPU without native bf16"
-    a, b = pl.read_parquet(path), pl.read_parquet(reference_path)
-    assert a["id"].to_list() == b["id"].to_list() and a["pred"].to_list() == b["pred"].to_list()
-    np.testing.assert_allclose(a["p_hateful"].to_numpy(), b["p_hateful"].to_numpy(), rtol=0, atol=1e-3)
 
 
 def smoke_project(root: Path) -> Path:
