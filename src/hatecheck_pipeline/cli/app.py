@@ -9,6 +9,8 @@
   ``diff A B``: what changed between two models per functional test.
 - ``score``, ``compare``, ``lineage``: for anyone's predictions files and for
   auditing a reported number; ``score-llm``: raw LLM answers (ETHOS prompts).
+- ``human-validation export|read``: GPT-HateCheck's human validation
+  (Table 7): the sample for annotators out, their file back in.
 - ``fetch-data``: every pinned raw file into a local mirror folder.
 - ``follow``: each running stage's last progress line (its log's) during a
   Snakemake run.
@@ -32,6 +34,7 @@ from hatecheck_pipeline.cli import tools
 from hatecheck_pipeline.cli.diff import diff
 from hatecheck_pipeline.cli.evaluate import evaluate
 from hatecheck_pipeline.cli.docs import docs_app
+from hatecheck_pipeline.cli.human_validation import human_app
 from hatecheck_pipeline.cli.state import STATE, fail, load
 from hatecheck_pipeline.core import config
 from hatecheck_pipeline.core.errors import PipelineError
@@ -40,6 +43,7 @@ app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=F
 dag_app = typer.Typer(help="Inspect and render the stage registry.", no_args_is_help=True)
 app.add_typer(dag_app, name="dag")
 app.add_typer(docs_app, name="docs")
+app.add_typer(human_app, name="human-validation")
 app.command()(tools.score)
 app.command()(tools.compare)
 app.command()(tools.export)
