@@ -258,7 +258,7 @@ def _vote(value: str | None, column: str, where: str, why: str = "every annotato
 def hateful_label(scores: Sequence[int]) -> str:
     """The case's label from its annotators' scores: mean above 3 = hateful.
 
-    >>> hateful_label([4, 3, 3]), hateful_label([4, 4, 2]), hateful_label([5, 1, 3])
+    >>> hateful_label([4, 3, 2]), hateful_label([4, 4, 2]), hateful_label([5, 1, 3])
     ('non-hateful', 'hateful', 'non-hateful')
     """
     return "hateful" if sum(scores) / len(scores) > HATEFUL_ABOVE else "non-hateful"
