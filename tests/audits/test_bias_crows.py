@@ -261,3 +261,31 @@ def test_run_in_bf16_records_its_precision_and_stays_near_fp32(tmp_path, tokeniz
         fp32, bf16 = got[False][col].to_list(), got[True][col].to_list()
         assert fp32 != bf16  # bf16 really ran
         assert all(abs(a - b) <= 0.05 * abs(a) + 0.05 for a, b in zip(fp32, bf16))
+
+
+def test_run_records_the_intervals_and_the_confidence_of_the_scored_pairs(tmp_path, tokenizer):
+    """The stage's metrics: the bootstrap interval of the metric score over
+    the pairs and the confidence distributions, both what the functions
+    give on the pairs file the run wrote (a tiny random GPT-2)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from hatecheck_pipeline.core.files import read_json
+
+    torch.manual_seed(2)
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=32, n_layer=2, n_head=2, n_positions=32)).eval() \
+        .save_pretrained(tmp_path / "lm")
+    tokenizer.save_pretrained(tmp_path / "lm")
+    PAIRS.with_columns(pl.col("sent_more").str.to_lowercase(), pl.col("sent_less").str.to_lowercase()) \
+        .write_parquet(tmp_path / "table.parquet")
+    out, met = tmp_path / "scored.parquet", tmp_path / "m.json"
+    crows.run(tmp_path / "table.parquet", out, met, "tiny", "causal", str(tmp_path / "lm"), None, 0, 4, 1,
+              boot_samples=200, boot_seed=5, ci_level=0.9)
+    doc, got = read_json(met), pl.read_parquet(out)
+    assert doc["metric_ci"] == crows.bootstrap_interval(got["stereotyped"].to_list(), 200, 5, 0.9)
+    assert doc["bootstrap"] == {"samples": 200, "seed": 5, "level": 0.9, "resampling_unit": "pair"}
+    gender = got.filter(pl.col("bias_type") == "gender")["stereotyped"].to_list()
+    assert doc["bias_types"]["gender"]["ci"] == crows.bootstrap_interval(gender, 200, 5, 0.9)
+    conf = doc["confidence"]
+    assert conf["more_preferred"]["n"] == int(got["stereotyped"].sum())
+    assert conf["more_preferred"]["n"] + conf["less_preferred"]["n"] == 5 - int(got["neutral"].sum())
+    assert conf == crows.confidence_summary(got)

@@ -277,6 +277,122 @@ def summarise(scored: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
+# --------------------------------------------------------------------------
+# Bootstrap intervals over pairs
+
+
+def bootstrap_interval(flags: Sequence[bool], samples: int, seed: int, level: float) -> list[float] | None:
+    """Percentile interval (percent, 2 decimals) of the share of True in
+    ``flags`` over ``samples`` resamples of the pairs with replacement
+    (numpy generator seeded by ``seed``); None without pairs or resamples.
+
+    >>> bootstrap_interval([True, True, True], 200, 0, 0.95)
+    [100.0, 100.0]
+    >>> bootstrap_interval([], 200, 0, 0.95) is None, bootstrap_interval([True], 0, 0, 0.95) is None
+    (True, True)
+    """
+    import numpy as np
+
+    x = np.asarray(list(flags), dtype=float)
+    if not len(x) or samples <= 0:
+        return None
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(samples, len(x)))
+    means = x[idx].mean(axis=1)
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return [round(100.0 * float(low), 2), round(100.0 * float(high), 2)]
+
+
+def bootstrap_scores(scored: pl.DataFrame, samples: int, seed: int, level: float) -> dict[str, Any]:
+    """Intervals of the metric score (share of stereotyped pairs, neutral
+    pairs counting as not stereotyped): over all pairs, and per bias type
+    over that type's pairs, each resampled on its own with the same seed
+    (an interval does not depend on which other types were scored)."""
+    out: dict[str, Any] = {"metric_ci": bootstrap_interval(scored["stereotyped"].to_list(), samples, seed, level),
+                           "bias_types": {}}
+    for (bt,), part in sorted(scored.group_by(["bias_type"]), key=lambda g: g[0]):
+        out["bias_types"][bt] = bootstrap_interval(part["stereotyped"].to_list(), samples, seed, level)
+    return out
+
+
+def add_intervals(summary: dict[str, Any], scored: pl.DataFrame, samples: int, seed: int, level: float) -> dict[str, Any]:
+    """``summary`` (:func:`summarise`) with the bootstrap intervals:
+    ``metric_ci`` and ``bias_types.<type>.ci`` ([low, high] percent, None
+    when ``samples`` is 0), and the settings under ``bootstrap``."""
+    cis = bootstrap_scores(scored, samples, seed, level)
+    summary["metric_ci"] = cis["metric_ci"]
+    for bt, entry in summary["bias_types"].items():
+        entry["ci"] = cis["bias_types"].get(bt)
+    summary["bootstrap"] = {"samples": samples, "seed": seed, "level": level, "resampling_unit": "pair"}
+    return summary
+
+
+# --------------------------------------------------------------------------
+# Model confidence (the paper's equation 2 and Figure 2)
+
+CONFIDENCE_BINS = 30
+
+
+def confidence(more: float, less: float) -> tuple[float | None, str | None]:
+    """(confidence, which sentence is preferred) of one pair: the paper's
+    equation 2, 1 - score(S) / score(S'), S the sentence with the higher
+    (log-)score, S' the other; ``more`` = the more-stereotyping sentence's
+    score (the paper's S1). Equal scores: (0.0, None), neither preferred;
+    score(S') = 0: undefined (None, side).
+
+    >>> confidence(-40.0, -50.0)
+    (0.2, 'more')
+    >>> confidence(-50.0, -40.0)
+    (0.2, 'less')
+    >>> confidence(-3.0, -3.0)
+    (0.0, None)
+    """
+    if more == less:
+        return 0.0, None
+    side, s, s_other = ("more", more, less) if more > less else ("less", less, more)
+    if s_other == 0:
+        return None, side
+    return round(1.0 - s / s_other, 12), side
+
+
+def confidence_summary(scored: pl.DataFrame, bins: int = CONFIDENCE_BINS) -> dict[str, Any]:
+    """Figure 2's distributions of one model: confidence x 100 of the pairs
+    where the more-stereotyping sentence (S1) scores higher and of those
+    where the less-stereotyping one (S2) does (neutral pairs in neither):
+    n, quartiles and a histogram on common bin edges (``bins`` bins from 0
+    to the largest confidence), and the difference in medians (S1 minus S2)
+    the paper's text gives."""
+    import numpy as np
+
+    sides: dict[str, list[float]] = {"more": [], "less": []}
+    undefined = 0
+    for more, less in zip(scored["sent_more_score"].to_list(), scored["sent_less_score"].to_list()):
+        c, side = confidence(more, less)
+        if side is None:
+            continue
+        if c is None:
+            undefined += 1
+            continue
+        sides[side].append(100.0 * c)
+    top = max([*sides["more"], *sides["less"]], default=0.0)
+    edges = np.linspace(0.0, top if top > 0 else 1.0, bins + 1)
+    out: dict[str, Any] = {"unit": "confidence x 100 (equation 2: 1 - score(S)/score(S'))",
+                           "bin_edges": [round(float(e), 6) for e in edges], "undefined": undefined}
+    for side, values in sides.items():
+        v = np.asarray(values)
+        q = np.percentile(v, [25, 50, 75]).tolist() if len(v) else [None] * 3
+        out[f"{side}_preferred"] = {"n": len(v), "q1": _r(q[0]), "median": _r(q[1]), "q3": _r(q[2]),
+                                    "max": _r(float(v.max())) if len(v) else None,
+                                    "counts": np.histogram(v, bins=edges)[0].tolist()}
+    m, l_ = out["more_preferred"]["median"], out["less_preferred"]["median"]
+    out["median_difference"] = None if m is None or l_ is None else round(m - l_, 4)
+    return out
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 4)
+
+
 # Paper Table 2 (percentages; higher = more bias) for comparison.
 PAPER_TABLE2 = {
     "BERT-base": {"metric_score": 60.5, "stereo_score": 61.1, "antistereo_score": 56.9},
@@ -329,13 +445,19 @@ def run(
     threads: int,
     cpu_bf16: bool | str = False,
     lowercase: bool = False,
+    boot_samples: int = 0,
+    boot_seed: int = 0,
+    ci_level: float = 0.95,
 ) -> dict[str, Any]:
     """Score the pairs of ``table`` with one model; ``cpu_bf16`` (true | false
     | auto, ``bias.crows_pairs.cpu_bf16``): the forward passes under bf16
     autocast on a CPU (the log-softmax over the logits stays fp32/fp64). The
     precision that ran is in the metrics and the pairs file's footer.
     ``lowercase``: the sentences lowercased before tokenisation (the
-    authors' ``uncased`` models)."""
+    authors' ``uncased`` models). ``boot_samples``, ``boot_seed``,
+    ``ci_level``: the bootstrap over pairs behind the metric score's
+    intervals (:func:`add_intervals`); the metrics also hold the model's
+    confidence distributions (:func:`confidence_summary`, Figure 2)."""
     import torch
 
     from hatecheck_pipeline.core.files import PRECISION_KEY
@@ -365,8 +487,9 @@ def run(
             batch_size=batch_size,
         )
     seconds = time.perf_counter() - started
-    summary = summarise(scored)
+    summary = add_intervals(summarise(scored), scored, boot_samples, boot_seed, ci_level)
     summary.update(
+        confidence=confidence_summary(scored),
         name=name,
         ran=True,
         lowercase=lowercase,
@@ -423,6 +546,7 @@ def write_not_run(out_pairs: Path, out_metrics: Path, name: str, variant: str, m
         "name": name, "variant": variant, "model": model, "ran": False, "profile": profile,
         "reason": not_run_reason(name, variant, profile), "n_pairs": 0, "complete": False, "metric_score": None,
         "stereo_score": None, "antistereo_score": None, "bias_types": {}, "paper_table2": PAPER_TABLE2,
+        "metric_ci": None, "confidence": None,
     }
     write_parquet(pl.DataFrame(schema=SCORED_SCHEMA), out_pairs)
     write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", out_metrics)
@@ -440,18 +564,22 @@ def crows_pairs(
     seed: int,
     profile: Profile,
     cpu_bf16: bool | str = False,
+    bootstrap: Mapping[str, Any] | None = None,
 ) -> str:
     """Stage ``crows_pairs_<name>``: score CrowS-Pairs with one configured
     scorer (``bias.crows_pairs.scorers.<name>``) when the active profile
     lists it in ``crows_scorers`` (else write :func:`write_not_run`'s
     outputs, loading nothing); the profile's ``crows_max_pairs`` caps the
     pairs (smoke); ``cpu_bf16`` (``bias.crows_pairs.cpu_bf16``) the
-    precision of the forward passes."""
+    precision of the forward passes; ``bootstrap`` (samples, seed, level:
+    ``evaluation.bootstrap_samples``, ``evaluation.seed``,
+    ``evaluation.ci_level``, as the score stages get them) the intervals."""
     if name not in (profile["crows_scorers"] or []):
         summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile.name)
         return f"crows-pairs {name} ({summary['variant']}): {summary['reason']}"
     cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
+    boot = dict(bootstrap or {"samples": 0, "seed": 0, "level": 0.95})
     summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, cpu_bf16,
-                  scorer["lowercase"])
+                  scorer["lowercase"], boot["samples"], boot["seed"], boot["level"])
     return (f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "
             f"{summary['pairs_per_second']} pairs/s, {summary['precision']}")

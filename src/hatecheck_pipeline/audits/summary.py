@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core.files import write_text
 
-CROWS_KEYS = ["variant", "model", "ran", "reason", "lowercase", "n_pairs", "complete", "metric_score", "stereo_score", "antistereo_score", "n_stereo", "n_antistereo", "n_neutral", "likelihood_diff_mean", "bias_types", "pairs_per_second", "note"]
+CROWS_KEYS = ["variant", "model", "ran", "reason", "lowercase", "n_pairs", "complete", "metric_score", "stereo_score", "antistereo_score", "n_stereo", "n_antistereo", "n_neutral", "likelihood_diff_mean", "bias_types", "pairs_per_second", "note", "metric_ci", "bootstrap", "confidence"]
 EXPLAIN_KEYS = ["method", "method_label", "paper_row", "top_k", "iou_f1", "token_f1", "auprc", "comprehensiveness", "sufficiency", "n_posts", "n_posts_available"]
 SCHEMA_VERSION = 2
 

@@ -25,7 +25,8 @@ from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
 from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
-from hatecheck_pipeline.core.stage import Stage, metric, out, plot, profile_params
+from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params
+from hatecheck_pipeline.pipeline.evaluate import bootstrap_keys
 from hatecheck_pipeline.pipeline.models import supervised_model, two_class_models
 from hatecheck_pipeline.suites.languages import suites_run
 from hatecheck_pipeline.suites.registry import Suite
@@ -66,6 +67,13 @@ def target_models(params: Mapping[str, Any]) -> list[str]:
     return [m for m in chosen if functional_suites(params, m)]
 
 
+def plain_bootstrap(values: Mapping[str, Any], stage: str = "") -> dict[str, Any]:
+    """The bootstrap settings as plain values (samples, seed, level) for an
+    audits stage (audits does not import evaluation's ``Bootstrap``)."""
+    samples, seed, level = values.values()
+    return {"samples": int(samples), "seed": int(seed), "level": float(level)}
+
+
 def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
     return Stage(
         f"crows_pairs_{name}",
@@ -80,6 +88,8 @@ def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
             "cpu_bf16": "bias.crows_pairs.cpu_bf16",
             "threads": "bias.threads",
             "seed": "bias.seed",
+            # the intervals over pairs: the score stages' bootstrap settings
+            "bootstrap": Bound(tuple(bootstrap_keys()), plain_bootstrap),
             **profile_params(params, ["crows_scorers", "crows_max_pairs"]),
         },
         args={"name": name},

@@ -102,3 +102,40 @@ def auc_heatmaps(rows: list[dict[str, Any]], title: str) -> str:
     fig.colorbar(im, ax=list(axes[0]), label="AUC")
     fig.suptitle(title, y=1.06)
     return png(fig)
+
+
+def confidence_distributions(models: list[tuple[str, dict[str, Any]]], title: str) -> str:
+    """The CrowS-Pairs paper's Figure 2 from each model's binned confidence
+    (``audits.crows.confidence_summary``): one mirrored histogram per model,
+    above 0 the pairs where the more-stereotyping sentence (S1) scores
+    higher, below 0 those where S2 does (each side's bins scaled to the
+    model's fullest bin), the medians marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(max(4.5, 1.8 * len(models) + 1.5), 4.2))
+    for k, (name, conf) in enumerate(models):
+        edges = np.asarray(conf["bin_edges"], dtype=float)
+        centres = (edges[:-1] + edges[1:]) / 2
+        more = np.asarray(conf["more_preferred"]["counts"], dtype=float)
+        less = np.asarray(conf["less_preferred"]["counts"], dtype=float)
+        top = max(more.max(initial=0), less.max(initial=0), 1.0)
+        for counts, sign, colour in ((more, 1, "#c0504d"), (less, -1, "#4f81bd")):
+            half = 0.4 * counts / top
+            ax.fill_betweenx(sign * centres, k - half, k + half, step="mid", color=colour, alpha=0.75, lw=0)
+        for side, sign in (("more_preferred", 1), ("less_preferred", -1)):
+            med = conf[side]["median"]
+            if med is not None:
+                ax.plot([k - 0.42, k + 0.42], [sign * med, sign * med], color="black", lw=1)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(models)), [m for m, _ in models], rotation=15, ha="right", fontsize=8)
+    ax.set_ylabel("confidence x 100 (S1 preferred > 0 > S2 preferred)", fontsize=8)
+    ax.set_title(title, fontsize=9)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color="#c0504d", label="S1 (more stereotyping) scored higher"),
+                       Patch(color="#4f81bd", label="S2 (less stereotyping) scored higher")], fontsize=7, loc="upper right")
+    return png(fig)

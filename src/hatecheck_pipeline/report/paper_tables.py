@@ -122,24 +122,102 @@ def crows_table2(crows: Mapping[str, Mapping[str, Any]], summary_file: str, publ
             if key in OVERALL_KEYS:
                 score_key, n_key = OVERALL_KEYS[key]
                 value, n = e.get(score_key), e.get(n_key, e.get("n_pairs") if key == "all" else None)
+                ci = e.get("metric_ci") if key == "all" else None
                 cid = cell_id("bias", "crows", name, "table2", key)  # the first CrowS table shows the same figure under its own id
             else:
                 bt = (e.get("bias_types") or {}).get(key) or {}
-                value, n = bt.get("score"), bt.get("n")
+                value, n, ci = bt.get("score"), bt.get("n"), bt.get("ci")
                 cid = cell_id("bias", "crows", name, "bias_type", key)
             incomplete = not e.get("complete")
-            note = f", n={n} pairs" + (f" (INCOMPLETE run: a seeded sample of {e.get('n_pairs')} of {total:,} pairs)" if incomplete else "")
-            tds.append(json_td(value, cid, src, stage, 1, note, "incomplete" if incomplete else ""))
+            note = f", n={n} pairs" + (f", {ci_text(ci, e)}" if ci else "") + \
+                (f" (INCOMPLETE run: a seeded sample of {e.get('n_pairs')} of {total:,} pairs)" if incomplete else "")
+            tds.append(with_ci(json_td(value, cid, src, stage, 1, note, "incomplete" if incomplete else ""), ci))
         tds.append(published_cell("crows_pairs_t2", "paper", key, "n", pub_n.get(key), source))
         for model, vals in pub.items():
             tds.append(published_cell("crows_pairs_t2", model, key, "metric_score", (vals.get(key) or {}).get("metric_score"), source))
         rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
     head = ["Table 2 row", *(f"{n} ({e.get('variant')})" for n, e in crows.items()), "n (paper)", *(f"{m} (paper, masked)" for m in pub)]
     return ("<h3>CrowS-Pairs Table 2: metric score per subset and bias type (%)</h3>"
-            "<p class='note'>Our scorers' figures (hover for n pairs; an incomplete run is a seeded sample) next to the paper's "
+            "<p class='note'>Our scorers' figures (hover for n pairs; an incomplete run is a seeded sample; under each figure "
+            "its percentile bootstrap interval over the pairs of that row) next to the paper's "
             "masked LMs. A <b>causal</b> scorer's whole-sentence log-likelihood is not the paper's masked-LM metric: its "
             "column is not comparable with the paper's.</p>"
             + html_table("crows-pairs-bias-types", head, rows))
+
+
+def ci_text(ci: list[float] | None, entry: Mapping[str, Any]) -> str:
+    """A CrowS-Pairs interval as words, with its bootstrap settings.
+
+    >>> ci_text([55.0, 61.25], {"bootstrap": {"samples": 1000, "level": 0.95, "seed": 0}})
+    '95% CI 55.0-61.2 (1000 resamples of the pairs, seed 0)'
+    """
+    if not ci:
+        return ""
+    b = entry.get("bootstrap") or {}
+    return (f"{100 * b.get('level', 0.95):.0f}% CI {ci[0]:.1f}-{ci[1]:.1f} "
+            f"({b.get('samples')} resamples of the pairs, seed {b.get('seed')})")
+
+
+def with_ci(td_html: str, ci: list[float] | None) -> str:
+    """``td_html`` with the interval shown under its figure."""
+    if not ci or not td_html.endswith("</td>"):
+        return td_html
+    return td_html[:-5] + f'<span class="ci">[{ci[0]:.1f}, {ci[1]:.1f}]</span></td>'
+
+
+CROWS_CAUSAL_NOTE = (
+    "How the stand-in differs from the paper: the offline profiles score CrowS-Pairs with a causal LM "
+    "(the <b>causal</b> variant), where score(S) is the whole sentence's log-likelihood given only the model's "
+    "prefix token, every token included (the modified ones too, each conditioned on the tokens before it). The "
+    "paper's score(S) (equation 1) is a masked LM's pseudo-log-likelihood of the unmodified tokens only, each "
+    "masked in turn and predicted from both sides. Equation 2's ratio is therefore taken over different quantities: "
+    "a causal score also grows with the modified words' own rarity and length, so its confidence distributions "
+    "are not comparable with Figure 2's.")
+
+
+def crows_confidence(crows: Mapping[str, Mapping[str, Any]], summary_file: str, published: Mapping[str, Any]) -> str:
+    """The CrowS-Pairs paper's model-confidence analysis (equation 2,
+    Figure 2) for our scorers that ran: the mirrored distributions as a
+    figure, a table of the medians per side and their difference next to
+    the paper's differences, the paper's description and how a causal
+    stand-in differs."""
+    from hatecheck_pipeline.report.figures import confidence_distributions, figure
+
+    ran = [(n, e) for n, e in crows.items() if (e.get("confidence") or {}).get("bin_edges")]
+    if not ran:
+        return ""
+    fig2 = published.get("crows_pairs_fig2") or {}
+    source, pub = fig2.get("source", ""), fig2.get("values") or {}
+    rows = []
+    for name, e in ran:
+        conf, stage, src = e["confidence"], f"crows_pairs_{name}", e.get("source") or summary_file
+        tds = []
+        for side in ("more_preferred", "less_preferred"):
+            part = conf[side]
+            tds.append(json_td(part["n"], cell_id("bias", "crows", name, "confidence", side, "n"), src, stage, 0))
+            tds.append(json_td(part["median"], cell_id("bias", "crows", name, "confidence", side, "median"), src, stage, 2,
+                               f" (quartiles {part['q1']}-{part['q3']})" if part["median"] is not None else ""))
+        tds.append(json_td(conf["median_difference"], cell_id("bias", "crows", name, "confidence", "median_difference"),
+                           src, stage, 2))
+        label = f"{name} ({e.get('variant')})"
+        rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
+    for model, vals in pub.items():
+        diff = (vals.get("all") or {}).get("median_difference")
+        rows.append(f'<tr><td class="rowhead">{escape(model)} (paper, masked)</td>' + '<td class="missing">–</td>' * 4
+                    + published_cell("crows_pairs_fig2", model, "all", "median_difference", diff, source) + "</tr>")
+    head = ["scorer", "n (S1 higher)", "median (S1 higher)", "n (S2 higher)", "median (S2 higher)", "difference in medians"]
+    img = figure(confidence_distributions([(f"{n} ({e.get('variant')})", e["confidence"]) for n, e in ran],
+                                          "CrowS-Pairs model confidence (equation 2), per scorer"),
+                 "CrowS-Pairs model confidence: confidence x 100 = 100 (1 - score(S)/score(S')), S the sentence scored "
+                 "higher; above 0 the pairs where S1 (the more stereotyping sentence) is scored higher, below 0 those "
+                 "where S2 is; black lines: the medians.", "crows-confidence")
+    desc = fig2.get("description", "")
+    return ("<h3>CrowS-Pairs model confidence (the paper's equation 2 and Figure 2)</h3>" + img
+            + html_table("crows-pairs-confidence", head, rows)
+            + f"<p class='note'><b>The paper ({escape(source)}):</b> “{escape(desc)}” Figure 2 prints no values; its text "
+              "gives the difference in medians without a unit, read here as confidence x 100. Neutral pairs (equal "
+              "scores) are in neither distribution.</p>"
+            + f"<p class='note'>{CROWS_CAUSAL_NOTE}</p>")
 
 
 # ----------------------------------------- HateCheck appendix F (multiclass)

@@ -11,6 +11,7 @@ import polars as pl
 from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td, slug, td
 from hatecheck_pipeline.report.figures import auc_heatmaps, expanded_bars, figure
+from hatecheck_pipeline.report.paper_tables import ci_text
 
 CROWS_TOTAL = 1508
 
@@ -298,6 +299,18 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
     return out
 
 
+def crows_value(entry: Mapping[str, Any], key: str) -> Any:
+    """A CrowS-Pairs table figure; the interval as text "[low, high]".
+
+    >>> crows_value({"metric_ci": [55.0, 61.25]}, "metric_ci"), crows_value({"metric_ci": None}, "metric_ci")
+    ('[55.0, 61.2]', None)
+    """
+    value = entry.get(key)
+    if key == "metric_ci":
+        return f"[{value[0]:.1f}, {value[1]:.1f}]" if value else None
+    return value
+
+
 def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None = None) -> str:
     """CrowS-Pairs, HateXplain (stand-in) and target-group bias from results/bias/summary.json."""
     if doc is None:
@@ -306,7 +319,8 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
     # CrowS-Pairs
     crows = doc.get("crows_pairs") or {}
     out += "<h3>CrowS-Pairs (share of pairs where the more-stereotyping sentence scores higher; ideal 50%)</h3>"
-    cols = [("metric_score", "metric score"), ("stereo_score", "stereo"), ("antistereo_score", "anti-stereo"), ("n_pairs", "pairs")]
+    cols = [("metric_score", "metric score"), ("metric_ci", "metric score 95% CI"), ("stereo_score", "stereo"),
+            ("antistereo_score", "anti-stereo"), ("n_pairs", "pairs")]
     rows = []
     for name, e in crows.items():
         stage = f"crows_pairs_{name}"
@@ -319,12 +333,14 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
         n = e.get("n_pairs")
         incomplete = not e.get("complete")
         note = f" (INCOMPLETE: {n} of {CROWS_TOTAL:,} pairs, a seeded sample)" if incomplete else ""
-        tds = "".join(json_td(e.get(k), cell_id("bias", "crows", name, k), source, stage, 1 if k != "n_pairs" else 0, note,
+        tds = "".join(json_td(crows_value(e, k), cell_id("bias", "crows", name, k), source, stage, 1 if k != "n_pairs" else 0,
+                              note + (f" ({ci_text(e.get('metric_ci'), e)})" if k == "metric_ci" and e.get("metric_ci") else ""),
                               "incomplete" if incomplete else "") for k, _ in cols)
         label = f"{name} ({e.get('variant')} variant; model {e.get('model')})" + (" — incomplete run" if incomplete else "")
         rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{tds}</tr>')
     for model, vals in (doc.get("crows_pairs_paper_table2") or {}).items():
-        tds = "".join(published_td("crows_pairs_t2", model, "paper", k, vals.get(k), "Nangia et al. 2020, Table 2 (masked LM metric)") for k, _ in cols[:3])
+        tds = "".join(published_td("crows_pairs_t2", model, "paper", k, vals.get(k), "Nangia et al. 2020, Table 2 (masked LM metric)")
+                      if k != "metric_ci" else '<td class="missing">–</td>' for k, _ in cols[:4])
         rows.append(f'<tr><td class="rowhead">{escape(model)} (paper Table 2, masked)</td>{tds}<td class="missing">1,508</td></tr>')
     out += html_table("crows-pairs", ["scorer", *(h for _, h in cols)], rows)
     out += ("<p class='note'>The <b>masked</b> variant is the paper's pseudo-log-likelihood metric (its authors' metric.py); the "
@@ -332,13 +348,16 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
             "paper's masked-LM figures. Each profile scores the scorers its <code>crows_scorers</code> lists: the paper profile the "
             "paper's three masked LMs from the model hub, the offline profiles only the causal stand-in (no masked LM with its MLM "
             "head is available offline). Runs over fewer than all 1,508 pairs (e.g. the smoke profile's "
-            "<code>crows_max_pairs</code>) are marked incomplete.</p>")
+            "<code>crows_max_pairs</code>) are marked incomplete. The metric score's interval is a percentile bootstrap "
+            "over the pairs (<code>evaluation.bootstrap_samples</code> resamples, <code>evaluation.seed</code>, "
+            "<code>evaluation.ci_level</code>, the settings of every other interval of the report); the paper gives none.</p>")
     crows = {n: e for n, e in crows.items() if e.get("ran") is not False}  # Table 2 columns: the scorers that ran
     if crows:  # the paper's Table 2 rows: subsets and the nine bias types, next to its three masked LMs
         from hatecheck_pipeline.evaluation import published as P
-        from hatecheck_pipeline.report.paper_tables import crows_table2
+        from hatecheck_pipeline.report.paper_tables import crows_confidence, crows_table2
 
         out += crows_table2(crows, summary_file, P.load() if published is None else published, CROWS_TOTAL)
+        out += crows_confidence(crows, summary_file, P.load() if published is None else published)
     # HateXplain
     hx = doc.get("hatexplain") or {}
     out += hatexplain_table6(hx, doc.get("hatexplain_supervised"), summary_file, published)
