@@ -47,11 +47,44 @@ def interval(cell: Mapping[str, Any] | None) -> str:
     return f"{fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}"
 
 
-def identity_rows(card: Mapping[str, Any]) -> str:
+ANSWERS_KEY = "answers_"  # as models/external.py writes a scoring API's predictions' metadata
+
+
+def answers_span(path: str | Path) -> dict[str, str]:
+    """A scoring API's predictions file: its answers' snapshot and first and
+    last request (UTC), from its metadata ({} for any other file)."""
+    meta = pl.read_parquet_metadata(path)
+    return {k[len(ANSWERS_KEY):]: v for k, v in meta.items() if k.startswith(ANSWERS_KEY)}
+
+
+def answers_obtained(spans: Mapping[str, Mapping[str, str]]) -> str | None:
+    """When a scoring API's answers on the page were obtained: the first and
+    last request (UTC) over its suites' predictions files, and their
+    snapshot(s); None when no file records it.
+
+    >>> answers_obtained({"a": {"snapshot": "2026-12", "first_request_utc": "2026-12-02T10:00:00Z", "last_request_utc": "2026-12-02T11:00:00Z"},
+    ...                   "b": {"snapshot": "2026-12", "first_request_utc": "2026-12-01T09:00:00Z", "last_request_utc": "2026-12-01T09:30:00Z"}})
+    '2026-12-01T09:00:00Z to 2026-12-02T11:00:00Z (snapshot 2026-12)'
+    """
+    firsts = sorted(s["first_request_utc"] for s in spans.values() if s.get("first_request_utc"))
+    lasts = sorted(s["last_request_utc"] for s in spans.values() if s.get("last_request_utc"))
+    if not firsts:
+        return None
+    snapshots = sorted({s["snapshot"] for s in spans.values() if s.get("snapshot")})
+    return f"{firsts[0]} to {lasts[-1]} (snapshot {', '.join(snapshots)})"
+
+
+def identity_rows(card: Mapping[str, Any], spans: Mapping[str, Mapping[str, str]] | None = None) -> str:
     base = card.get("base_model") or {}
     rows = [("kind", card.get("kind") or ("fine-tuned here" if card.get("train_seconds") is not None else "–")),
             ("what it is", base.get("description") or base.get("ref") or "–")]
     rows += [(k, str(v)) for k, v in (card.get("identity") or {}).items() if v is not None]
+    if card.get("answers"):  # a scoring API's dated audit, as the register stage wrote it
+        a = card["answers"]
+        rows.append(("snapshot", f"{a.get('snapshot')} ({a.get('snapshot_from', '')})"))
+    obtained = answers_obtained(spans or {})
+    if obtained:
+        rows.append(("answers obtained (UTC)", obtained))
     if card.get("pinned"):
         for part in card["pinned"]["parts"]:
             rows.append(("fetched from", f"{part['url']} (wheel sha256 {part['wheel_sha256']}, member {part['member']})"))
@@ -89,17 +122,19 @@ def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], publ
 
 def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]], suites: Mapping[str, Suite],
           below_mark: float, published: Mapping[str, Any] | None = None, max_ci_width: float | None = None,
-          failures: Mapping[str, tuple[str, str]] | None = None, not_run: Mapping[str, str] | None = None) -> str:
+          failures: Mapping[str, tuple[str, str]] | None = None, not_run: Mapping[str, str] | None = None,
+          spans: Mapping[str, Mapping[str, str]] | None = None) -> str:
     """The page as one HTML string (``max_ci_width``: cells with a wider
     interval are marked too few cases to compare; ``failures``: suite ->
     (its failures.csv, the link to it), the failing cases listed under each
     functional test below the mark; ``not_run``: suite -> why it was not
-    run, a row each in the table of every suite)."""
+    run, a row each in the table of every suite; ``spans``: a scoring
+    API's suite -> its answers' snapshot and first and last request)."""
     published = P.load() if published is None else published
     base = card.get("base_model") or {}
     parts = [f"<h1>{escape(model)}: functional tests</h1>",
              f"<p>{escape(base.get('description') or base.get('ref') or '')}</p>",
-             f"<table id='identity'><tbody>{identity_rows(card)}</tbody></table>"]
+             f"<table id='identity'><tbody>{identity_rows(card, spans)}</tbody></table>"]
     overall = overall_cells("page_overall", loaded, ["accuracy", "macro_f1"], row_of=lambda s: s.suite)
     rows = []
     for suite_name in dict.fromkeys(overall["row"].to_list()):
@@ -160,16 +195,21 @@ def page_failures(scored: Mapping[str, Suite], failures: Mapping[str, Path] | No
 
 def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Mapping[str, Path], page: Path, below_mark: float,
                max_ci_width: float | None = None, published: Path | None = None, functionalities: Path | None = None,
-               failures: Mapping[str, Path] | None = None, not_run: Mapping[str, str] | None = None) -> str:
+               failures: Mapping[str, Path] | None = None, not_run: Mapping[str, str] | None = None,
+               answers: Mapping[str, Path] | None = None) -> str:
     """Stage ``model_page_<model>``: the page from the model's card and the
     metrics files of its suites (``metrics``, ``failures`` and ``scored``
     keyed by the score stage that wrote each file); ``published`` and
     ``functionalities``: the papers' figures and functional tests (read
     through the package's resources, declared so a change re-runs it);
-    ``not_run``: suite -> why the model was not run on it (a row each)."""
+    ``not_run``: suite -> why the model was not run on it (a row each);
+    ``answers``: a scoring API's predictions files, keyed as ``metrics``,
+    whose metadata say when their answers were obtained."""
     del published, functionalities
+    spans = {scored[stage].name: answers_span(path) for stage, path in (answers or {}).items() if stage in scored}
     loaded = [(Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))
               for stage, s in scored.items()]
     write_text(build(model, read_json(card), loaded, {s.name: s for s in scored.values()}, below_mark,
-                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page), not_run=not_run), page)
+                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page), not_run=not_run,
+                     spans=spans), page)
     return f"{model}: {len(loaded)} suite(s) -> {page}"
