@@ -31,9 +31,35 @@ from hatecheck_pipeline.report.cells import TOO_FEW, fmt, published_td, td
 from hatecheck_pipeline.report import glance as G
 from hatecheck_pipeline.report.failing_cases import failing_tests_block, link, read_failures
 from hatecheck_pipeline.report.html import CSS
-from hatecheck_pipeline.suites.registry import Suite
+from hatecheck_pipeline.suites.registry import FUNCTIONAL, HELDOUT, Suite
 
 HATECHECK_PAPER_MODELS = ("B-D", "B-F", "Perspective", "SiftNinja")
+
+
+def perspective_style(card: Mapping[str, Any]) -> bool:
+    """A scoring API asked for Perspective's IDENTITY_ATTACK, as both papers
+    ran Perspective: its page sets the papers' Perspective figures beside it."""
+    identity = card.get("identity") or {}
+    return card.get("kind") == "http" and "IDENTITY_ATTACK" in str(identity.get("score", ""))
+
+
+def paper_overall(src: Source, published: Mapping[str, Any], model: str = "Perspective") -> dict[str, tuple[float, str, str, str, str]]:
+    """A suite's overall figures the papers published for ``model``:
+    column (accuracy, macro_f1) -> (value, table, row, column, source).
+    Perspective: HateCheck Table 2's total accuracy; MHC Table 8's macro F1
+    (German, Italian, Portuguese: the languages with IDENTITY_ATTACK); the
+    held-out macro F1 of HateCheck section 3 and MHC Appendix H."""
+    if src.kind not in (FUNCTIONAL, HELDOUT):  # an expanded suite: not the papers' cases
+        return {}
+    wanted = {"hatecheck": [("hatecheck_t2", "total", "accuracy", "accuracy")],
+              "mhc": [("mhc_t2", src.language or "", "macro_f1", "macro_f1")]}.get(
+        src.dataset, [(t, src.dataset, "macro_f1", "macro_f1") for t in ("hatecheck_heldout", "mhc_t6")])
+    out = {}
+    for table, row, column, shown in wanted:
+        found = P.lookup(table, model, published).get((row, column))
+        if found and shown not in out:
+            out[shown] = (found[0], table, row, column, found[2])
+    return out
 
 
 def interval(cell: Mapping[str, Any] | None) -> str:
@@ -136,6 +162,8 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
              f"<p>{escape(base.get('description') or base.get('ref') or '')}</p>",
              f"<table id='identity'><tbody>{identity_rows(card, spans)}</tbody></table>"]
     overall = overall_cells("page_overall", loaded, ["accuracy", "macro_f1"], row_of=lambda s: s.suite)
+    beside = perspective_style(card)  # the papers' Perspective figures beside a Perspective-style API's
+    sources = {src.suite: src for src, _ in loaded}
     rows = []
     for suite_name in dict.fromkeys(overall["row"].to_list()):
         part = {r["column"]: r for r in overall.filter(pl.col("row") == suite_name).iter_rows(named=True)}
@@ -145,12 +173,23 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         unanswered = next((d.get("overall", {}).get("n_unanswered") for src, d in loaded if src.suite == suite_name), None)
         if unanswered:  # a scoring API's refused texts, left out of the figures
             note = "; ".join(filter(None, [note, f"{unanswered} unanswered by the API, not scored"]))
+        paper = ""
+        if beside:
+            figs = paper_overall(sources[suite_name], published)
+            paper = "".join(published_td(f[1], "Perspective", f[2], f[3], f[0], f[4]) if f else published_td("", "", "", "", None, "")
+                            for f in (figs.get("accuracy"), figs.get("macro_f1")))
         rows.append(f"<tr><td class='rowhead'>{escape(suite_name)}</td><td>{(acc or {}).get('n', '–')}</td>{td(acc, below_mark, max_ci_width)}"
-                    f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td><td class='rowhead'>{escape(note)}</td></tr>")
-    rows += [f"<tr><td class='rowhead'>{escape(name)}</td><td class='fail' colspan='6'>{escape(why)}</td></tr>"
+                    f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td>{paper}"
+                    f"<td class='rowhead'>{escape(note)}</td></tr>")
+    rows += [f"<tr><td class='rowhead'>{escape(name)}</td><td class='fail' colspan='{8 if beside else 6}'>{escape(why)}</td></tr>"
              for name, why in (not_run or {}).items()]
+    paper_head = "<th>Perspective (paper): accuracy</th><th>Perspective (paper): macro F1</th>" if beside else ""
     parts.append("<h2>Every suite</h2><table id='overall'><thead><tr><th class='rowhead'>suite</th><th>n</th><th>accuracy</th>"
-                 "<th>95% CI</th><th>macro F1</th><th>95% CI</th><th class='rowhead'></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+                 f"<th>95% CI</th><th>macro F1</th><th>95% CI</th>{paper_head}<th class='rowhead'></th></tr></thead><tbody>" + "".join(rows)
+                 + "</tbody></table>"
+                 + ("<p class='note'>Perspective (paper): IDENTITY_ATTACK at a 50% cutoff as the papers ran it: HateCheck Table 2 "
+                    "(accuracy), Multilingual HateCheck Table 8 (German, Italian and Portuguese only, tested February 2022) and "
+                    "Appendix H (held-out Italian and Portuguese); the API may have changed since.</p>" if beside else ""))
     fails: list[str] = []
     for src, doc in loaded:
         suite = suites[src.suite]
