@@ -146,24 +146,14 @@ def cache_path(cache_dir: Path, key: str) -> Path:
     return Path(cache_dir) / key[:2] / f"{key}.json"
 
 
-def cache_entry(cache_dir: Path, key: str) -> dict | None:
-    """The whole cached record (request, response and, where written,
-    ``asked_utc``: when the request was answered); None when not cached."""
-    path = cache_path(cache_dir, key)
-    return json.loads(path.read_text("utf-8")) if path.exists() else None
-
-
 def cache_read(cache_dir: Path, key: str) -> dict | None:
-    entry = cache_entry(cache_dir, key)
-    return entry["response"] if entry is not None else None
+    path = cache_path(cache_dir, key)
+    return json.loads(path.read_text("utf-8"))["response"] if path.exists() else None
 
 
-def cache_write(cache_dir: Path, key: str, body: dict, response: dict, asked_utc: str | None = None) -> None:
-    """One record, replaced whole; ``asked_utc`` (ISO 8601, UTC): when the
-    answer was obtained, kept with it (a scoring API's dated audit)."""
+def cache_write(cache_dir: Path, key: str, body: dict, response: dict) -> None:
     path = cache_path(cache_dir, key)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    record = {"request": body, "response": response, **({"asked_utc": asked_utc} if asked_utc else {})}
-    tmp.write_text(json.dumps(record, ensure_ascii=False, indent=1), "utf-8")
+    tmp.write_text(json.dumps({"request": body, "response": response}, ensure_ascii=False, indent=1), "utf-8")
     tmp.replace(path)

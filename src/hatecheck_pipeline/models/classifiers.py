@@ -370,6 +370,32 @@ def default_snapshot(when: datetime) -> str:
     return when.astimezone(timezone.utc).strftime("%Y-%m")
 
 
+def dated_read(cache_dir: Path, key: str) -> dict | None:
+    """A scoring API's cached record (request, response, ``asked_utc``: when
+    it was answered) in core/http.py's content-addressed layout; None when
+    not cached."""
+    import json
+
+    from hatecheck_pipeline.core.http import cache_path
+
+    path = cache_path(cache_dir, key)
+    return json.loads(path.read_text("utf-8")) if path.exists() else None
+
+
+def dated_write(cache_dir: Path, key: str, body: dict, response: Any, asked_utc: str) -> None:
+    """One record with when it was answered, replaced whole (a temporary
+    file renamed over it), as core/http.py's ``cache_write`` writes one."""
+    import json
+
+    from hatecheck_pipeline.core.http import cache_path
+
+    path = cache_path(cache_dir, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"request": body, "response": response, "asked_utc": asked_utc}, ensure_ascii=False, indent=1), "utf-8")
+    tmp.replace(path)
+
+
 def check_snapshot(model: str, snapshot: Any) -> str:
     """A ``snapshot`` name as given (one line when it cannot name a folder)."""
     import re
@@ -553,11 +579,11 @@ class HttpClassifier:
     def ask_dated(self, text: str, language: str | None = None) -> tuple[Any, str | None]:
         """:meth:`ask`'s answer and when it was obtained (UTC, ISO 8601;
         None for a cached answer written without its time)."""
-        from hatecheck_pipeline.core.http import EndpointError, cache_entry, cache_write, server_message
+        from hatecheck_pipeline.core.http import EndpointError, server_message
 
         body = self.body(text, language)
         key = self._cache_key(body)
-        cached = cache_entry(self.answers_dir, key)
+        cached = dated_read(self.answers_dir, key)
         if cached is not None:
             with self.count_lock:
                 self.cached += 1
@@ -586,7 +612,7 @@ class HttpClassifier:
         asked_utc = utc_stamp(self.utc())
         with self.count_lock:
             self.asked += 1
-        cache_write(self.answers_dir, key, body, answer, asked_utc)
+        dated_write(self.answers_dir, key, body, answer, asked_utc)
         return answer, asked_utc
 
     def _score(self, i: int, answer: Any) -> float:
