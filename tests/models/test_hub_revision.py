@@ -23,8 +23,10 @@ COMMIT_1 = "1" * 8 + "a" * 32
 COMMIT_2 = "2" * 8 + "b" * 32
 
 
-def tiny_classifier(directory, seed: int):
-    """A tiny random BERT sequence classifier (NOT_HATE, HATE), its weights drawn with ``seed``."""
+def tiny_classifier(directory, seed: int, hate_bias: float = 0.0):
+    """A tiny random BERT sequence classifier (NOT_HATE, HATE), its weights
+    drawn with ``seed``, ``hate_bias`` added to the HATE logit (two commits
+    whose answers differ far beyond float noise)."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
@@ -32,7 +34,10 @@ def tiny_classifier(directory, seed: int):
     config = BertConfig.from_pretrained(base, num_labels=2, id2label={0: "NOT_HATE", 1: "HATE"}, label2id={"NOT_HATE": 0, "HATE": 1})
     torch.manual_seed(seed)
     out = directory / "model"
-    BertForSequenceClassification(config).save_pretrained(out)
+    net = BertForSequenceClassification(config)
+    with torch.no_grad():
+        net.classifier.bias[1] += hate_bias
+    net.save_pretrained(out)
     AutoTokenizer.from_pretrained(base).save_pretrained(out)
     return out
 
@@ -77,19 +82,19 @@ def test_the_card_names_the_commit_and_predict_loads_it_after_main_moved(hub_cac
     texts = ["the cat sat", "a dog ran far away", "more words here now"]
     at_commit_1 = classifiers.load("tiny", spec).p_hateful(texts)
     # main moves to a new commit with other weights: the registered model is still commit 1
-    put_in_cache(hub_cache, "org/tiny-next", COMMIT_2, tiny_classifier(tmp_path / "m2", seed=2))
+    put_in_cache(hub_cache, "org/tiny-next", COMMIT_2, tiny_classifier(tmp_path / "m2", seed=2, hate_bias=2.0))
     moved = hub_cache / "models--org--tiny"
     shutil.copytree(hub_cache / "models--org--tiny-next" / "snapshots" / COMMIT_2, moved / "snapshots" / COMMIT_2)
     (moved / "refs" / "main").write_text(COMMIT_2)
     at_main = classifiers.load("tiny", spec).p_hateful(texts)
-    assert not np.allclose(at_main, at_commit_1)  # main is another model now
+    assert (at_main - at_commit_1 > 0.2).all()  # main is another model now
     table = tmp_path / "t.parquet"
     pl.DataFrame({"case_id": [1, 2, 3], "text": texts, "label": ["hateful", "non-hateful", "non-hateful"]}).write_parquet(table)
     out = tmp_path / "p.parquet"
     external.predict("tiny", spec, [Suite("hatecheck", "hatecheck", "case_id")], {"hatecheck": table}, [out], card,
                      threshold=0.5, threads=1, profile=Profile("smoke", {"max_cases_per_suite": None}), seed=0)
     predicted = pl.read_parquet(out).sort("id")["p_hateful"].to_numpy()
-    assert np.allclose(predicted, at_commit_1, atol=1e-6)
+    assert np.allclose(predicted, at_commit_1, atol=1e-3)  # the registered commit (float noise of another thread count aside)
     assert f"revision={COMMIT_1}" in pl.read_parquet_metadata(out)["classifier_identity"]
 
 
