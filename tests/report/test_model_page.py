@@ -79,3 +79,38 @@ def test_a_suite_outside_the_apis_languages_is_listed_not_run_and_unanswered_cas
     assert re.search(r"<td class='rowhead'>mhc_hindi</td><td class='fail' colspan='6'>not run: language hi not in the API&#x27;s languages", html)
     row = re.search(r"<tr><td class='rowhead'>hatecheck</td>(.*?)</tr>", html).group(1)
     assert "3 unanswered by the API, not scored" in row
+
+
+def test_a_perspective_style_api_has_the_papers_perspective_figures_beside_it(tmp_path):
+    """HateCheck Table 2's total accuracy, MHC Table 8's macro F1 in German,
+    Italian and Portuguese, Appendix H's held-out Italian: set beside a
+    scoring API asked for IDENTITY_ATTACK; none for French (no
+    IDENTITY_ATTACK there), none for a classifier of another kind."""
+    suites = {"score_p_hatecheck": hatecheck(), "score_p_mhc_german": mhc("german"), "score_p_mhc_italian": mhc("italian"),
+              "score_p_mhc_french": mhc("french"), "score_p_heldout_haspeede2020": heldout("haspeede2020")}
+    files = {}
+    for stage, suite in suites.items():
+        files[stage] = tmp_path / f"{stage}.json"
+        files[stage].write_text(json.dumps(metrics_doc(suite, {"threat_dir_h": 70.0} if suite.functional else None)))
+    identity = {"url": "https://example.invalid/v1alpha1/comments:analyze", "format": "perspective",
+                "score": "attributeScores.IDENTITY_ATTACK.summaryScore.value", "snapshot": "2026-12"}
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps({"kind": "http", "base_model": {"description": "Perspective"}, "identity": identity, "profile": "smoke",
+                                "answers": {"snapshot": "2026-12", "snapshot_from": "given (snapshot)"}}))
+    page = tmp_path / "p.html"
+    model_page("p", suites, card, files, page, below_mark=50)
+    html = page.read_text()
+
+    def row(suite):
+        return re.search(rf"<tr><td class='rowhead'>{suite}</td>(.*?)</tr>", html).group(1)
+
+    assert 'data-cell-id="published:hatecheck_t2:Perspective:total:accuracy"' in row("hatecheck") and ">76.6</td>" in row("hatecheck")
+    assert 'data-cell-id="published:mhc_t2:Perspective:german:macro_f1"' in row("mhc_german") and ">69.5</td>" in row("mhc_german")
+    assert ">65.4</td>" in row("mhc_italian") and "Table 8" in row("mhc_italian")
+    assert ">70.7</td>" in row("heldout_haspeede2020") and "Appendix H" in row("heldout_haspeede2020")
+    assert "published" not in row("mhc_french")
+    assert "Perspective (paper): macro F1" in html and "2026-12 (given (snapshot))" in html
+    other = tmp_path / "card_onnx.json"
+    other.write_text(json.dumps({"kind": "onnx", "base_model": {"description": "x"}, "identity": {"content_sha256": "ab" * 32}}))
+    model_page("p", suites, other, files, page, below_mark=50)
+    assert "Perspective (paper): macro F1" not in page.read_text() and 'published:mhc_t2:Perspective' not in page.read_text()

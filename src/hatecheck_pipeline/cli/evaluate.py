@@ -171,6 +171,8 @@ def evaluate(
     key_env: Annotated[Optional[str], typer.Option(help="a scoring API: the environment variable holding its key")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="a scoring API: requests in flight at once (default 4)")] = None,
     rate: Annotated[Optional[float], typer.Option(help="a scoring API: requests per second at most, all in flight together (default 1)")] = None,
+    snapshot: Annotated[Optional[str], typer.Option(help="a scoring API: the name of this audit's answers (default: the month of the "
+                                                         "first request, e.g. 2026-12); a new one asks every text again")] = None,
     cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
     dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
 ) -> None:
@@ -183,7 +185,7 @@ def evaluate(
     from hatecheck_pipeline.models import classifier_spec, classifiers
 
     params = load()
-    name = name or model_name(model)
+    name = name or model_name(model) + (f"-{snapshot}" if snapshot else "")  # two snapshots of one API: two models to diff
     if name in params["models"]:
         fail(f"model {name!r} is already in params.yaml's models: pick another --name")
     try:
@@ -192,11 +194,11 @@ def evaluate(
             input_name=input_name, output=output, decision=decision, revision=revision, max_length=max_length,
             batch_size=batch_size, api_format=api_format, key_env=key_env, suites=suite_entries(suites),
         )
-        for key, value in (("concurrency", concurrency), ("rate_per_s", rate)):
+        for key, value in (("concurrency", concurrency), ("rate_per_s", rate), ("snapshot", snapshot)):
             if value is not None:
                 if spec["kind"] != "http":
                     raise classifiers.ClassifierError(f"{model}: --{'rate' if key == 'rate_per_s' else key} is for a scoring API's URL")
-                spec[key] = value
+                spec[key] = classifiers.check_snapshot(name, value) if key == "snapshot" else value
         full = apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
     except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)

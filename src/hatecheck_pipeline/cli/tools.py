@@ -142,7 +142,7 @@ def compare(
     check: Annotated[bool, typer.Option("--check", help="exit 1 when a cell differs (a reproduction check)")] = False,
 ) -> None:
     """Compare a metrics file with the papers' published tables (HateCheck
-    Tables 1-4, MHC Tables 1, 2, 3, 7) for one published model: the cells
+    Tables 1-4, MHC Tables 1, 2, 3, 7 and Perspective's Table 8) for one published model: the cells
     that differ are reported; with ``--check`` a difference exits 1."""
     import json
 

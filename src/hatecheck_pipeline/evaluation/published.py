@@ -67,11 +67,21 @@ def functionality_order(code: str, dataset: str) -> int:
     return known[0] if known else 10_000
 
 
+def source_of(table: str, model: str, published: Mapping[str, Any] | None = None) -> str:
+    """Where a model's figures of a published table come from: the table's
+    ``source``, or the model's own under ``sources`` (a row the paper
+    printed elsewhere, e.g. Perspective's MHC figures, Table 8, kept in
+    Table 2's place: the same columns)."""
+    entry = (load() if published is None else published).get(table, {})
+    return (entry.get("sources") or {}).get(model) or entry.get("source", "")
+
+
 def lookup(table: str, model: str, published: Mapping[str, Any] | None = None) -> dict[tuple[str, str], tuple[float, str, str]]:
     """(row, column) -> (value, table, source) for one model of a published table."""
     entry = (load() if published is None else published).get(table, {})
+    source = source_of(table, model, published)
     return {
-        (str(row), str(col)): (value, table, entry.get("source", ""))
+        (str(row), str(col)): (value, table, source)
         for row, cols in entry.get("values", {}).get(model, {}).items()
         for col, value in cols.items()
     }

@@ -32,6 +32,7 @@ import importlib
 import importlib.metadata
 import importlib.util
 import math
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -245,6 +246,31 @@ def hateful_indices(model: str, config: Any, hateful: Sequence[Any]) -> list[int
     return out
 
 
+COMMIT_PATTERN = r"[0-9a-f]{40}"
+
+
+def hub_commit(ref: str, revision: str | None = None, cache_dir: str | Path | None = None) -> str | None:
+    """The commit a hub id's ``revision`` (default main) resolves to in the
+    local Hugging Face cache, read offline: the name of the snapshot folder
+    that holds its config.json (a revision that is a commit already is
+    kept). None when the cache does not hold it.
+
+    >>> hub_commit("org/model", "0123456789abcdef0123456789abcdef01234567")
+    '0123456789abcdef0123456789abcdef01234567'
+    """
+    import re
+
+    from huggingface_hub import try_to_load_from_cache
+
+    if revision and re.fullmatch(COMMIT_PATTERN, revision):
+        return revision
+    try:
+        found = try_to_load_from_cache(ref, "config.json", cache_dir=cache_dir, revision=revision or "main")
+    except (ValueError, OSError):  # not a valid repo id
+        return None
+    return Path(found).parent.name if isinstance(found, str) and re.fullmatch(COMMIT_PATTERN, Path(found).parent.name) else None
+
+
 class PretrainedClassifier:
     def __init__(self, model: str, ref: str, spec: Mapping[str, Any], revision: str | None = None, cpu_bf16: bool | str = False,
                  amp: bool = True):
@@ -275,13 +301,18 @@ class PretrainedClassifier:
         self.net.to(pick_device()).eval()
         self.local = local
         self.cpu_bf16, self.amp = cpu_bf16, amp
+        # a hub id's identity is the commit it loaded, resolved offline once it is in the cache (not "main")
+        self.commit = None if local else hub_commit(ref, revision)
 
     def identity(self) -> dict[str, Any]:
         from hatecheck_pipeline.models.base import content_hash
 
         if self.local:
             return {"ref": self.ref, "content_sha256": content_hash(self.ref)}
-        return {"ref": self.ref, "revision": self.revision or "main"}
+        asked = self.revision or "main"
+        revision = self.commit or (f"unresolved: {asked} of {self.ref} is not in the local Hugging Face cache "
+                                   "(resolved offline only), so its commit is not known")
+        return {"ref": self.ref, "revision": revision, "requested_revision": asked}
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         """[n, classes] softmax probabilities, in the order of ``id2label``."""
@@ -311,6 +342,68 @@ class PretrainedClassifier:
 
 
 UNANSWERED = "_unanswered"  # the cache's record of a text the API refused (its message)
+SNAPSHOT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"  # a snapshot names a folder of the answer cache
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def utc_stamp(when: datetime) -> str:
+    """A time as the cache and the card write it: ISO 8601, UTC, seconds.
+
+    >>> from datetime import datetime, timezone
+    >>> utc_stamp(datetime(2026, 12, 3, 9, 5, 7, 123456, tzinfo=timezone.utc))
+    '2026-12-03T09:05:07Z'
+    """
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def default_snapshot(when: datetime) -> str:
+    """A scoring API's snapshot when ``snapshot`` is not given: the month
+    (UTC) of its first request, as the register stage asks its probe texts.
+
+    >>> from datetime import datetime, timezone
+    >>> default_snapshot(datetime(2026, 12, 31, 23, 59, tzinfo=timezone.utc))
+    '2026-12'
+    """
+    return when.astimezone(timezone.utc).strftime("%Y-%m")
+
+
+def dated_read(cache_dir: Path, key: str) -> dict | None:
+    """A scoring API's cached record (request, response, ``asked_utc``: when
+    it was answered) in core/http.py's content-addressed layout; None when
+    not cached."""
+    import json
+
+    from hatecheck_pipeline.core.http import cache_path
+
+    path = cache_path(cache_dir, key)
+    return json.loads(path.read_text("utf-8")) if path.exists() else None
+
+
+def dated_write(cache_dir: Path, key: str, body: dict, response: Any, asked_utc: str) -> None:
+    """One record with when it was answered, replaced whole (a temporary
+    file renamed over it), as core/http.py's ``cache_write`` writes one."""
+    import json
+
+    from hatecheck_pipeline.core.http import cache_path
+
+    path = cache_path(cache_dir, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"request": body, "response": response, "asked_utc": asked_utc}, ensure_ascii=False, indent=1), "utf-8")
+    tmp.replace(path)
+
+
+def check_snapshot(model: str, snapshot: Any) -> str:
+    """A ``snapshot`` name as given (one line when it cannot name a folder)."""
+    import re
+
+    if not isinstance(snapshot, str) or not re.fullmatch(SNAPSHOT_PATTERN, snapshot):
+        raise ClassifierError(f"model {model}: snapshot {snapshot!r}: a snapshot is a name of letters, digits, '.', '_' or '-' "
+                              "(at most 64, e.g. 2026-12), the folder of its answers in the cache")
+    return snapshot
 
 
 def dotted(doc: Any, path: str) -> Any:
@@ -377,8 +470,11 @@ class HttpClassifier:
     key comes from the environment variable ``key_env`` (a query parameter
     ``key`` or a bearer header, ``key_in``) and is never written: not in the
     cache (keyed by the URL and the request body), the card, a log or an
-    error. Answers are cached content-addressed under ``cache_dir``, so a
-    re-run or a resumed run asks nothing twice. Up to ``concurrency``
+    error. Answers are cached content-addressed under
+    ``cache_dir/<snapshot>``, each with the time it was obtained (UTC), so a
+    re-run or a resumed run asks nothing twice, and a new ``snapshot`` (a
+    later audit of the same API; default: the month of the first request)
+    asks every text again. Up to ``concurrency``
     requests are in flight, their starts shared out at ``rate_per_s`` (one
     :class:`RateLimiter`); a Retry-After delays only its own request. A
     4xx for one text (not 401/403, 429 or a quota error) leaves that text
@@ -388,7 +484,7 @@ class HttpClassifier:
 
     def __init__(self, model: str, spec: Mapping[str, Any], cache_dir: Path | None = None,
                  sleep: Callable[[float], None] | None = None, clock: Callable[[], float] | None = None,
-                 progress_s: float = 5.0):
+                 progress_s: float = 5.0, utc: Callable[[], Any] | None = None):
         import os
         import threading
         import time
@@ -414,6 +510,12 @@ class HttpClassifier:
         self.limiter = RateLimiter(float(spec.get("rate_per_s") or 1.0), self.sleep, self.clock)
         self.max_unanswered_share = float(spec["max_unanswered_share"]) if spec.get("max_unanswered_share") is not None else 0.02
         self.cache_dir = Path(cache_dir or spec.get("cache_dir") or f"data/classifier_cache/{model}")
+        self.utc = utc or utc_now  # when an answer is obtained (the dated audit's times)
+        given = spec.get("snapshot")
+        self.snapshot = check_snapshot(model, given) if given is not None else default_snapshot(self.utc())
+        self.snapshot_given = given is not None
+        self.answers_dir = self.cache_dir / self.snapshot
+        self.asked_utc: dict[int, str | None] = {}  # of the last p_hateful call: text index -> when its answer was obtained
         self.progress_s = progress_s
         self.local = threading.local()  # each worker's poster (its own session) and last response
         self.count_lock = threading.Lock()
@@ -469,17 +571,23 @@ class HttpClassifier:
         return ClassifierError(self.scrub(f"model {self.model}: {self.url}: {what}"))
 
     def ask(self, text: str, language: str | None = None) -> Any:
-        """The API's answer to one text (from the cache when it was asked
-        before); ``{UNANSWERED: message}`` for a text the API refused."""
-        from hatecheck_pipeline.core.http import EndpointError, cache_read, cache_write, server_message
+        """The API's answer to one text (from this snapshot's cache when it
+        was asked before); ``{UNANSWERED: message}`` for a text the API
+        refused."""
+        return self.ask_dated(text, language)[0]
+
+    def ask_dated(self, text: str, language: str | None = None) -> tuple[Any, str | None]:
+        """:meth:`ask`'s answer and when it was obtained (UTC, ISO 8601;
+        None for a cached answer written without its time)."""
+        from hatecheck_pipeline.core.http import EndpointError, server_message
 
         body = self.body(text, language)
         key = self._cache_key(body)
-        cached = cache_read(self.cache_dir, key)
+        cached = dated_read(self.answers_dir, key)
         if cached is not None:
             with self.count_lock:
                 self.cached += 1
-            return cached
+            return cached["response"], cached.get("asked_utc")
         poster = self._poster()
         try:
             answer = poster.post(body, params=self.params)
@@ -501,10 +609,11 @@ class HttpClassifier:
             if quota_error(status, said) or status >= 500:
                 raise self._fail(message.split(": ", 1)[-1]) from None
             answer = {UNANSWERED: f"HTTP {status}" + (f": {said}" if said else "")}
+        asked_utc = utc_stamp(self.utc())
         with self.count_lock:
             self.asked += 1
-        cache_write(self.cache_dir, key, body, answer)
-        return answer
+        dated_write(self.answers_dir, key, body, answer, asked_utc)
+        return answer, asked_utc
 
     def _score(self, i: int, answer: Any) -> float:
         try:
@@ -526,13 +635,14 @@ class HttpClassifier:
 
         out = np.full(len(texts), np.nan, dtype=np.float64)
         self.unanswered = {}
+        self.asked_utc = {}
         stop = threading.Event()
         done = [0]
 
         def one(i: int) -> None:
             if stop.is_set():
                 return
-            answer = self.ask(texts[i], language)
+            answer, self.asked_utc[i] = self.ask_dated(texts[i], language)
             if isinstance(answer, dict) and UNANSWERED in answer:
                 self.unanswered[i] = str(answer[UNANSWERED])
             else:
@@ -563,8 +673,29 @@ class HttpClassifier:
                              f"max_unanswered_share {self.max_unanswered_share:g}); the first: {first}")
         return out
 
+    def requests_span(self, times: Any = None) -> dict[str, Any]:
+        """When the answers were obtained: the first and last request (UTC)
+        of ``times`` (default: the last :meth:`p_hateful` call's answers),
+        with the snapshot they belong to."""
+        stamps = sorted(t for t in (self.asked_utc.values() if times is None else times) if t)
+        return {"snapshot": self.snapshot, "first_request_utc": stamps[0] if stamps else None,
+                "last_request_utc": stamps[-1] if stamps else None}
+
+    def snapshot_span(self) -> dict[str, Any]:
+        """:meth:`requests_span` of every answer this snapshot's cache holds
+        (the probe's and any earlier run's), with how many it holds."""
+        import json
+
+        times = []
+        for path in self.answers_dir.glob("*/*.json"):
+            try:
+                times.append(json.loads(path.read_text("utf-8")).get("asked_utc"))
+            except (OSError, ValueError):
+                continue
+        return {**self.requests_span(times), "answers": len(times)}
+
     def identity(self) -> dict[str, Any]:
-        return {"url": self.url, "format": self.format, "score": self.score_path}
+        return {"url": self.url, "format": self.format, "score": self.score_path, "snapshot": self.snapshot}
 
     precision = "as the API computes"
 

@@ -5,8 +5,10 @@ python, http; :mod:`hatecheck_pipeline.models.classifiers`):
   file fetched from ``resources/classifiers.yaml``, pinned by sha256 as the
   raw data are), loaded once to check it answers, and its model card
   written: its identity (the file's or directory's content sha256, the hub
-  id and revision, the module's file hash and package version), what it is
-  and which datasets it was trained on;
+  id and the commit its revision resolved to, the module's file hash and
+  package version; a scoring API's URL and snapshot, and when the
+  snapshot's answers were obtained), what it is and which datasets it was
+  trained on;
 - ``predict_<model>_<group>``: p(hateful) for every case of each suite of a
   group, from the suites' texts as published (no text scheme), one
   predictions file per suite in the layout every model writes, scored by
@@ -33,7 +35,10 @@ from hatecheck_pipeline.suites.registry import Suite
 PINNED = "pinned:"
 REGISTRY_FILE = "src/hatecheck_pipeline/resources/classifiers.yaml"
 UNANSWERED_COLUMN = "unanswered"  # a scoring API's message for a text it did not answer (null: answered)
-PROBE = ["I hate all of them.", "What a lovely day."]  # two texts the register stage asks, to fail early
+PROBE = ["I hate all of them.", "What a lovely day."]
+# parquet metadata of a scoring API's predictions: answers_snapshot, answers_first_request_utc, answers_last_request_utc
+# (read by report/model_page.py's answers_span, which keeps its own copy of the prefix so the report does not import the classifiers)
+ANSWERS_KEY = "answers_"  # two texts the register stage asks, to fail early
 
 
 def pinned_entry(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -132,7 +137,12 @@ def register(model: str, spec: Mapping[str, Any], card: Path, profile: Profile, 
     path = Path(fetched) if fetched is not None else (Path(source) if source is not None else None)
     clf = classifiers.load(model, spec, path)
     probe = clf.p_hateful(PROBE)
-    write_json(card_of(model, spec, clf.identity(), pinned, profile.name), card)
+    doc = card_of(model, spec, clf.identity(), pinned, profile.name)
+    if isinstance(clf, classifiers.HttpClassifier):  # a dated audit: its snapshot and when its answers were obtained so far
+        doc["answers"] = {**clf.snapshot_span(),
+                          "snapshot_from": "given (snapshot)" if clf.snapshot_given else "default: the month (UTC) of the first request"}
+        how += f"; snapshot {clf.snapshot}"
+    write_json(doc, card)
     return (f"{model} ({spec['kind']}): {how}; answers the probe texts with p(hateful) "
             f"{', '.join(f'{p:.3f}' for p in probe)}; card {card} in {time.perf_counter() - started:.1f} s")
 
@@ -181,8 +191,9 @@ def predict(
     set_threads(threads)
     # a transformers model predicts in the fine-tuned models' precision (the profile's predict_cpu_bf16; absent: fp32)
     cpu_bf16 = profile.get("predict_cpu_bf16", False) if spec["kind"] == "pretrained" else False
-    clf = classifiers.load(model, spec, Path(model_file) if model_file is not None else None, max(1, threads), cpu_bf16=cpu_bf16, amp=amp)
     identity = read_json(card)["identity"]
+    spec = as_registered(spec, identity)
+    clf = classifiers.load(model, spec, Path(model_file) if model_file is not None else None, max(1, threads), cpu_bf16=cpu_bf16, amp=amp)
     lines = []
     for suite, out in zip(suites, predictions, strict=True):
         cases = drawn_cases(suite.load_raw(str(tables[suite.name])), suite.id_column, cap, seed)
@@ -206,10 +217,29 @@ def predict(
                 lines.append(f"{model} on {suite.name}: {len(unanswered)} of {frame.height} texts unanswered "
                              f"(the first: {unanswered[min(unanswered)]})")
         hateful = float((frame["pred"] == "hateful").sum() / frame.height) if frame.height else 0.0
-        write_parquet(frame, out, metadata={PRECISION_KEY: clf.precision, "classifier_identity": _flat(identity)})
+        metadata = {PRECISION_KEY: clf.precision, "classifier_identity": _flat(identity)}
+        if isinstance(clf, classifiers.HttpClassifier):  # when this file's answers were obtained, and their snapshot
+            metadata |= {f"{ANSWERS_KEY}{k}": str(v) for k, v in clf.requests_span().items() if v is not None}
+        write_parquet(frame, out, metadata=metadata)
         lines.append(f"{model} on {suite.name}: {frame.height} cases, {hateful:.1%} predicted hateful "
                      f"({rate:.0f} cases/s) -> {out}")
     return "\n".join(lines)
+
+
+def as_registered(spec: Mapping[str, Any], identity: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec the predict stage loads, as the register stage resolved it
+    (its card's ``identity``): a scoring API's snapshot (its default fixed
+    when the card was written, so a run resumed in a later month reads the
+    same answers), a hub id's commit (so a branch that moved since does not
+    change the model)."""
+    import re
+
+    spec = dict(spec)
+    if spec.get("kind") == "http" and spec.get("snapshot") is None and identity.get("snapshot"):
+        spec["snapshot"] = identity["snapshot"]
+    if spec.get("kind") == "pretrained" and re.fullmatch(r"[0-9a-f]{40}", str(identity.get("revision", ""))):
+        spec["revision"] = identity["revision"]
+    return spec
 
 
 def _flat(identity: Mapping[str, Any]) -> str:

@@ -169,18 +169,22 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
 
 def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
     """``model_page_<model>``: one page for a model, from its card and the
-    metrics and failing cases of every suite it is scored on."""
+    metrics and failing cases of every suite it is scored on (a scoring
+    API's: its predictions files too, which record when their answers were
+    obtained)."""
     from hatecheck_pipeline.suites.languages import not_run_suites, suites_run
 
     scored = {evaluate.score_stage_name(model, s.name): s for s in suites_run(params, model)}
     not_run = not_run_suites(params, model)  # e.g. a scoring API's languages leave a suite out
+    answers = ({"answers": {k: paths.predictions(model, s.name) for k, s in scored.items()}}
+               if params["models"][model].get("kind") == "http" else {})
     return Stage(
         f"model_page_{model}",
         "report",
         MODEL_PAGE,
         inputs={"card": paths.model_card(model), "metrics": {k: paths.metrics(model, s.name) for k, s in scored.items()},
                 "failures": {k: model_failures(model, s.name) for k, s in scored.items()},
-                "published": PUBLISHED, "functionalities": FUNCTIONALITIES},
+                "published": PUBLISHED, "functionalities": FUNCTIONALITIES, **answers},
         outputs={"page": out(paths.model_page(model))},
         params={"below_mark": "evaluation.below_mark", "max_ci_width": "evaluation.max_ci_width"},
         args={"model": model, "scored": scored, **({"not_run": not_run} if not_run else {})},

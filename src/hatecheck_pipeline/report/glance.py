@@ -106,7 +106,7 @@ def paper_columns(table: str, models: list[str] | tuple[str, ...], published: Ma
         values = {r: v for (r, c), (v, _, _) in P.lookup(table, model, published).items() if column is None or c == column}
         if values:
             out.append(Column(f"{model} (paper)", paper={r: (v, ns.get(r)) for r, v in values.items()},
-                              source=str(entry.get("source", "")), table=table))
+                              source=P.source_of(table, model, published), table=table))
     return out
 
 

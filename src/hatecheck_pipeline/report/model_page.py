@@ -31,9 +31,35 @@ from hatecheck_pipeline.report.cells import TOO_FEW, fmt, published_td, td
 from hatecheck_pipeline.report import glance as G
 from hatecheck_pipeline.report.failing_cases import failing_tests_block, link, read_failures
 from hatecheck_pipeline.report.html import CSS
-from hatecheck_pipeline.suites.registry import Suite
+from hatecheck_pipeline.suites.registry import FUNCTIONAL, HELDOUT, Suite
 
 HATECHECK_PAPER_MODELS = ("B-D", "B-F", "Perspective", "SiftNinja")
+
+
+def perspective_style(card: Mapping[str, Any]) -> bool:
+    """A scoring API asked for Perspective's IDENTITY_ATTACK, as both papers
+    ran Perspective: its page sets the papers' Perspective figures beside it."""
+    identity = card.get("identity") or {}
+    return card.get("kind") == "http" and "IDENTITY_ATTACK" in str(identity.get("score", ""))
+
+
+def paper_overall(src: Source, published: Mapping[str, Any], model: str = "Perspective") -> dict[str, tuple[float, str, str, str, str]]:
+    """A suite's overall figures the papers published for ``model``:
+    column (accuracy, macro_f1) -> (value, table, row, column, source).
+    Perspective: HateCheck Table 2's total accuracy; MHC Table 8's macro F1
+    (German, Italian, Portuguese: the languages with IDENTITY_ATTACK); the
+    held-out macro F1 of HateCheck section 3 and MHC Appendix H."""
+    if src.kind not in (FUNCTIONAL, HELDOUT):  # an expanded suite: not the papers' cases
+        return {}
+    wanted = {"hatecheck": [("hatecheck_t2", "total", "accuracy", "accuracy")],
+              "mhc": [("mhc_t2", src.language or "", "macro_f1", "macro_f1")]}.get(
+        src.dataset, [(t, src.dataset, "macro_f1", "macro_f1") for t in ("hatecheck_heldout", "mhc_t6")])
+    out = {}
+    for table, row, column, shown in wanted:
+        found = P.lookup(table, model, published).get((row, column))
+        if found and shown not in out:
+            out[shown] = (found[0], table, row, column, found[2])
+    return out
 
 
 def interval(cell: Mapping[str, Any] | None) -> str:
@@ -47,11 +73,44 @@ def interval(cell: Mapping[str, Any] | None) -> str:
     return f"{fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}"
 
 
-def identity_rows(card: Mapping[str, Any]) -> str:
+ANSWERS_KEY = "answers_"  # as models/external.py writes a scoring API's predictions' metadata
+
+
+def answers_span(path: str | Path) -> dict[str, str]:
+    """A scoring API's predictions file: its answers' snapshot and first and
+    last request (UTC), from its metadata ({} for any other file)."""
+    meta = pl.read_parquet_metadata(path)
+    return {k[len(ANSWERS_KEY):]: v for k, v in meta.items() if k.startswith(ANSWERS_KEY)}
+
+
+def answers_obtained(spans: Mapping[str, Mapping[str, str]]) -> str | None:
+    """When a scoring API's answers on the page were obtained: the first and
+    last request (UTC) over its suites' predictions files, and their
+    snapshot(s); None when no file records it.
+
+    >>> answers_obtained({"a": {"snapshot": "2026-12", "first_request_utc": "2026-12-02T10:00:00Z", "last_request_utc": "2026-12-02T11:00:00Z"},
+    ...                   "b": {"snapshot": "2026-12", "first_request_utc": "2026-12-01T09:00:00Z", "last_request_utc": "2026-12-01T09:30:00Z"}})
+    '2026-12-01T09:00:00Z to 2026-12-02T11:00:00Z (snapshot 2026-12)'
+    """
+    firsts = sorted(s["first_request_utc"] for s in spans.values() if s.get("first_request_utc"))
+    lasts = sorted(s["last_request_utc"] for s in spans.values() if s.get("last_request_utc"))
+    if not firsts:
+        return None
+    snapshots = sorted({s["snapshot"] for s in spans.values() if s.get("snapshot")})
+    return f"{firsts[0]} to {lasts[-1]} (snapshot {', '.join(snapshots)})"
+
+
+def identity_rows(card: Mapping[str, Any], spans: Mapping[str, Mapping[str, str]] | None = None) -> str:
     base = card.get("base_model") or {}
     rows = [("kind", card.get("kind") or ("fine-tuned here" if card.get("train_seconds") is not None else "–")),
             ("what it is", base.get("description") or base.get("ref") or "–")]
     rows += [(k, str(v)) for k, v in (card.get("identity") or {}).items() if v is not None]
+    if card.get("answers"):  # a scoring API's dated audit, as the register stage wrote it
+        a = card["answers"]
+        rows.append(("snapshot", f"{a.get('snapshot')} ({a.get('snapshot_from', '')})"))
+    obtained = answers_obtained(spans or {})
+    if obtained:
+        rows.append(("answers obtained (UTC)", obtained))
     if card.get("pinned"):
         for part in card["pinned"]["parts"]:
             rows.append(("fetched from", f"{part['url']} (wheel sha256 {part['wheel_sha256']}, member {part['member']})"))
@@ -89,18 +148,22 @@ def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], publ
 
 def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]], suites: Mapping[str, Suite],
           below_mark: float, published: Mapping[str, Any] | None = None, max_ci_width: float | None = None,
-          failures: Mapping[str, tuple[str, str]] | None = None, not_run: Mapping[str, str] | None = None) -> str:
+          failures: Mapping[str, tuple[str, str]] | None = None, not_run: Mapping[str, str] | None = None,
+          spans: Mapping[str, Mapping[str, str]] | None = None) -> str:
     """The page as one HTML string (``max_ci_width``: cells with a wider
     interval are marked too few cases to compare; ``failures``: suite ->
     (its failures.csv, the link to it), the failing cases listed under each
     functional test below the mark; ``not_run``: suite -> why it was not
-    run, a row each in the table of every suite)."""
+    run, a row each in the table of every suite; ``spans``: a scoring
+    API's suite -> its answers' snapshot and first and last request)."""
     published = P.load() if published is None else published
     base = card.get("base_model") or {}
     parts = [f"<h1>{escape(model)}: functional tests</h1>",
              f"<p>{escape(base.get('description') or base.get('ref') or '')}</p>",
-             f"<table id='identity'><tbody>{identity_rows(card)}</tbody></table>"]
+             f"<table id='identity'><tbody>{identity_rows(card, spans)}</tbody></table>"]
     overall = overall_cells("page_overall", loaded, ["accuracy", "macro_f1"], row_of=lambda s: s.suite)
+    beside = perspective_style(card)  # the papers' Perspective figures beside a Perspective-style API's
+    sources = {src.suite: src for src, _ in loaded}
     rows = []
     for suite_name in dict.fromkeys(overall["row"].to_list()):
         part = {r["column"]: r for r in overall.filter(pl.col("row") == suite_name).iter_rows(named=True)}
@@ -110,12 +173,23 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         unanswered = next((d.get("overall", {}).get("n_unanswered") for src, d in loaded if src.suite == suite_name), None)
         if unanswered:  # a scoring API's refused texts, left out of the figures
             note = "; ".join(filter(None, [note, f"{unanswered} unanswered by the API, not scored"]))
+        paper = ""
+        if beside:
+            figs = paper_overall(sources[suite_name], published)
+            paper = "".join(published_td(f[1], "Perspective", f[2], f[3], f[0], f[4]) if f else published_td("", "", "", "", None, "")
+                            for f in (figs.get("accuracy"), figs.get("macro_f1")))
         rows.append(f"<tr><td class='rowhead'>{escape(suite_name)}</td><td>{(acc or {}).get('n', '–')}</td>{td(acc, below_mark, max_ci_width)}"
-                    f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td><td class='rowhead'>{escape(note)}</td></tr>")
-    rows += [f"<tr><td class='rowhead'>{escape(name)}</td><td class='fail' colspan='6'>{escape(why)}</td></tr>"
+                    f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td>{paper}"
+                    f"<td class='rowhead'>{escape(note)}</td></tr>")
+    rows += [f"<tr><td class='rowhead'>{escape(name)}</td><td class='fail' colspan='{8 if beside else 6}'>{escape(why)}</td></tr>"
              for name, why in (not_run or {}).items()]
+    paper_head = "<th>Perspective (paper): accuracy</th><th>Perspective (paper): macro F1</th>" if beside else ""
     parts.append("<h2>Every suite</h2><table id='overall'><thead><tr><th class='rowhead'>suite</th><th>n</th><th>accuracy</th>"
-                 "<th>95% CI</th><th>macro F1</th><th>95% CI</th><th class='rowhead'></th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
+                 f"<th>95% CI</th><th>macro F1</th><th>95% CI</th>{paper_head}<th class='rowhead'></th></tr></thead><tbody>" + "".join(rows)
+                 + "</tbody></table>"
+                 + ("<p class='note'>Perspective (paper): IDENTITY_ATTACK at a 50% cutoff as the papers ran it: HateCheck Table 2 "
+                    "(accuracy), Multilingual HateCheck Table 8 (German, Italian and Portuguese only, tested February 2022) and "
+                    "Appendix H (held-out Italian and Portuguese); the API may have changed since.</p>" if beside else ""))
     fails: list[str] = []
     for src, doc in loaded:
         suite = suites[src.suite]
@@ -160,16 +234,21 @@ def page_failures(scored: Mapping[str, Suite], failures: Mapping[str, Path] | No
 
 def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Mapping[str, Path], page: Path, below_mark: float,
                max_ci_width: float | None = None, published: Path | None = None, functionalities: Path | None = None,
-               failures: Mapping[str, Path] | None = None, not_run: Mapping[str, str] | None = None) -> str:
+               failures: Mapping[str, Path] | None = None, not_run: Mapping[str, str] | None = None,
+               answers: Mapping[str, Path] | None = None) -> str:
     """Stage ``model_page_<model>``: the page from the model's card and the
     metrics files of its suites (``metrics``, ``failures`` and ``scored``
     keyed by the score stage that wrote each file); ``published`` and
     ``functionalities``: the papers' figures and functional tests (read
     through the package's resources, declared so a change re-runs it);
-    ``not_run``: suite -> why the model was not run on it (a row each)."""
+    ``not_run``: suite -> why the model was not run on it (a row each);
+    ``answers``: a scoring API's predictions files, keyed as ``metrics``,
+    whose metadata say when their answers were obtained."""
     del published, functionalities
+    spans = {scored[stage].name: answers_span(path) for stage, path in (answers or {}).items() if stage in scored}
     loaded = [(Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))
               for stage, s in scored.items()]
     write_text(build(model, read_json(card), loaded, {s.name: s for s in scored.values()}, below_mark,
-                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page), not_run=not_run), page)
+                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page), not_run=not_run,
+                     spans=spans), page)
     return f"{model}: {len(loaded)} suite(s) -> {page}"
