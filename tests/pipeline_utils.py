@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import MIRROR, REPO
 
 BIN = Path(sys.executable).parent
@@ -79,14 +78,16 @@ def copy_project(dest: Path) -> Path:
 
 
 def set_param(project: Path, dotted: str, value) -> None:
-    path = project / "params.yaml"
-    doc = yaml.safe_load(path.read_text())
-    node = doc
+    """Edit one key of the project's params.yaml as `dvc params modify` and
+    `dvc exp run -S` do (ruamel's round trip: comments and layout kept)."""
+    from dvc.utils.serialize import modify_yaml
+
     *parents, leaf = dotted.split(".")
-    for p in parents:
-        node = node[p]
-    node[leaf] = value
-    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with modify_yaml(project / "params.yaml") as doc:
+        node = doc
+        for p in parents:
+            node = node[p]
+        node[leaf] = value
 
 
 def dry_run_jobs(project: Path, *targets: str, forceall: bool = False) -> dict[str, dict[str, set[str]]]:

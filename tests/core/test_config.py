@@ -90,3 +90,22 @@ def test_a_params_key_from_another_file_is_parsed_once_and_reread_when_the_file_
     resource.write_text("a: {sha256: [1, 2, 4]}\n")  # another size: another key
     assert stage.resolve_param({}, key) == [1, 2, 4]
     assert len(parses) == 2
+
+
+def test_dvc_s_rewrites_params_yaml_into_a_file_it_reads_back(tmp_path):
+    """`dvc exp run -S key=value` and `dvc params modify` rewrite params.yaml
+    through ruamel's round trip, which drops the quotes of a flow collection's
+    scalar: ``{model: "pkg:x"}`` came back as ``{model: pkg:x}``, a file DVC
+    itself then refused ("YAML file structure is corrupted"). The rewritten
+    file loads, with the one value changed and every other value as it was."""
+    from dvc.utils.serialize import modify_yaml
+    from dvc.utils.serialize._yaml import parse_yaml
+
+    path = tmp_path / "params.yaml"
+    path.write_text((REPO / "params.yaml").read_text())
+    with modify_yaml(path) as doc:
+        doc["datasets"]["davidson2017"]["seed"] = 7
+    expected = yaml.safe_load((REPO / "params.yaml").read_text())
+    expected["datasets"]["davidson2017"]["seed"] = 7
+    assert parse_yaml(path.read_text(), str(path)) == expected
+    assert "# HateCheck paper" in path.read_text()  # the comments kept, as DVC keeps them
