@@ -1,6 +1,8 @@
 """Original vs expanded suites: which published suite each expanded suite
-is compared with, and the per-functionality accuracy table of the two
-(GPT-HateCheck Figure 4).
+is compared with, the per-functionality accuracy table of the two
+(GPT-HateCheck Figure 4) and, for a perturbed suite, its flip rates per
+perturbation type beside the accuracy on the same pairs (its metrics'
+``invariance`` section, :mod:`.invariance`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Any
 import polars as pl
 
 from hatecheck_pipeline.evaluation.cells import Source, _cell, boot, cell_id, frame
+from hatecheck_pipeline.evaluation.invariance import ANY
 
 
 def original_suite(suite: str) -> str | None:
@@ -78,4 +81,33 @@ def expanded_tables(loaded: list[tuple[Source, dict]], summary_file: str, stage:
                 change = round(e_acc["value"] - o_acc["value"], 1)
                 rows.append(_cell(table, src, func, "change", change, None, setting=orig.suite,
                                   metrics_file=summary_file, stage=stage) | {"cell_id": ids["change"]})
-    return {table: frame(rows)}
+    return {table: frame(rows), INVARIANCE: invariance_cells(loaded)}
+
+
+INVARIANCE = "expanded_invariance"
+# the columns of the invariance table: label-preserving pairs (INV), then label-changing ones (DIR)
+INVARIANCE_COLUMNS = (("label_preserving", "flip_rate"), ("label_preserving", "accuracy_source"),
+                      ("label_preserving", "accuracy_perturbed"), ("label_changing", "directional"))
+
+
+def invariance_cells(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
+    """One row per (perturbed suite, generator) and one over all generators
+    (``any perturbation``: source cases flipped by at least one): the flip
+    rate, the accuracy of the same pairs on the source and on the perturbed
+    cases and, for a label-changing generator, the directional share; each
+    cell read from the perturbed suite's metrics (``invariance``), its
+    ``setting`` the source suite."""
+    rows: list[dict[str, Any]] = []
+    for src, doc in loaded:
+        inv = doc.get("invariance")
+        if not inv:
+            continue
+        entries = [(gen, e.get(part), part, column) for gen, e in inv.get("by_generator", {}).items()
+                   for part, column in INVARIANCE_COLUMNS]
+        entries.append((ANY, inv.get("any"), "label_preserving", "flip_rate"))
+        for gen, entry, part, column in entries:
+            if not entry:
+                continue
+            rows.append(_cell(INVARIANCE, src, gen, column, entry[column], entry.get("n"), setting=inv.get("source_suite"),
+                              **boot(doc, entry)) | {"cell_id": cell_id(INVARIANCE, src.model, src.suite, gen, column)})
+    return frame(rows)

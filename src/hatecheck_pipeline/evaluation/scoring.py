@@ -19,6 +19,7 @@ from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_parquet, write_text
 from hatecheck_pipeline.evaluation import metrics as M
+from hatecheck_pipeline.evaluation.invariance import invariance
 from hatecheck_pipeline.suites.clusters import FILLER_COLUMN, TEMPLATE_COLUMNS, filler_codes, merge_clusters, template_clusters
 from hatecheck_pipeline.suites.registry import Suite, by_name, mhc
 from hatecheck_pipeline.suites.sample import predicted_subsample
@@ -28,7 +29,7 @@ LABEL_WORDS = {
     "non-hateful": 0, "non_hateful": 0, "nonhateful": 0, "not-hateful": 0, "non-hate": 0, "0": 0, "false": 0,
 }
 GOLD_COLUMNS = ["functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language",
-                "source_functionality", "generator",  # expanded suites (perturbed cases)
+                "source_functionality", "generator", "source_id",  # expanded suites (perturbed cases; source_id: the case perturbed)
                 *TEMPLATE_COLUMNS]  # the template of each case: the bootstrap's resampling unit (suites/clusters.py)
 
 
@@ -501,12 +502,17 @@ def run(
     gold: pl.DataFrame | None = None,
     replicates: str | Path | None = None,
     failures: str | Path | None = None,
+    source: pl.DataFrame | None = None,
+    source_record: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score stage: predictions file -> METRICS.json (returns the document);
     ``replicates``: also write the bootstrap values of the overall and
     per-class figures there (Parquet, :func:`replicates_frame`);
     ``failures``: also write the cases the model got wrong there (CSV,
-    :func:`failures_frame`)."""
+    :func:`failures_frame`); ``source`` (a perturbed suite): the same
+    model's predictions on the cases perturbed (:func:`source_cases`), for
+    the ``invariance`` section (:func:`hatecheck_pipeline.evaluation.invariance.invariance`), with
+    ``source_record`` (where they come from) in it."""
     gold = gold_cases(suite) if gold is None else gold
     preds = read_predictions(predictions, suite.id_column, pred_column, threshold, with_p=failures is not None)
     unanswered = unanswered_ids(predictions, suite.id_column)
@@ -528,12 +534,25 @@ def run(
     }
     if unanswered is not None:
         add_unanswered(doc, skipped)
+    if source is not None and "source_id" in cases.columns:
+        doc["invariance"] = {**(source_record or {}), **invariance(cases, source, boot)}
     write_metrics(doc, out)
     if replicates is not None:
         write_parquet(replicates_frame(kept or {}), replicates)
     if failures is not None:
         write_csv(failures_frame(cases), failures)
     return doc
+
+
+def source_cases(suite: Suite, table: str | Path | None, predictions: str | Path, pred_column: str = "pred",
+                 threshold: float | None = None) -> pl.DataFrame:
+    """The source suite's cases that have a prediction in ``predictions``
+    (``id``, ``gold``, ``pred``), each with its template cluster over the
+    whole suite (``_cluster``: a perturbed suite's intervals resample the
+    templates of the cases perturbed, as its scores do)."""
+    gold = with_clusters(gold_cases(suite, table), resampling_unit(suite))
+    preds = read_predictions(predictions, suite.id_column, pred_column, threshold)
+    return gold.join(preds, on="id", how="inner").sort("_order")
 
 
 def score(
@@ -550,6 +569,9 @@ def score(
     cap_key: str = "max_cases_per_suite",
     trained_on: list[str] | None = None,
     failures: Path | None = None,
+    source_suite: Suite | None = None,
+    source_predictions: Path | None = None,
+    source_table: Path | None = None,
 ) -> str:
     """Stage ``score_<model>_<suite>``: one model's predictions on one suite
     -> METRICS.json. ``trained_on``: the datasets a classifier trained
@@ -561,12 +583,21 @@ def score(
     ``llm_max_cases_per_suite`` for an ``llm`` model; the model's ``seed``).
     ``replicates``: the bootstrap values of the overall and per-class
     figures (the shots tables' intervals of zero- vs many-shot differences).
-    ``failures``: every case the model got wrong (:func:`failures_frame`)."""
+    ``failures``: every case the model got wrong (:func:`failures_frame`).
+    ``source_suite`` (a perturbed suite's, when the model is scored on it
+    too), ``source_predictions``, ``source_table``: the model's predictions
+    on the cases perturbed and their suite, for the flip rates of the
+    ``invariance`` section (:mod:`hatecheck_pipeline.evaluation.invariance`)."""
     cap = profile.get(cap_key)
     gold = predicted_subsample(gold_cases(suite, gold_table), "id", cap, model_seed)
+    pred_column = "pred" if threshold is None else "p_hateful"
+    source, record = None, None
+    if source_suite is not None and source_predictions is not None:
+        source = source_cases(source_suite, source_table, source_predictions, pred_column, threshold)
+        record = {"source_suite": source_suite.name, "source_predictions": str(source_predictions)}
     doc = run(
-        suite, predictions, metrics, "pred" if threshold is None else "p_hateful", threshold,
-        bootstrap, gold=gold, replicates=replicates, failures=failures,
+        suite, predictions, metrics, pred_column, threshold,
+        bootstrap, gold=gold, replicates=replicates, failures=failures, source=source, source_record=record,
     )
     if suite.heldout and suite.dataset in (trained_on or []):
         doc["seen_in_training"] = True

@@ -150,7 +150,9 @@ def _build_other(loaded: Loaded, languages_of: Mapping[str, list[str]], summary_
 def _build_expanded(loaded: Loaded, languages_of: Mapping[str, list[str]], summary_file: str, stage: str) -> Built:
     tables = expanded_tables(loaded, summary_file, stage)
     cells = tables["expanded_functionality"]
-    return tables, {"change": nested(cells.filter(pl.col("column") == "change"), "model", "suite", "row")}
+    flips = tables["expanded_invariance"].filter(pl.col("column") == "flip_rate")
+    return tables, {"change": nested(cells.filter(pl.col("column") == "change"), "model", "suite", "row"),
+                    "flip_rate": nested(flips, "model", "suite", "row")}
 
 
 GROUPS: dict[str, Group] = {
@@ -188,7 +190,7 @@ GROUPS: dict[str, Group] = {
         Group("contrast", ("contrast",), _build_contrast, _functional),
         Group(
             "expanded",
-            ("expanded_functionality",),
+            ("expanded_functionality", "expanded_invariance"),
             _build_expanded,
             _paired,
             plots=(Plot("expanded_functionality", "expanded_functionality",

@@ -27,10 +27,11 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
 from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params, tracked
 from hatecheck_pipeline.evaluation.cells import Source
+from hatecheck_pipeline.evaluation.expanded_tables import original_suite
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation.tables import GROUPS
 from hatecheck_pipeline.suites.languages import suites_run
-from hatecheck_pipeline.suites.registry import Suite
+from hatecheck_pipeline.suites.registry import Suite, perturbed_tables
 from hatecheck_pipeline.evaluation.scoring import model_failures
 
 SCORE = "hatecheck_pipeline.evaluation.scoring:score"
@@ -89,21 +90,38 @@ def group_training_tables(params: Mapping[str, Any], group: str) -> dict[str, li
     return {m: [paths.interim_table(d) for d in params["models"][m].get("train", [])] for m in models}
 
 
+def invariance_source(params: Mapping[str, Any], model: str, suite: Suite) -> Suite | None:
+    """The suite whose cases a perturbed suite perturbs, when ``model`` is
+    scored on it too (its score stage then compares the model's predictions
+    on each perturbed case and its source case: flip rates); None for any
+    other suite."""
+    if "expansion" not in params or suite.name not in perturbed_tables(params):
+        return None
+    orig = original_suite(suite.name)
+    return next((s for s in suites_run(params, model) if s.name == orig), None)
+
+
 def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
     cap_key = case_cap_key(params["models"][model], suite.expanded)  # the profile key that capped the predicted cases
     keys = {**SCORE_PARAMS, **profile_params(params, [cap_key])}
     keys["model_seed"] = f"models.{model}.seed"
     if suite.heldout and "trained_on" in params["models"][model]:
         keys["trained_on"] = f"models.{model}.trained_on"
+    inputs = {"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()}
+    args: dict[str, Any] = {"suite": suite, "model": model, "cap_key": cap_key}
+    source = invariance_source(params, model, suite)
+    if source is not None:  # a perturbed suite: flip rates against the model's predictions on the cases perturbed
+        inputs |= {"source_predictions": paths.predictions(model, source.name), "source_table": source.raw_table()}
+        args["source_suite"] = source
     return Stage(
         score_stage_name(model, suite.name),
         "evaluate",
         SCORE,
-        inputs={"predictions": paths.predictions(model, suite.name), "gold_table": suite.raw_table()},
+        inputs=inputs,
         outputs={"metrics": metric(paths.metrics(model, suite.name)), "replicates": out(paths.bootstrap_replicates(model, suite.name)),
                  "failures": tracked(model_failures(model, suite.name))},
         params=keys,
-        args={"suite": suite, "model": model, "cap_key": cap_key},
+        args=args,
     )
 
 

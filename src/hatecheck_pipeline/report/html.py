@@ -258,6 +258,7 @@ def build(
         section("expanded", "Expanded suites: original versus expanded", expanded_section(
             get("expanded_functionality"), below_mark, expansion.get("coverage"), expansion.get("coverage_file", ""),
             expansion.get("reproduction"), expansion.get("reproduction_file", ""), expansion.get("suites"), max_ci_width,
+            get("expanded_invariance"),
         ))
     if gpt is not None:
         d = gpt["docs"]

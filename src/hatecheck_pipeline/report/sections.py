@@ -107,10 +107,13 @@ def expanded_section(
     reproduction_file: str,
     suites: Mapping[str, tuple[str, int | None]] | None = None,
     max_ci_width: float | None = None,
+    invariance: pl.DataFrame | None = None,
 ) -> str:
-    """Original vs expanded per functionality, perturbation coverage, template
-    reproduction, and the expanded suite files ("<suite>/<scheme>" -> (file, rows));
-    ``max_ci_width``: cells with a wider interval are marked too few cases to compare."""
+    """Original vs expanded per functionality, flip rates of the perturbed
+    suites (``invariance``: the cells of table ``expanded_invariance``),
+    perturbation coverage, template reproduction, and the expanded suite
+    files ("<suite>/<scheme>" -> (file, rows)); ``max_ci_width``: cells with
+    a wider interval are marked too few cases to compare."""
     out = (
         "<p class='note'>Per-functionality accuracy on each published suite and its expansion (as GPT-HateCheck's "
         "Figure 4). Perturbed cases are grouped by the functionality of the case they were perturbed from; "
@@ -133,6 +136,8 @@ def expanded_section(
             orig = sc["setting"][0]
             out += html_table(f"expanded-{slug(model, suite)}", ["functionality", f"original ({orig})", f"expanded ({suite})", "change (pp)"], rows,
                           caption=f"{model}: {suite} vs {orig}, accuracy (%)")
+    if invariance is not None:
+        out += invariance_block(invariance, max_ci_width)
     out += "<h3>Perturbation coverage</h3>"
     if coverage is None:
         out += f"<p class='fail'>{escape(coverage_file)} not found.</p>"
@@ -181,6 +186,41 @@ def expanded_section(
             for name, (file, n) in suites.items()
         ]
         out += html_table("expanded-suite-files", ["suite / scheme", "file", "rows"], rows)
+    return out
+
+
+INVARIANCE_HEADINGS = {"flip_rate": "flip rate (%)", "accuracy_source": "accuracy, source cases (%)",
+                       "accuracy_perturbed": "accuracy, perturbed cases (%)", "directional": "directional (%)"}
+
+
+def invariance_block(cells: pl.DataFrame, max_ci_width: float | None = None) -> str:
+    """Flip rates per model, perturbed suite and perturbation type (CheckList
+    INV; DIR where a perturbation changes the label), each beside the
+    accuracy of the same pairs, with its interval and n shown."""
+    out = ("<h3>Invariance under perturbation (flip rates)</h3><p class='note'>Beyond the papers: CheckList's invariance "
+           "test (INV; Ribeiro et al. 2020). Each perturbed case is paired with the case it was perturbed from and the "
+           "model's two predictions compared. <i>Flip rate</i>: share of source cases whose prediction changes under a "
+           "label-preserving perturbation (lower is better); <i>any perturbation</i>: share of source cases flipped by at "
+           "least one generator. Accuracy of the same pairs on the source and on the perturbed cases beside it. "
+           "Intervals resample the source cases' templates.")
+    directional = not cells.filter(pl.col("column") == "directional").is_empty()
+    out += (" Directional (DIR): share of a label-changing perturbation's pairs whose prediction moves to the new label.</p>"
+            if directional else " Every perturbation type keeps the gold label (a misspelt hateful case is still hateful): "
+            "there is no directional (DIR) test.</p>")
+    if cells.is_empty():
+        return out + "<p class='note'>No model is scored on both a perturbed suite and the suite it perturbs.</p>"
+    columns = [c for c in INVARIANCE_HEADINGS if c != "directional" or directional]
+    for model in dict.fromkeys(cells["model"].to_list()):
+        mc = cells.filter(pl.col("model") == model)
+        for suite in dict.fromkeys(mc["suite"].to_list()):
+            sc = mc.filter(pl.col("suite") == suite)
+            lookup = {(r["row"], r["column"]): r for r in sc.iter_rows(named=True)}
+            rows = [f'<tr><td class="rowhead">{escape(gen)}</td>'
+                    + "".join(td(lookup.get((gen, c)), None, max_ci_width, show_ci=True) for c in columns) + "</tr>"
+                    for gen in dict.fromkeys(sc["row"].to_list())]
+            source = sc["setting"][0]
+            out += html_table(f"invariance-{slug(model, suite)}", ["perturbation", *(INVARIANCE_HEADINGS[c] for c in columns)], rows,
+                              caption=f"{model}: {suite} against {source}")
     return out
 
 
