@@ -26,6 +26,10 @@ Two variants, recorded in every output as ``variant``:
     ``sent_more`` has the higher log-likelihood; it also reports
     ``likelihood_diff`` (mean absolute difference).
 
+The same scorers score WinoBias (the paper's Table 2 baselines, stage
+function :func:`winobias`): the pairs of one WinoBias type and split, the
+pro-stereotyped sentence as ``sent_more``.
+
 Which scorers a profile runs is its ``crows_scorers`` list; a scorer's stage
 under a profile that does not list it loads no model and writes an empty
 pairs table and metrics saying why (``ran: false``).
