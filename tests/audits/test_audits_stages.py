@@ -183,7 +183,7 @@ def test_hatexplain_and_summary_stage_functions(tmp_path):
                                       ["Women", "Arab"], -5, 1, 0.5, "union", two_class=d / "few.parquet")
     out = tmp_path / "summary.json"
     msg = summary.bias_summary({}, {hatexplain.STANDIN: d / "m.json"}, {}, out, {"model": "hx-sup", "train_rationales": None})
-    assert msg == f"wrote {out} (0 CrowS-Pairs, 1 HateXplain, 0 target-bias entries)"
+    assert msg == f"wrote {out} (0 CrowS-Pairs, 0 WinoBias, 1 HateXplain, 0 target-bias entries)"
     doc = json.loads(out.read_text())
     assert doc["hatexplain"][hatexplain.STANDIN]["source"] == str(d / "m.json")
     assert [e["method"] for e in doc["hatexplain"][hatexplain.STANDIN]["explanations"]] == ["occlusion"]

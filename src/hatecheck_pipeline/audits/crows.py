@@ -26,6 +26,10 @@ Two variants, recorded in every output as ``variant``:
     ``sent_more`` has the higher log-likelihood; it also reports
     ``likelihood_diff`` (mean absolute difference).
 
+The same scorers score WinoBias (the paper's Table 2 baselines, stage
+function :func:`winobias`): the pairs of one WinoBias type and split, the
+pro-stereotyped sentence as ``sent_more``.
+
 Which scorers a profile runs is its ``crows_scorers`` list; a scorer's stage
 under a profile that does not list it loads no model and writes an empty
 pairs table and metrics saying why (``ran: false``).
@@ -46,6 +50,7 @@ from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_parquet, write_text
 
 VARIANTS = ("masked", "causal")
+CROWS_PAIRS_TOTAL = 1508  # the pairs of a complete CrowS-Pairs run
 
 
 # --------------------------------------------------------------------------
@@ -448,6 +453,9 @@ def run(
     boot_samples: int = 0,
     boot_seed: int = 0,
     ci_level: float = 0.95,
+    select: Mapping[str, Any] | None = None,
+    total: int = CROWS_PAIRS_TOTAL,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Score the pairs of ``table`` with one model; ``cpu_bf16`` (true | false
     | auto, ``bias.crows_pairs.cpu_bf16``): the forward passes under bf16
@@ -457,7 +465,12 @@ def run(
     authors' ``uncased`` models). ``boot_samples``, ``boot_seed``,
     ``ci_level``: the bootstrap over pairs behind the metric score's
     intervals (:func:`add_intervals`); the metrics also hold the model's
-    confidence distributions (:func:`confidence_summary`, Figure 2)."""
+    confidence distributions (:func:`confidence_summary`, Figure 2).
+    ``select``: column values a pair must have to be scored (WinoBias: its
+    type and split), before the cap; ``total``: the pairs a complete run
+    scores (CrowS-Pairs 1,508); ``extra``: entries added to the metrics.
+    The paper's CrowS-Pairs figures (``paper_table2``) go with a run
+    without ``select`` only."""
     import torch
 
     from hatecheck_pipeline.core.files import PRECISION_KEY
@@ -466,9 +479,13 @@ def run(
     torch.manual_seed(seed)
     torch.set_num_threads(bounded_threads(threads))
     pairs = pl.read_parquet(table)
+    if select:
+        pairs = pairs.filter(**select)
     if max_pairs is not None and max_pairs < pairs.height:
-        # a seeded sample stratified by nothing: the first rows are not random
-        pairs = pairs.sample(n=max_pairs, seed=seed, shuffle=True).sort(pl.col("id").cast(pl.Int64, strict=False))
+        # a seeded sample stratified by nothing: the first rows are not random; back in the table's order
+        # (numeric ids in their order, others in the table's)
+        pairs = (pairs.with_row_index("_pos").sample(n=max_pairs, seed=seed, shuffle=True)
+                 .sort(pl.col("id").cast(pl.Int64, strict=False), "_pos").drop("_pos"))
     net, tok = load(variant, model)
     device = torch.device("cpu")
     ran = precision(device, amp=False, cpu_bf16=cpu_bf16)
@@ -494,19 +511,20 @@ def run(
         ran=True,
         lowercase=lowercase,
         max_pairs=max_pairs,
-        complete=pairs.height == 1508,
+        complete=pairs.height == total,
         seconds=round(seconds, 1),
         pairs_per_second=round(pairs.height / seconds, 3) if seconds else None,
         threads=threads,
         precision=ran,
         linear_layers=f"{packed} packed for oneDNN" if packed else "dense",
-        paper_table2=PAPER_TABLE2,
+        paper_table2=None if select else PAPER_TABLE2,
         note=(
             "masked = Nangia et al. 2020 pseudo-log-likelihood of the unmodified tokens"
             if variant == "masked"
             else "causal = whole-sentence log-likelihood as lm-evaluation-harness crows_pairs_english; not comparable to the paper's MLM figures"
         ),
     )
+    summary.update(extra or {})
     write_parquet(scored, out_pairs, metadata={PRECISION_KEY: ran})
     write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", out_metrics)
     return summary
@@ -539,14 +557,15 @@ def not_run_reason(name: str, variant: str, profile: str) -> str:
     return why
 
 
-def write_not_run(out_pairs: Path, out_metrics: Path, name: str, variant: str, model: str, profile: str) -> dict[str, Any]:
+def write_not_run(out_pairs: Path, out_metrics: Path, name: str, variant: str, model: str, profile: str,
+                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The outputs of a scorer the active profile does not run: an empty
-    pairs table and metrics saying so; no model is loaded."""
+    pairs table and metrics saying so (with ``extra``); no model is loaded."""
     summary = {
         "name": name, "variant": variant, "model": model, "ran": False, "profile": profile,
         "reason": not_run_reason(name, variant, profile), "n_pairs": 0, "complete": False, "metric_score": None,
         "stereo_score": None, "antistereo_score": None, "bias_types": {}, "paper_table2": PAPER_TABLE2,
-        "metric_ci": None, "confidence": None,
+        "metric_ci": None, "confidence": None, **(extra or {}),
     }
     write_parquet(pl.DataFrame(schema=SCORED_SCHEMA), out_pairs)
     write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", out_metrics)
@@ -583,3 +602,57 @@ def crows_pairs(
                   scorer["lowercase"], boot["samples"], boot["seed"], boot["level"])
     return (f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "
             f"{summary['pairs_per_second']} pairs/s, {summary['precision']}")
+
+
+# --------------------------------------------------------------------------
+# WinoBias with the CrowS-Pairs metric (the paper's Table 2 baselines)
+
+WINOBIAS_PAIRS = 396  # pairs per WinoBias type in each of its splits
+WINOBIAS_NAMES = {1: "WinoBias-knowledge (type 1)", 2: "WinoBias-syntax (type 2)"}
+
+
+def winobias_extra(wino_type: int, split: str) -> dict[str, Any]:
+    """What a WinoBias stage's metrics add to CrowS-Pairs' (the data set,
+    type and split, how a pair was made).
+
+    >>> winobias_extra(2, "test")["dataset"], winobias_extra(2, "test")["label"]
+    ('winobias', 'WinoBias-syntax (type 2)')
+    """
+    return {"dataset": "winobias", "winobias_type": wino_type, "split": split, "label": WINOBIAS_NAMES[wino_type],
+            "pairing": "line i of pro_stereotyped_type<t>.txt.<split> (sent_more) against line i of "
+                       "anti_stereotyped_type<t>.txt.<split> (sent_less), the [...] brackets removed"}
+
+
+def winobias(
+    name: str,
+    wino_type: int,
+    table: Path,
+    pairs: Path,
+    metrics: Path,
+    scorer: Mapping[str, Any],
+    split: str,
+    batch_size: int,
+    threads: int,
+    seed: int,
+    profile: Profile,
+    cpu_bf16: bool | str = False,
+    bootstrap: Mapping[str, Any] | None = None,
+) -> str:
+    """Stage ``winobias_<name>_type<wino_type>``: the WinoBias pairs of one
+    type and ``split`` (``bias.winobias.split``) scored as
+    :func:`crows_pairs` scores CrowS-Pairs, with the same scorer, metric,
+    precision, profile switch (``crows_scorers``), cap (``crows_max_pairs``)
+    and bootstrap interval over pairs; the pro-stereotyped sentence is the
+    more stereotyping one (every pair ``stereo``)."""
+    extra = winobias_extra(wino_type, split)
+    if name not in (profile["crows_scorers"] or []):
+        summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile.name,
+                                {**extra, "paper_table2": None})
+        return f"winobias type {wino_type} {name} ({summary['variant']}): {summary['reason']}"
+    cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
+    boot = dict(bootstrap or {"samples": 0, "seed": 0, "level": 0.95})
+    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, cpu_bf16,
+                  scorer["lowercase"], boot["samples"], boot["seed"], boot["level"],
+                  select={"winobias_type": wino_type, "split": split}, total=WINOBIAS_PAIRS, extra=extra)
+    return (f"winobias type {wino_type} {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} "
+            f"pairs, {summary['pairs_per_second']} pairs/s, {summary['precision']}")

@@ -11,7 +11,8 @@ from hatecheck_pipeline.core.files import write_text
 
 CROWS_KEYS = ["variant", "model", "ran", "reason", "lowercase", "n_pairs", "complete", "metric_score", "stereo_score", "antistereo_score", "n_stereo", "n_antistereo", "n_neutral", "likelihood_diff_mean", "bias_types", "pairs_per_second", "note", "metric_ci", "bootstrap", "confidence"]
 EXPLAIN_KEYS = ["method", "method_label", "paper_row", "top_k", "iou_f1", "token_f1", "auprc", "comprehensiveness", "sufficiency", "n_posts", "n_posts_available"]
-SCHEMA_VERSION = 2
+WINOBIAS_KEYS = ["dataset", "winobias_type", "split", "label"]
+SCHEMA_VERSION = 3
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -19,14 +20,20 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path,
-        supervised: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        supervised: Mapping[str, Any] | None = None, winobias: Mapping[str, Path] | None = None) -> dict[str, Any]:
     """``supervised``: the attention-supervised HateXplain model's status
-    when it did not run ({model, ran: false, reason})."""
-    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "crows_pairs": {}, "hatexplain": {}, "targets": {}}
+    when it did not run ({model, ran: false, reason}); ``winobias``:
+    ``<scorer>/type<t>`` -> a WinoBias stage's metrics (under
+    ``winobias.<scorer>.type<t>``)."""
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "crows_pairs": {}, "winobias": {}, "hatexplain": {}, "targets": {}}
     for name, path in crows.items():
         m = _read(path)
         doc["crows_pairs"][name] = {k: m.get(k) for k in CROWS_KEYS} | {"source": str(path)}
         doc.setdefault("crows_pairs_paper_table2", m.get("paper_table2"))
+    for key, path in (winobias or {}).items():
+        name, wino_type = key.rsplit("/", 1)
+        m = _read(path)
+        doc["winobias"].setdefault(name, {})[wino_type] = {k: m.get(k) for k in [*CROWS_KEYS, *WINOBIAS_KEYS]} | {"source": str(path)}
     for clf, path in hatexplain.items():
         m = _read(path)
         b = m["bias"]
@@ -73,13 +80,15 @@ def supervised_status(supervised: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def bias_summary(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path,
-                 supervised: Mapping[str, Any]) -> str:
+                 supervised: Mapping[str, Any], winobias: Mapping[str, Path] | None = None) -> str:
     """Stage ``bias_summary``: the bias metrics (name -> metrics file per
-    CrowS-Pairs scorer, HateXplain classifier and target-bias model) in one
+    CrowS-Pairs scorer, WinoBias scorer and type, HateXplain classifier and
+    target-bias model) in one
     document, with the attention-supervised HateXplain model's status
     (``bias.hatexplain.supervised``)."""
-    doc = run(crows, hatexplain, targets, out, supervised_status(supervised))
+    doc = run(crows, hatexplain, targets, out, supervised_status(supervised), winobias)
     return (
-        f"wrote {out} ({len(doc['crows_pairs'])} CrowS-Pairs, {len(doc['hatexplain'])} HateXplain, "
+        f"wrote {out} ({len(doc['crows_pairs'])} CrowS-Pairs, {sum(map(len, doc['winobias'].values()))} WinoBias, "
+        f"{len(doc['hatexplain'])} HateXplain, "
         f"{len(doc['targets'])} target-bias entries)"
     )

@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping
 
 from hatecheck_pipeline.core.paths import raw as raw_path
 from hatecheck_pipeline.data.annotated import ethos, hatexplain
-from hatecheck_pipeline.data.case_suites import crows_pairs, hatecheck, mhc
+from hatecheck_pipeline.data.case_suites import crows_pairs, hatecheck, mhc, winobias, winobias_file_names
 from hatecheck_pipeline.data.corpora import davidson2017, fortuna2019, founta2018, haspeede2020, hateval2019_es
 from hatecheck_pipeline.data.harmonise import Harmonised
 
@@ -48,6 +48,7 @@ DATASETS: dict[str, DatasetSpec] = {
         DatasetSpec("hatecheck", "hatecheck", hatecheck, _fixed("test_suite_cases.csv", "test_suite_annotations.csv"), suite=True),
         DatasetSpec("mhc", "mhc", mhc, lambda p: [f"cases/hatecheck_cases_final_{lang}.csv" for lang in p["languages"]], suite=True),
         DatasetSpec("crows_pairs", "crows_pairs", crows_pairs, _fixed("crows_pairs_anonymized.csv")),
+        DatasetSpec("winobias", "winobias", winobias, lambda params: winobias_file_names()),
         DatasetSpec("ethos", "ethos", ethos, _fixed("Ethos_Dataset_Binary.csv", "Ethos_Dataset_Multi_Label.csv")),
     ]
 }  # fmt: skip

@@ -161,6 +161,29 @@ def crows_expectations(table: pl.DataFrame, raw_rows: int, quarantined: int, cou
     return out
 
 
+def winobias_expectations(table: pl.DataFrame, raw_rows: int, quarantined: int, count: int | None) -> list:
+    """CrowS-Pairs' pair schema (every pair ``stereo``, bias type ``gender``)
+    plus WinoBias' type (1, 2) and split (dev, test)."""
+    E = _gx().expectations
+    out = [
+        E.ExpectColumnValuesToNotBeNull(column="sent_more"),
+        E.ExpectColumnValuesToNotBeNull(column="sent_less"),
+        E.ExpectColumnValueLengthsToBeBetween(column="sent_more", min_value=1),
+        E.ExpectColumnValueLengthsToBeBetween(column="sent_less", min_value=1),
+        E.ExpectColumnValuesToBeInSet(column="stereo_antistereo", value_set=["stereo"]),
+        E.ExpectColumnValuesToBeInSet(column="bias_type", value_set=["gender"]),
+        E.ExpectColumnValuesToBeInSet(column="winobias_type", value_set=[1, 2]),
+        E.ExpectColumnValuesToBeInSet(column="split", value_set=["dev", "test"]),
+        E.ExpectColumnValuesToNotMatchRegex(column="sent_more", regex=r"[\[\]]"),  # the mention brackets are gone
+        E.ExpectColumnValuesToNotMatchRegex(column="sent_less", regex=r"[\[\]]"),
+        E.ExpectColumnValuesToBeUnique(column="id"),
+        E.ExpectTableRowCountToEqual(value=raw_rows - quarantined),
+    ]
+    if count is not None:
+        out.append(E.ExpectTableRowCountToEqual(value=count))
+    return out
+
+
 def run_suite(name: str, frame: pl.DataFrame, expectations: list) -> dict[str, Any]:
     """Validate one pandas batch; return the JSON-able result with examples."""
     gx = _gx()
@@ -234,6 +257,8 @@ def validate_table(
         extra = [E.ExpectColumnDistinctValuesToEqualSet(column="functionality", value_set=list(functionalities))]
     if dataset == "crows_pairs":
         results.append(run_suite(dataset, table, crows_expectations(table, raw_rows, quarantined, suite_counts)))
+    elif dataset == "winobias":
+        results.append(run_suite(dataset, table, winobias_expectations(table, raw_rows, quarantined, suite_counts)))
     elif dataset == "mhc":
         table = with_helper_columns(table)
         results.append(run_suite(dataset, table, classification_expectations(table, raw_rows, quarantined, None, tolerance, None) + extra))

@@ -4,6 +4,9 @@
   ``bias.crows_pairs.scorers`` (variant masked | causal) that some
   profile's ``crows_scorers`` lists (under a profile that does not list
   it, the stage loads no model and records why);
+- ``winobias_<scorer>_type<t>``: WinoBias type t (1 knowledge, 2 syntax)
+  of ``bias.winobias.split`` with the same scorer and metric (CrowS-Pairs'
+  Table 2 baselines), under the same profile switch and cap;
 - ``hatexplain_standin``: the labelled TF-IDF + LR stand-in 3-class
   classifier's HateXplain test predictions and occlusion attributions;
 - ``hatexplain_explain_<model>``: a fine-tuned 3-class model's HateXplain
@@ -34,6 +37,7 @@ from hatecheck_pipeline.suites.registry import Suite
 PHASE = "audits"  # the label `dag list` shows
 
 CROWS = "hatecheck_pipeline.audits.crows:crows_pairs"
+WINOBIAS = "hatecheck_pipeline.audits.crows:winobias"
 STANDIN_RUN = "hatecheck_pipeline.audits.hatexplain:hatexplain_standin"
 METRICS = "hatecheck_pipeline.audits.hatexplain:hatexplain_metrics"
 EXPLAIN = "hatecheck_pipeline.audits.explain:hatexplain_explain"
@@ -93,6 +97,50 @@ def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
             **profile_params(params, ["crows_scorers", "crows_max_pairs"]),
         },
         args={"name": name},
+        threads=params["bias"]["threads"],
+        mem_mb=CROWS_MEM_MB,
+    )
+
+
+WINOBIAS_TYPES = (1, 2)  # WinoBias-knowledge, WinoBias-syntax
+
+
+def winobias_pairs_path(name: str, wino_type: int) -> str:
+    """Per-pair WinoBias scores of one CrowS-Pairs scorer and WinoBias type."""
+    return f"{paths.BIAS}/winobias/{name}/type{wino_type}/pairs.parquet"
+
+
+def winobias_metrics_path(name: str, wino_type: int) -> str:
+    return f"{paths.BIAS}/winobias/{name}/type{wino_type}/metrics.json"
+
+
+def winobias_runs(params: Mapping[str, Any]) -> list[tuple[str, int]]:
+    """(scorer, WinoBias type) of every WinoBias stage: each CrowS-Pairs
+    scorer some profile runs, on both types (none without ``bias.winobias``)."""
+    if "winobias" not in params["bias"]:
+        return []
+    return [(name, t) for name in crows_scorers(params) for t in WINOBIAS_TYPES]
+
+
+def winobias_stage(name: str, wino_type: int, params: Mapping[str, Any]) -> Stage:
+    return Stage(
+        f"winobias_{name}_type{wino_type}",
+        PHASE,
+        WINOBIAS,
+        inputs={"table": paths.interim_table("winobias")},
+        outputs={"pairs": out(winobias_pairs_path(name, wino_type)), "metrics": metric(winobias_metrics_path(name, wino_type))},
+        # as crows_pairs_<name>: the same scorer, batch size, precision, profile switch and cap, the same intervals
+        params={
+            "scorer": f"bias.crows_pairs.scorers.{name}",
+            "split": "bias.winobias.split",
+            "batch_size": "bias.crows_pairs.batch_size",
+            "cpu_bf16": "bias.crows_pairs.cpu_bf16",
+            "threads": "bias.threads",
+            "seed": "bias.seed",
+            "bootstrap": Bound(tuple(bootstrap_keys()), plain_bootstrap),
+            **profile_params(params, ["crows_scorers", "crows_max_pairs"]),
+        },
+        args={"name": name, "wino_type": wino_type},
         threads=params["bias"]["threads"],
         mem_mb=CROWS_MEM_MB,
     )
@@ -220,6 +268,7 @@ def summary_stage(params: Mapping[str, Any]) -> Stage:
         SUMMARY,
         inputs={
             "crows": {n: paths.crows_metrics(n) for n in crows_scorers(params)},
+            "winobias": {f"{n}/type{t}": winobias_metrics_path(n, t) for n, t in winobias_runs(params)},
             "hatexplain": {c: paths.hatexplain_metrics(c) for c in hatexplain_classifiers(params)},
             "targets": {m: paths.target_bias(m) for m in target_models(params)},
         },
@@ -232,6 +281,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     if "bias" not in params:
         return []
     out_: list[Stage] = [crows_stage(name, params) for name in crows_scorers(params)]
+    out_ += [winobias_stage(name, t, params) for name, t in winobias_runs(params)]
     classifiers = hatexplain_classifiers(params)
     if STANDIN in classifiers:
         out_.append(standin_stage())

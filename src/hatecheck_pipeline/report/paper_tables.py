@@ -107,14 +107,56 @@ CROWS_ROWS = [  # (the paper's row, our key): our keys are bias_types / the over
 OVERALL_KEYS = {"all": ("metric_score", "n_pairs"), "stereo": ("stereo_score", "n_stereo"), "antistereo": ("antistereo_score", "n_antistereo")}
 
 
-def crows_table2(crows: Mapping[str, Mapping[str, Any]], summary_file: str, published: Mapping[str, Any], total: int = 1508) -> str:
-    """The CrowS-Pairs rows of the paper's Table 2 (all pairs, the stereo
-    and anti-stereo subsets, the nine bias types): one column per scorer
-    of ours (metric score, n pairs in the tooltip), then the paper's n and
-    its three masked LMs."""
+WINOBIAS_ROWS = [(1, "winobias-type1", "WinoBias-knowledge (type 1)"), (2, "winobias-type2", "WinoBias-syntax (type 2)")]
+STEREOSET_NOT_RUN = "not run here (data not in the mirror)"
+
+
+def baseline_rows(crows: Mapping[str, Mapping[str, Any]], winobias: Mapping[str, Mapping[str, Any]], summary_file: str,
+                  t2: Mapping[str, Any]) -> list[str]:
+    """Table 2's rows above CrowS-Pairs: WinoBias-knowledge and -syntax
+    (our scorers' WinoBias stages, the same metric), StereoSet (published
+    only: its data is not in the mirror), each with the paper's n and
+    masked LMs."""
+    source, pub, pub_n, labels = t2.get("source", ""), t2.get("values") or {}, t2.get("n") or {}, t2.get("rows") or {}
+    rows = []
+    for wino_type, key, label in WINOBIAS_ROWS:
+        tds = []
+        for name in crows:
+            e = (winobias.get(name) or {}).get(f"type{wino_type}") or {}
+            if not e or e.get("ran") is False:
+                tds.append('<td class="missing" title="no WinoBias stage of this scorer ran">–</td>')
+                continue
+            n, ci, incomplete = e.get("n_pairs"), e.get("metric_ci"), not e.get("complete")
+            note = (f", n={n} pairs of WinoBias {e.get('split')}" + (f", {ci_text(ci, e)}" if ci else "")
+                    + (f" (INCOMPLETE run: a seeded sample of {n} pairs)" if incomplete else ""))
+            td = json_td(e.get("metric_score"), cell_id("bias", "winobias", name, f"type{wino_type}", "metric_score"),
+                         e.get("source") or summary_file, f"winobias_{name}_type{wino_type}", 1, note,
+                         "incomplete" if incomplete else "")
+            tds.append(with_ci(td, ci))
+        rows.append(baseline_tr(f"{label} [paper: {labels.get(key, key)}]", tds, key, pub, pub_n, source))
+    not_run = [f'<td class="missing">{escape(STEREOSET_NOT_RUN)}</td>' for _ in crows]
+    rows.append(baseline_tr(f"{labels.get('stereoset', 'StereoSet')}: {STEREOSET_NOT_RUN}", not_run, "stereoset", pub, pub_n, source))
+    return rows
+
+
+def baseline_tr(label: str, tds: list[str], key: str, pub: Mapping[str, Any], pub_n: Mapping[str, Any], source: str) -> str:
+    cells = [*tds, published_cell("crows_pairs_t2", "paper", key, "n", pub_n.get(key), source)]
+    cells += [published_cell("crows_pairs_t2", model, key, "metric_score", (vals.get(key) or {}).get("metric_score"), source)
+              for model, vals in pub.items()]
+    return f'<tr><td class="rowhead">{escape(label)}</td>{"".join(cells)}</tr>'
+
+
+def crows_table2(crows: Mapping[str, Mapping[str, Any]], summary_file: str, published: Mapping[str, Any], total: int = 1508,
+                 winobias: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The paper's Table 2: its baseline rows (:func:`baseline_rows`:
+    WinoBias from ``winobias``, ``<scorer> -> type<t> -> metrics``, and
+    StereoSet as published), then the CrowS-Pairs rows (all pairs, the
+    stereo and anti-stereo subsets, the nine bias types): one column per
+    scorer of ours (metric score, n pairs in the tooltip), then the paper's
+    n and its three masked LMs."""
     t2 = published.get("crows_pairs_t2") or {}
     source, pub, pub_n = t2.get("source", ""), t2.get("values") or {}, t2.get("n") or {}
-    rows = []
+    rows = baseline_rows(crows, winobias or {}, summary_file, t2)
     for key, label in CROWS_ROWS:
         tds = []
         for name, e in crows.items():
@@ -137,11 +179,16 @@ def crows_table2(crows: Mapping[str, Mapping[str, Any]], summary_file: str, publ
             tds.append(published_cell("crows_pairs_t2", model, key, "metric_score", (vals.get(key) or {}).get("metric_score"), source))
         rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
     head = ["Table 2 row", *(f"{n} ({e.get('variant')})" for n, e in crows.items()), "n (paper)", *(f"{m} (paper, masked)" for m in pub)]
-    return ("<h3>CrowS-Pairs Table 2: metric score per subset and bias type (%)</h3>"
+    return ("<h3>CrowS-Pairs Table 2: metric score on WinoBias, StereoSet and CrowS-Pairs per subset and bias type (%)</h3>"
             "<p class='note'>Our scorers' figures (hover for n pairs; an incomplete run is a seeded sample; under each figure "
             "its percentile bootstrap interval over the pairs of that row) next to the paper's "
             "masked LMs. A <b>causal</b> scorer's whole-sentence log-likelihood is not the paper's masked-LM metric: its "
-            "column is not comparable with the paper's.</p>"
+            "column is not comparable with the paper's. WinoBias rows: each line of a pro-stereotyped file as the more "
+            "stereotyping sentence against the same line of its anti-stereotyped file (the paper's \"test sets\": "
+            "<code>bias.winobias.split</code>), the same metric and scorer as CrowS-Pairs; the paper's table labels its "
+            "WinoBias rows \"ground\" and \"knowledge\", its caption type 1 \"knowledge\" and type 2 \"syntax\" (in "
+            "brackets: the paper's row each is set against). StereoSet's intrasentence validation set is not in the "
+            "mirror: its row shows the paper's figures only.</p>"
             + html_table("crows-pairs-bias-types", head, rows))
 
 

@@ -396,7 +396,7 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
         from hatecheck_pipeline.evaluation import published as P
         from hatecheck_pipeline.report.paper_tables import crows_confidence, crows_table2
 
-        out += crows_table2(crows, summary_file, P.load() if published is None else published, CROWS_TOTAL)
+        out += crows_table2(crows, summary_file, P.load() if published is None else published, CROWS_TOTAL, doc.get("winobias"))
         out += crows_confidence(crows, summary_file, P.load() if published is None else published)
     # HateXplain
     hx = doc.get("hatexplain") or {}
