@@ -57,3 +57,36 @@ def params():
     from hatecheck_pipeline.core.config import load_params
 
     return load_params(REPO / "params.yaml")
+
+
+# The order test modules are handed out in. The README's command runs them in
+# two processes (pytest-xdist, `-n 2 --dist loadfile`: a module stays in one
+# process, its module-scoped workspaces built once), each process is handed
+# two modules at the start and one more whenever it finishes one. So the
+# longest modules go first (benchmarks/records/test_suite_*.txt), the smoke
+# build's with a short module behind it (the first process holds it until
+# the build is done), and everything else follows in its usual order.
+FIRST = (
+    "pipeline/test_integration_smoke.py",  # builds the shared smoke report (tests/smoke_build.py)
+    "pipeline/test_integration_data.py",
+    "core/test_lock.py",  # short: waits behind the smoke build in the first process
+    "pipeline/test_slurm.py",
+    "models/test_llm_weights.py",
+    "reliability/test_crash_safety.py",
+    "cli/test_evaluate.py",
+    "pipeline/test_sharing.py",
+    "pipeline/test_integration_smoke_params.py",  # on a copy of the smoke build: waits for it
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    tests = Path(__file__).resolve().parent
+    rank = {name: i for i, name in enumerate(FIRST)}
+
+    def key(item) -> int:
+        try:
+            return rank.get(Path(item.fspath).resolve().relative_to(tests).as_posix(), len(FIRST))
+        except ValueError:  # a doctest outside tests/
+            return len(FIRST)
+
+    items.sort(key=key)  # stable: within a module, and after FIRST, the collection's order

@@ -147,3 +147,51 @@ def assert_same_predictions(path: Path, reference_path: Path) -> None:
     a, b = pl.read_parquet(path), pl.read_parquet(reference_path)
     assert a["id"].to_list() == b["id"].to_list() and a["pred"].to_list() == b["pred"].to_list()
     np.testing.assert_allclose(a["p_hateful"].to_numpy(), b["p_hateful"].to_numpy(), rtol=0, atol=1e-3)
+
+
+def shared_root(tmp_path_factory) -> Path:
+    """The temporary folder all of this run's processes share: pytest's base
+    temp, or its parent under pytest-xdist (each worker's base temp is
+    ``<shared>/popen-gw<N>``)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def built_once(tmp_path_factory, name: str, build, copies: tuple[str, ...] = ()) -> dict[str, Path]:
+    """A workspace built once per test run, whichever process asks first
+    (the others wait on a file lock), and ``copies`` of it made right after
+    the build, before any test touches it: {name: built, copy: its copy}.
+    A failed build is reported to every process that asks, never retried
+    from a half-built folder."""
+    import fcntl
+
+    root = shared_root(tmp_path_factory)
+    built, done, failed = root / name, root / f"{name}.built", root / f"{name}.failed"
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if failed.exists():
+            pytest.fail(f"the shared {name} workspace failed to build in another test process:\n{failed.read_text()}", pytrace=False)
+        if not done.exists():
+            shutil.rmtree(built, ignore_errors=True)
+            built.mkdir()
+            try:
+                build(built)
+                for copy in copies:
+                    copy_workspace(built, root / copy)
+            except BaseException as exc:
+                failed.write_text(f"{type(exc).__name__}: {exc}"[-4000:])
+                raise
+            done.touch()
+    return {name: built, **{copy: root / copy for copy in copies}}
+
+
+def copy_workspace(src: Path, dest: Path) -> None:
+    """A built workspace copied whole (git, DVC record, artifacts), DVC's
+    content-addressed cache hard-linked (its files are never written in
+    place), so the copy can run a parameter change without touching ``src``."""
+    shutil.rmtree(dest, ignore_errors=True)
+    cache = src / ".dvc" / "cache"
+    shutil.copytree(src, dest, symlinks=True, ignore=lambda d, names: ["cache"] if Path(d) == src / ".dvc" else [])
+    if cache.exists():
+        shutil.copytree(cache, dest / ".dvc" / "cache", symlinks=True, copy_function=os.link)
+

@@ -1,9 +1,10 @@
 """The user's day, end to end on the `smoke` profile (tiny subsample, one
 epoch, real offline stand-in models): Snakemake builds the report and DVC
-records it at once; a parameter change through `dvc exp run` and through an
-edit + `dvc repro` re-runs exactly the stages downstream of that key;
-metrics and plots diffs show the change; one report number is traced back
-to the raw files; Snakemake then has nothing to do."""
+records it at once; one report number is traced back to the raw files; a
+classifier trained elsewhere and a fine-tuned directory are tested and
+diffed; Snakemake then has nothing to do. The parameter changes run in a
+copy of this build (test_integration_smoke_params.py), so that a second
+test process can run them beside these tests."""
 
 import json
 import re
@@ -11,41 +12,15 @@ import re
 import polars as pl
 import pytest
 import yaml
-from pipeline_utils import (
-    BIN,
-    copy_project,
-    downstream,
-    dvc_ran_stages,
-    git_commit_all,
-    require_free_disk,
-    run,
-    set_param,
-)
-
-from hatecheck_pipeline.core.config import load_params
-from hatecheck_pipeline.pipeline.registry import build_stages
+from pipeline_utils import BIN, dvc_ran_stages, run
+from smoke_build import REPORT, smoke_workspaces, snakemake_is_a_noop
 
 pytestmark = pytest.mark.integration
-REPORT = "reports/mhc_xtc.html"
-# The smoke workspace's models and DVC cache, with the other integration
-# modules' workspaces beside it, peaked at 8 GiB under pytest's temp folder
-# in a whole `.ci/run`; the rest is a margin.
-SMOKE_DISK_GIB = 10
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
-    require_free_disk(tmp_path_factory.getbasetemp(), SMOKE_DISK_GIB, "the smoke run")
-    project = copy_project(tmp_path_factory.mktemp("smoke"))
-    set_param(project, "profile", "smoke")
-    git_commit_all(project, "fresh clone")
-    run([str(BIN / "snakemake"), "--cores", "2", REPORT], project, timeout=3600)
-    return project
-
-
-def snakemake_is_a_noop(project) -> bool:
-    again = run([str(BIN / "snakemake"), "--cores", "2", REPORT], project)
-    return "Nothing to be done" in again.stdout + again.stderr
+    return smoke_workspaces(tmp_path_factory)["smoke"]
 
 
 def test_report_builds_from_the_smoke_profile(smoke, params):
@@ -120,53 +95,3 @@ def test_a_fine_tuned_directory_is_evaluated_as_a_classifier_and_diffed(smoke):
     doc = json.loads((smoke / "diff.json").read_text())
     assert "flagged:" in out and doc["correction"] == "holm" and doc["by_functionality"]
     assert "Data and pipelines are up to date" in run([str(BIN / "dvc"), "status", "report"], smoke).stdout
-
-
-def test_a_parameter_change_reruns_exactly_what_depends_on_it(smoke):
-    git_commit_all(smoke, "baseline: the smoke report, its metrics and dvc.lock")
-    stages = build_stages(load_params(smoke / "params.yaml"))
-    readers = {s.name for s in stages if any(k.startswith("datasets.davidson2017") for k in s.param_keys)}
-    assert readers == {"prepare_davidson2017"}
-    allowed = downstream(stages, readers)
-
-    exp = run([str(BIN / "dvc"), "exp", "run", "-S", "datasets.davidson2017.seed=7", "report"], smoke, timeout=3600)
-    ran = dvc_ran_stages(exp.stdout)
-    assert readers <= ran <= allowed, sorted(ran - allowed)
-    assert {"validate_davidson2017", "preprocess_davidson2017_bert", "train_B-D", "report"} <= ran  # the new split flows down
-    assert not any(name.endswith(("XTC", "B-F")) or "_XTC_" in name or "_B-F_" in name for name in ran)
-
-    # the changed numbers show in the diffs against the baseline commit
-    metrics = run([str(BIN / "dvc"), "metrics", "diff", "--json"], smoke).stdout
-    diff = json.loads(metrics)
-    assert "results/B-D/heldout_davidson2017/metrics.json" in diff
-    assert "results/XTC/mhc_german/metrics.json" not in diff
-    plots = run([str(BIN / "dvc"), "plots", "diff", "--json"], smoke).stdout
-    assert "hatecheck_functionality.csv" in plots
-
-    # both runners agree that nothing is left to do
-    assert "Data and pipelines are up to date" in run([str(BIN / "dvc"), "status", "report"], smoke).stdout
-    assert snakemake_is_a_noop(smoke)
-
-    # what the new split changed in B-D, per functional test, against the baseline commit (DVC's cache at HEAD)
-    out = run([str(BIN / "hatecheck-pipeline"), "diff", "B-D", "--rev", "HEAD", "--suite", "hatecheck", "--out", "rev_diff.json"], smoke).stdout
-    doc = json.loads((smoke / "rev_diff.json").read_text())
-    assert doc["a"]["model"] == "B-D@HEAD" and doc["b"]["model"] == "B-D" and "flagged:" in out
-    (smoke / "rev_diff.json").unlink()
-
-    # a plain edit of params.yaml and `dvc repro`: only the report reads report.title
-    set_param(smoke, "report.title", "Smoke report, retitled")
-    repro = run([str(BIN / "dvc"), "repro", "report"], smoke, timeout=3600)
-    assert dvc_ran_stages(repro.stdout) == {"report"}
-    assert "Smoke report, retitled" in (smoke / REPORT).read_text()
-    assert snakemake_is_a_noop(smoke)
-
-    # one key of the active profile: only the stages that read it, and what
-    # they feed, re-run (each stage declares the profile keys it reads)
-    stages = build_stages(load_params(smoke / "params.yaml"))
-    readers = {s.name for s in stages if "profiles.smoke.crows_max_pairs" in s.param_keys}
-    assert readers and all(name.startswith("crows_pairs_") for name in readers)
-    set_param(smoke, "profiles.smoke.crows_max_pairs", 10)
-    ran = dvc_ran_stages(run([str(BIN / "dvc"), "repro", "report"], smoke, timeout=3600).stdout)
-    assert readers <= ran <= downstream(stages, readers), sorted(ran)
-    assert "report" in ran and not any(name.startswith(("train_", "predict_", "score_")) for name in ran)
-    assert snakemake_is_a_noop(smoke)
