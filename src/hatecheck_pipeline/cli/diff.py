@@ -72,6 +72,7 @@ def diff(
             if b is not None:
                 fail("give B or --rev, not both (with --rev, B is A in this workspace)", error)
             b = a
+            typer.echo(f"reading {file_of(a)} as it was at {rev} (DVC)", err=True)
             file_a, names = str(predictions_at(file_of(a), rev, Path(tmp), error)), (f"{a}@{rev}", a)
         else:
             if b is None:
@@ -81,6 +82,8 @@ def diff(
         for f in (file_a, file_b):
             if not Path(f).is_file():
                 fail(f"{f}: no predictions (is the model scored on {resolved.name}? `snakemake {f}` builds them)", error)
+        typer.echo(f"testing {names[1]} against {names[0]} on {resolved.name}: a paired test per functional test "
+                   f"(up to {boot.samples} random sign draws each)", err=True)
         try:
             doc = D.run(resolved, file_a, file_b, out, names, boot)
         except (ScoringError, PipelineError) as exc:

@@ -175,6 +175,8 @@ def evaluate(
                                                          "first request, e.g. 2026-12); a new one asks every text again")] = None,
     cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
     dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
+    progress_every: Annotated[float, typer.Option("--progress", help="seconds between the running stages' progress lines on "
+                                                                       "stderr (0: none)")] = 10.0,
 ) -> None:
     """Test a classifier on the chosen suites: every suite's metrics and
     failing cases, one HTML page (reports/models/<name>.html), and a summary
@@ -214,7 +216,7 @@ def evaluate(
     # a module:function in the working folder imports in every stage command
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])))
     started = time.time()
-    done = subprocess.run(cmd, env=env)
+    done = run_with_progress(cmd, env, 0 if dry else progress_every)
     if done.returncode != 0:
         for line in failed_stage_lines(full, started - 1):
             typer.echo(f"error: {line}", err=True)
@@ -227,3 +229,24 @@ def evaluate(
                                                  full["evaluation"]["below_mark"])))
         for suite, why in not_run_suites(full, name).items():  # e.g. outside a scoring API's languages
             typer.echo(f"  {suite}  {why}")
+
+
+def run_with_progress(cmd: list[str], env: dict[str, str], every_s: float) -> subprocess.CompletedProcess:
+    """Snakemake's run, with each running stage's latest progress line (its
+    log's, which Snakemake keeps off the terminal) on stderr every
+    ``every_s`` seconds while it runs (pipeline/progress.py)."""
+    import threading
+
+    from hatecheck_pipeline.pipeline import progress
+
+    proc = subprocess.Popen(cmd, env=env)
+    finished, reporter = threading.Event(), None
+    if every_s > 0:
+        reporter = threading.Thread(target=progress.report_while, args=(lambda: not finished.is_set(),),
+                                    kwargs={"interval_s": every_s, "sleep": finished.wait}, daemon=True)
+        reporter.start()
+    returncode = proc.wait()
+    finished.set()  # wakes the reporter at once
+    if reporter is not None:
+        reporter.join()
+    return subprocess.CompletedProcess(cmd, returncode)

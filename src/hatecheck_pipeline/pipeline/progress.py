@@ -143,3 +143,36 @@ def follow(logs_dir: str | Path = LOGS, interval_s: float = 2.0, recent_s: float
     out.write("no stage is running\n")
     out.flush()
     return refreshes
+
+
+def report_while(alive: Callable[[], bool], logs_dir: str | Path = LOGS, interval_s: float = 10.0,
+                 out: TextIO | None = None, sleep: Callable[[float], None] = time.sleep,
+                 find_held: Callable[[], set[Path] | None] | None = None, recent_s: float = 60.0) -> int:
+    """While ``alive()`` (a run this command started), every ``interval_s``
+    seconds, one line per running stage whose progress line changed since it
+    was last shown: ``  <stage>: <line>``. Lines are only appended, never
+    redrawn, so they interleave with the run's own output (``evaluate``'s
+    Snakemake job lines). Returns the number of lines written.
+
+    >>> import io, tempfile
+    >>> logs = Path(tempfile.mkdtemp())
+    >>> _ = (logs / "predict_m_hatecheck.log").write_text("predict:  50%|#####     | 1/2\\r")
+    >>> beats, buf = iter([True, True, False]), io.StringIO()
+    >>> report_while(lambda: next(beats), logs, 0, buf, lambda s: None, lambda: {logs / "predict_m_hatecheck.log"})
+    1
+    >>> buf.getvalue()
+    '  predict_m_hatecheck: predict:  50%|#####     | 1/2\\n'
+    """
+    out = out or sys.stderr
+    find_held = find_held or (lambda: held_logs(logs_dir))
+    shown: dict[str, str] = {}
+    written = 0
+    while alive():
+        for row in running_stages(logs_dir, find_held(), recent_s):
+            if row.line and shown.get(row.stage) != row.line:
+                out.write(f"  {row.stage}: {row.line}\n")
+                shown[row.stage] = row.line
+                written += 1
+        out.flush()
+        sleep(interval_s)
+    return written
