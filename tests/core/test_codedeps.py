@@ -1,6 +1,7 @@
 """Code dependencies come from the static import graph, and the package has
 no import cycles and keeps its layer contracts."""
 
+import ast
 import json
 import subprocess
 import sys
@@ -53,14 +54,91 @@ def test_layer_contracts_hold():
     assert "0 broken" in proc.stdout
 
 
-def test_dvc_code_deps_equal_the_import_closure_of_each_stage(params):
-    from hatecheck_pipeline.pipeline.registry import build_stages
+def test_each_stage_tracks_its_code_through_a_fingerprint_of_its_import_closure(params):
+    """dvc.yaml lists one code dep per stage, its fingerprint file, which
+    names every module of the closure (and nothing else) with the hash of
+    its normalised code; the fingerprint stage depends on every source file."""
+    from hatecheck_pipeline.pipeline.registry import FINGERPRINT_STAGE, build_stages
 
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-    for s in build_stages(params):
-        code = {d for d in dvc[s.name]["deps"] if d.startswith("src/") and d.endswith(".py")}
-        assert code == set(codedeps.code_files(s.module)), s.name
-        assert f"src/{s.module.replace('.', '/')}.py" in code, s.name
+    stages = build_stages(params)
+    digests: dict[str, str] = {}
+    for s in stages:
+        assert not [d for d in dvc[s.name]["deps"] if d.endswith(".py")], s.name
+        assert f"code/{s.name}.txt" in dvc[s.name]["deps"], s.name
+        listed = codedeps.read_fingerprint((REPO / s.fingerprint).read_text())
+        assert set(listed) == set(codedeps.code_files(s.module)), s.name
+        assert f"src/{s.module.replace('.', '/')}.py" in listed, s.name
+        for path, digest in listed.items():
+            if path not in digests:
+                digests[path] = codedeps.normalised(ast.parse((REPO / path).read_text()))
+            assert digest == digests[path], path
+    sources = set(dvc[FINGERPRINT_STAGE]["deps"])
+    assert {f for s in stages for f in s.code} <= sources
+    assert {next(iter(o)) for o in dvc[FINGERPRINT_STAGE]["outs"]} == {s.fingerprint for s in stages}
+
+
+def test_comments_docstrings_and_formatting_leave_the_hash_alone():
+    base = codedeps.normalised(ast.parse('''"""Module doc."""
+import os
+
+
+class A:
+    """Class doc."""
+
+    def f(self, x):
+        """Function doc."""
+        return os.path.join(x, "a")  # a comment
+'''))
+    same = '''# a header comment
+import os
+class A:
+    def f(self, x):
+        \'\'\'Another doc,
+        on two lines.\'\'\'
+        return os.path.join(
+            x,
+            'a',
+        )
+'''
+    assert codedeps.normalised(ast.parse(same)) == base
+    for edit in (same.replace("'a'", "'b'"), same.replace("x,", "x, x,"), same.replace("import os", "import os.path"),
+                 same + "X = 1\n", same.replace("return", "print(x)\n        return")):
+        assert codedeps.normalised(ast.parse(edit)) != base, edit
+    # a string that is not the first statement of a body is code, not a docstring
+    assert codedeps.normalised(ast.parse("x = 1\n'text'\n")) != codedeps.normalised(ast.parse("x = 1\n"))
+
+
+def test_fingerprint_lists_the_closure_with_normalised_hashes_and_is_written_only_on_change(tmp_path, monkeypatch):
+    monkeypatch.setenv(codedeps.CACHE_ENV, str(tmp_path / "cache.json"))
+    monkeypatch.setattr(codedeps, "_CACHE", codedeps._ParseCache())
+    src = tmp_path / "src"
+    pkg = src / "hatecheck_pipeline"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text('"""Only a docstring."""\n')
+    (pkg / "a.py").write_text("from . import b\n")
+    (pkg / "b.py").write_text("X = 1\n")
+    (pkg / "c.py").write_text("Y = 2\n")
+
+    def fingerprint():
+        for f in (codedeps.closure, codedeps.direct_imports, codedeps.module_file, codedeps.runs_code,
+                  codedeps.code_hash, codedeps.fingerprint):
+            f.cache_clear()
+        return codedeps.fingerprint("hatecheck_pipeline.a", src)
+
+    text = fingerprint()
+    assert [line.split(" ")[0] for line in text.splitlines()] == ["src/hatecheck_pipeline/a.py", "src/hatecheck_pipeline/b.py"]
+    assert codedeps.read_fingerprint(text)["src/hatecheck_pipeline/b.py"] == codedeps.normalised(ast.parse("X = 1"))
+    assert codedeps.write_fingerprints({"code/a.txt": text}, tmp_path) == ["code/a.txt"]
+    written = (tmp_path / "code/a.txt").stat().st_mtime_ns
+    (pkg / "b.py").write_text('"""Now documented."""\n\nX = (1)  # the same code\n')
+    assert fingerprint() == text
+    assert codedeps.write_fingerprints({"code/a.txt": fingerprint()}, tmp_path) == []
+    assert (tmp_path / "code/a.txt").stat().st_mtime_ns == written
+    (pkg / "b.py").write_text("X = 2\n")
+    assert fingerprint() != text and codedeps.write_fingerprints({"code/a.txt": fingerprint()}, tmp_path) == ["code/a.txt"]
+    assert codedeps.project_src(tmp_path) == src.resolve()
+    assert codedeps.project_src(tmp_path / "elsewhere") == codedeps.SRC
 
 
 def test_what_a_parse_found_is_cached_across_processes_and_follows_the_file(tmp_path, monkeypatch):

@@ -18,10 +18,19 @@ def test_dvc_yaml_is_rendered_from_the_registry():
 
 
 def test_snakemake_rules_match_dvc_stages(params):
+    """The same stages, outputs and deps, but for one stage of dvc.yaml only:
+    code_fingerprints, which refreshes the code fingerprint files for DVC.
+    Snakemake refreshes them when it reads the Snakefile (common.smk), so
+    that they are plain inputs of its rules, rewritten only when code
+    changed; a rule making them would make every stage depend on a job."""
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     jobs = dry_run_jobs(REPO, "all", forceall=True)
     jobs.pop("all", None)
-    assert set(jobs) == set(dvc), "stage names differ"
+    assert set(dvc) - set(jobs) == {dag.FINGERPRINT_STAGE}, "stage names differ"
+    assert set(jobs) <= set(dvc), "stage names differ"
+    fingerprints = dvc.pop(dag.FINGERPRINT_STAGE)
+    assert {next(iter(o)) for o in fingerprints["outs"]} == {f"code/{n}.txt" for n in dvc}
+    assert all(o[next(iter(o))] == {"cache": False, "persist": True} for o in fingerprints["outs"])
     for name, entry in dvc.items():
         outs = {next(iter(o)) if isinstance(o, dict) else o for key in ("outs", "metrics", "plots") for o in entry.get(key, [])}
         assert jobs[name]["output"] == outs, name
@@ -30,6 +39,7 @@ def test_snakemake_rules_match_dvc_stages(params):
         assert not any("checkpoints" in o for o in outs), name
         params_file = f".snakemake/hatecheck-params/{name}.json"  # Snakemake's view of the stage's params
         assert jobs[name]["input"] == set(entry["deps"]) | {params_file}, name
+        assert f"code/{name}.txt" in entry["deps"] and not [d for d in entry["deps"] if d.endswith(".py")], name
 
 
 def test_the_report_is_downstream_of_every_stage():
@@ -38,7 +48,7 @@ def test_the_report_is_downstream_of_every_stage():
     runs only the stages that read that parameter (no stage left unbuilt)."""
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     jobs = dry_run_jobs(REPO, "reports/mhc_xtc.html", forceall=True)
-    assert sorted(set(dvc) - set(jobs)) == []
+    assert sorted(set(dvc) - set(jobs)) == [dag.FINGERPRINT_STAGE]  # Snakemake's are refreshed at parse time
 
 
 def test_each_stage_declares_the_params_snakemake_tracks(params):
@@ -166,7 +176,22 @@ def test_every_stage_function_takes_exactly_its_declared_arguments(params):
 
 def test_every_stage_command_is_the_generic_entry_point():
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    assert dvc.pop(dag.FINGERPRINT_STAGE)["cmd"] == dag.FINGERPRINT_CMD
     assert all(entry["cmd"] == f"hatecheck-pipeline run {name}" for name, entry in dvc.items())
+
+
+def test_a_stale_fingerprint_stops_the_stage_with_one_line(tmp_path):
+    """`hatecheck-pipeline run STAGE` refuses where the stage's fingerprint
+    file does not describe its current code (it would record another code
+    version in dvc.lock than the one that ran); `dag write --check` names it."""
+    for name in ("params.yaml", "workflow/schemas/params.schema.yaml", "code/prepare_davidson2017.txt"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text((REPO / name).read_text())
+    stale = (REPO / "code/prepare_davidson2017.txt").read_text().replace(" ", " 0", 1)
+    (tmp_path / "code/prepare_davidson2017.txt").write_text(stale)
+    proc = subprocess.run([str(BIN / "hatecheck-pipeline"), "run", "prepare_davidson2017"], cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "prepare_davidson2017" in proc.stderr and "hatecheck-pipeline dag write" in proc.stderr
 
 
 def test_one_rule_loop_declares_threads_and_resources():

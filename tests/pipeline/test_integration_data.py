@@ -3,6 +3,7 @@ a second run of each is a no-op; a dataset's parameter change re-runs
 exactly that dataset's stages."""
 
 import json
+import os
 import re
 
 import polars as pl
@@ -12,6 +13,7 @@ from pipeline_utils import (
     BIN,
     DATA_PHASES,
     copy_project,
+    downstream,
     dry_run_jobs,
     dvc_ran_stages,
     run,
@@ -78,6 +80,8 @@ def test_snakemake_then_dvc_build_every_table(project, params):
     # step), so `dvc status` is clean and a repro is a no-op
     names = [s.name for s in stages]
     assert "Data and pipelines are up to date" in run([str(BIN / "dvc"), "status", *names], project).stdout
+    # the code fingerprints (refreshed by Snakemake when it read the Snakefile) are recorded too
+    assert "Data and pipelines are up to date" in run([str(BIN / "dvc"), "status", dag.FINGERPRINT_STAGE], project).stdout
     lock = (project / "dvc.lock").read_text()
     assert "data/raw/davidson2017/labeled_data.csv" in lock
     second = run([str(BIN / "dvc"), "repro", *names], project)
@@ -110,23 +114,58 @@ def test_snakemake_then_dvc_build_every_table(project, params):
 
 
 def test_touching_a_module_flips_exactly_the_stages_whose_code_imports_it(tmp_path, params):
-    """Code deps are computed from the import graph: after a recorded run,
-    editing one module makes `dvc status` report exactly the stages whose
-    import closure contains it."""
+    """Code deps are each stage's code fingerprint (its import closure with
+    the hash of each module's normalised code): after a recorded run, a real
+    edit of one module makes `dvc status` report exactly the stages whose
+    closure contains it once the fingerprints are refreshed, and Snakemake
+    re-run those; a comment, docstring or formatting edit re-runs nothing in
+    either runner (`dvc repro` runs the fingerprint stage only)."""
     stages = {s.name: s for s in data_stages(params) if s.name.endswith("crows_pairs")}
-    fresh = copy_project(tmp_path / "fresh")  # DVC alone builds them from an empty workspace
-    assert dvc_ran_stages(run([str(BIN / "dvc"), "repro", *stages], fresh).stdout) == set(stages)
-    project = fresh
-    assert "changed" not in run([str(BIN / "dvc"), "status", *stages], project).stdout
+    targets = [o for s in stages.values() for o in s.all_outs]
+    project = copy_project(tmp_path / "fresh")  # DVC alone builds them from an empty workspace
+    assert dvc_ran_stages(run([str(BIN / "dvc"), "repro", *stages], project).stdout) == {*stages, dag.FINGERPRINT_STAGE}
+    assert "changed" not in run([str(BIN / "dvc"), "status", *stages, dag.FINGERPRINT_STAGE], project).stdout
+    assert dry_run_jobs(project, *targets) == {}
+
+    def changed() -> set[str]:
+        out = run([str(BIN / "dvc"), "status", "--json", *stages], project).stdout
+        return set(json.loads(out[out.index("{"):] if "{" in out else "{}"))
+
+    fingerprints = sorted((project / "code").glob("*.txt"))
+    before = {p: p.read_bytes() for p in fingerprints}
+    stamps = {p: p.stat().st_mtime_ns for p in fingerprints}
+
+    # a comment, a docstring and a formatting edit: nothing re-runs
+    file = project / "src/hatecheck_pipeline/data/specs.py"
+    original = file.read_text()
+    edited = original.replace('"""The dataset registry', '"""Edited. The dataset registry', 1)  # the module docstring
+    edited = edited.replace("from dataclasses import dataclass\n", "from dataclasses import (\n    dataclass,  # frozen specs\n)\n", 1)
+    assert edited.count("Edited.") == 1 and "dataclass,  # frozen" in edited
+    file.write_text("# a comment\n" + edited + "\n\n# the end\n")
+    ran = run([str(BIN / "dvc"), "repro", *stages], project)
+    assert dvc_ran_stages(ran.stdout) == {dag.FINGERPRINT_STAGE}
+    assert {p: p.read_bytes() for p in fingerprints} == before
+    assert {p: p.stat().st_mtime_ns for p in fingerprints} == stamps
+    assert changed() == set()
+    assert dry_run_jobs(project, *targets) == {}  # Snakemake: nothing to do
+    file.write_text(original)
+    run([str(BIN / "dvc"), "repro", dag.FINGERPRINT_STAGE], project)
+
+    # a real edit: exactly the stages whose closure holds the module
     for module in ("hatecheck_pipeline.data.specs", "hatecheck_pipeline.data.validate"):
         file = project / "src" / (module.replace(".", "/") + ".py")
         original = file.read_text()
-        file.write_text(original + "\n# touched\n")
+        file.write_text(original + "\nTOUCHED = 1\n")
         try:
-            out = run([str(BIN / "dvc"), "status", "--json", *stages], project).stdout
-            changed = set(json.loads(out[out.index("{"):] if "{" in out else "{}"))
+            run([str(BIN / "dvc"), "repro", dag.FINGERPRINT_STAGE], project)
             expected = {n for n, s in stages.items() if module in codedeps.closure(s.module)}
-            assert changed == expected, module
+            assert changed() == expected, module
             assert expected and expected != set(stages), module
+            assert set(dry_run_jobs(project, *targets)) == downstream(stages.values(), expected), module
         finally:
             file.write_text(original)
+            run([str(BIN / "dvc"), "repro", dag.FINGERPRINT_STAGE], project)
+            assert {p: p.read_bytes() for p in fingerprints} == before
+            for p, ns in stamps.items():  # byte-identical again: as Snakemake saw them
+                os.utime(p, ns=(ns, ns))
+        assert changed() == set()

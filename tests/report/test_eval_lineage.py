@@ -142,3 +142,26 @@ def test_render_prints_the_precision_outputs_recorded(workdir):
     text = lineage.render(chain)
     assert "ran    results/B-D/hatecheck/predictions.parquet  precision=bf16 autocast (CPU)" in text
     assert "ran    models/B-D/training_log.json  precision=fp32" in text and text.count("  ran  ") == 2
+
+
+def test_code_is_read_from_the_fingerprint_file_the_lock_records(workdir):
+    """A stage's code dep is its fingerprint file (code/<stage>.txt):
+    lineage names each source file it lists with the hash of its normalised
+    code, and says so where the file is no longer the recorded one."""
+    import hashlib
+
+    text = "src/hatecheck_pipeline/evaluation/scoring.py " + "ab" * 32 + "\n"
+    (workdir / "code").mkdir()
+    (workdir / "code/score_B-D_hatecheck.txt").write_text(text)
+    lock = json.loads(json.dumps(LOCK))
+    deps = lock["stages"]["score_B-D_hatecheck"]["deps"]
+    deps[-1] = {"path": "code/score_B-D_hatecheck.txt", "md5": hashlib.md5(text.encode()).hexdigest()}
+    chain = lineage.trace("results/B-D/hatecheck/metrics.json", lock["stages"], REGISTRY)
+    node = chain.nodes["score_B-D_hatecheck"]
+    assert node.normalised == {"src/hatecheck_pipeline/evaluation/scoring.py": "ab" * 32}
+    assert "code/score_B-D_hatecheck.txt" not in node.inputs and node.parents == ["predict_B-D_hatecheck", "prepare_hatecheck"]
+    rendered = lineage.render(chain)
+    assert "code   src/hatecheck_pipeline/evaluation/scoring.py  sha256=" + "ab" * 32 in rendered
+    (workdir / "code/score_B-D_hatecheck.txt").write_text(text.replace("ab", "cd"))
+    node = lineage.trace("results/B-D/hatecheck/metrics.json", lock["stages"], REGISTRY).nodes["score_B-D_hatecheck"]
+    assert node.normalised == {} and "changed since the run" in node.fingerprint_note

@@ -39,6 +39,12 @@ except hc_config.ConfigError as exc:
 OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), PARAMS)
 os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 STAGES = hc_registry.build_stages(PARAMS)
+# Each stage's code fingerprint (code/<stage>.txt: its modules with the hash of
+# their code without comments, formatting or docstrings), a plain input of its
+# rule, rewritten only when that code changed: a comment edit re-runs nothing.
+# (The main process only: a cluster job re-reads this file mid-run.)
+if workflow.is_main_process:
+    hc_registry.sync_fingerprints(STAGES)
 CORES = machine_cores()
 # Never more threads at once than the machine has, whatever --cores says, and
 # never stages whose declared memory together exceeds what it has available

@@ -14,7 +14,9 @@
 - ``fetch-data``: every pinned raw file into a local mirror folder.
 - ``follow``: each running stage's last progress line (its log's) during a
   Snakemake run.
-- ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml``.
+- ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml`` and
+  the stages' code fingerprints (``code/<stage>.txt``); ``dag fingerprints``:
+  the fingerprints only (DVC's ``code_fingerprints`` stage).
 - ``pull``: ``dvc pull`` of the stages ``dvc.lock`` records (docs/sharing.md).
 - ``repro``: ``dvc repro`` with less of DVC's own work per stage.
 - ``docs record``, ``docs render``: record a finished run, render the
@@ -132,6 +134,9 @@ def run_stage(stage: str) -> None:
 
     params = load()
     found = stage_by_name(params, stage)
+    stale = stale_fingerprint(found)
+    if stale:
+        fail(stale)
     try:
         with recorded(found.name, found.phase):  # logs/benchmarks/<stage>.json
             result = call(found, params)
@@ -140,6 +145,27 @@ def run_stage(stage: str) -> None:
         raise UserCodeError(f"{exc} (traceback in {log})") from exc
     if result:
         typer.echo(result)
+
+
+def stale_fingerprint(stage) -> str | None:
+    """Why the stage's fingerprint file (``code/<stage>.txt``) does not
+    describe the code about to run, or None where it does or where there is
+    none (a stage run by hand outside a project: both runners make sure it
+    exists). A stale file would record another code version in dvc.lock
+    than the one that made the outputs."""
+    from hatecheck_pipeline.core import codedeps
+
+    path = Path(stage.fingerprint)
+    try:
+        recorded = path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    current = codedeps.fingerprint(stage.module, codedeps.project_src())
+    codedeps.flush()
+    if recorded == current:
+        return None
+    return (f"stage {stage.name}: {path} does not match its current code "
+            "(run `hatecheck-pipeline dag write`, or let `dvc repro` / Snakemake refresh it)")
 
 
 @dag_app.command("list")
@@ -164,15 +190,47 @@ def dag_write(
     out: Annotated[Path, typer.Option(help="where to write")] = Path("dvc.yaml"),
     check: Annotated[bool, typer.Option(help="only check that the file is up to date")] = False,
 ) -> None:
-    """Render dvc.yaml from the stage registry."""
-    text = render_dvc_yaml(load())
+    """Render dvc.yaml and the code fingerprints (code/<stage>.txt) from the
+    stage registry (a file is written only where its content changes)."""
+    from hatecheck_pipeline.core import codedeps
+    from hatecheck_pipeline.core.stage import CODE_DIR
+    from hatecheck_pipeline.pipeline.registry import build_stages, fingerprints
+
+    params = load()
+    text = render_dvc_yaml(params)
+    wanted = fingerprints(build_stages(params))
+    codedeps.flush()
+    orphans = sorted(p.as_posix() for p in Path(CODE_DIR).glob("*.txt") if p.as_posix() not in wanted)
     if check:
+        stale = [p for p, t in wanted.items() if not Path(p).is_file() or Path(p).read_text("utf-8") != t]
         if not out.exists() or out.read_text("utf-8") != text:
-            fail(f"{out} is out of date: run `hatecheck-pipeline dag write`")
-        typer.echo(f"{out} is up to date")
+            stale.insert(0, str(out))
+        if stale or orphans:
+            named = ", ".join(stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
+            extra = f"{len(orphans)} fingerprint file(s) of no stage ({', '.join(orphans[:3])})" if orphans else ""
+            fail(f"{'; '.join(x for x in (named and named + ' out of date', extra) if x)}: run `hatecheck-pipeline dag write`")
+        typer.echo(f"{out} and {len(wanted)} code fingerprints are up to date")
         return
-    out.write_text(text, "utf-8")
-    typer.echo(f"wrote {out}")
+    if not out.exists() or out.read_text("utf-8") != text:
+        out.write_text(text, "utf-8")
+    written = codedeps.write_fingerprints(wanted)
+    for p in orphans:
+        Path(p).unlink()
+    typer.echo(f"wrote {out}; {len(written)} of {len(wanted)} code fingerprints changed"
+               + (f", {len(orphans)} of no stage removed" if orphans else ""))
+
+
+@dag_app.command("fingerprints")
+def dag_fingerprints() -> None:
+    """Refresh the code fingerprints (code/<stage>.txt) from the source:
+    DVC's code_fingerprints stage. Only files whose content changes are
+    written, so a comment or formatting edit leaves every stage up to date."""
+    from hatecheck_pipeline.pipeline.registry import build_stages, sync_fingerprints
+
+    stages = build_stages(load())
+    written = sync_fingerprints(stages)
+    typer.echo(f"{len(written)} of {sum(1 for s in stages if s.code)} code fingerprints changed"
+               + (f": {', '.join(written[:5])}" + (" ..." if len(written) > 5 else "") if written else ""))
 
 
 def cli() -> None:

@@ -9,6 +9,13 @@ by importing, so it has no side effects but one: what the parse found in a
 file is kept in a cache (:func:`flush`, ``~/.cache/hatecheck_pipeline/``,
 keyed by the file's module and bytes), since parsing the ~90 modules was a
 third of a registry build, paid by every ``snakemake`` call.
+
+A stage's *code fingerprint* (:func:`fingerprint`) is one line per module
+of its closure: the source file and the sha256 of its normalised code (the
+syntax tree without comments, formatting or docstrings: :func:`normalised`).
+Both runners track a stage's code through that text (``code/<stage>.txt``,
+written by :func:`write_fingerprints` only when it changes), not through the
+source files, so a comment, docstring or formatting edit re-runs nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ PACKAGE = "hatecheck_pipeline"
 SRC = Path(__file__).resolve().parents[2]  # .../src
 SOURCE_PREFIX = "src"  # how code deps are written (relative to the project root)
 CACHE_ENV = "HATECHECK_PIPELINE_CODEDEPS_CACHE"  # the cache file (default: under XDG_CACHE_HOME or ~/.cache)
-CACHE_VERSION = 1  # of what a cache entry holds; entries of another version are not read
+CACHE_VERSION = 2  # of what a cache entry holds; entries of another version are not read
 CACHE_MAX = 4000  # entries kept (every version of every file parsed); past it, only this process's
 
 
@@ -102,9 +109,59 @@ def _parsed(module: str, file: Path) -> dict[str, Any]:
     body = tree.body
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
         body = body[1:]
-    value = {"imports": imports, "runs_code": bool(body)}
+    value = {"imports": imports, "runs_code": bool(body), "code": normalised(tree)}
     _CACHE.put(key, value)
     return value
+
+
+_DOCSTRING_HOLDERS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _dump(node: Any, out: list[str]) -> None:
+    """A syntax tree as text: node types and their non-empty fields, never
+    positions. Empty fields (None, []) are left out, so fields a newer
+    Python adds empty (``type_params``) leave the text as it was."""
+    if isinstance(node, ast.AST):
+        out.append(type(node).__name__ + "(")
+        body = getattr(node, "body", None)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if name == "body" and isinstance(node, _DOCSTRING_HOLDERS) and _is_docstring(body):
+                value = body[1:]
+            if value is None or (isinstance(value, list) and not value):
+                continue
+            out.append(name + "=")
+            _dump(value, out)
+            out.append(",")
+        out.append(")")
+    elif isinstance(node, list):
+        out.append("[")
+        for item in node:
+            _dump(item, out)
+            out.append(",")
+        out.append("]")
+    else:
+        out.append(f"{type(node).__name__}:{node!r}")
+
+
+def _is_docstring(body: Any) -> bool:
+    return (isinstance(body, list) and bool(body) and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str))
+
+
+def normalised(tree: ast.AST) -> str:
+    """sha256 of a module's code without comments, formatting and docstrings
+    (the first string statement of a module, class or function body): the
+    same for any edit that changes neither what runs nor its line-independent
+    structure.
+
+    >>> a = normalised(ast.parse("'Doc.'\\nx = 1  # one\\n"))
+    >>> a == normalised(ast.parse("x=(1)\n")), a == normalised(ast.parse("x = 2\n"))
+    (True, False)
+    """
+    out: list[str] = []
+    _dump(tree, out)
+    return hashlib.sha256("".join(out).encode("utf-8")).hexdigest()
 
 
 @lru_cache(maxsize=None)
@@ -187,6 +244,59 @@ def closure(module: str, src: Path = SRC) -> tuple[str, ...]:
 def code_files(module: str, src: Path = SRC) -> list[str]:
     """The closure as project-relative source paths (``src/hatecheck_pipeline/...``)."""
     return [f"{SOURCE_PREFIX}/{module_file(m, src).relative_to(src).as_posix()}" for m in closure(module, src)]
+
+
+@lru_cache(maxsize=None)
+def code_hash(module: str, src: Path = SRC) -> str:
+    """sha256 of the module's normalised code (:func:`normalised`), from the
+    parse cache where the file's bytes are known."""
+    file = module_file(module, src)
+    if file is None:
+        raise ValueError(f"{module}: no such module under {src}")
+    return _parsed(module, file)["code"]
+
+
+@lru_cache(maxsize=None)
+def fingerprint(module: str, src: Path = SRC) -> str:
+    """A stage's code fingerprint: one line per module of the closure of its
+    function's module, ``src/hatecheck_pipeline/x/y.py <sha256>``, sorted."""
+    lines = sorted(f"{SOURCE_PREFIX}/{module_file(m, src).relative_to(src).as_posix()} {code_hash(m, src)}"
+                   for m in closure(module, src))
+    return "".join(f"{line}\n" for line in lines)
+
+
+def read_fingerprint(text: str) -> dict[str, str]:
+    """source file -> sha256, from a fingerprint file's text."""
+    return dict(line.split(" ", 1) for line in text.splitlines() if line.strip())
+
+
+def project_src(root: str | Path = ".") -> Path:
+    """The source folder of the project at ``root`` (its ``src``) where it
+    holds the package, else the one this module was imported from: the
+    fingerprints describe the files a project's paths name, whichever copy
+    of the package computes them."""
+    candidate = Path(root, SOURCE_PREFIX)
+    return candidate.resolve() if (candidate / PACKAGE).is_dir() else SRC
+
+
+def write_fingerprints(wanted: dict[str, str], root: str | Path = ".") -> list[str]:
+    """Write each fingerprint file (path relative to ``root`` -> text) whose
+    content differs (an unchanged file keeps its bytes and modification
+    time: Snakemake and DVC see nothing new). Returns the paths written."""
+    written = []
+    for rel, text in wanted.items():
+        path = Path(root, rel)
+        try:
+            if path.read_text("utf-8") == text:
+                continue
+        except OSError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, "utf-8")
+        tmp.replace(path)
+        written.append(rel)
+    return written
 
 
 def import_graph(src: Path = SRC) -> dict[str, frozenset[str]]:

@@ -34,6 +34,9 @@ PHASE_RUNTIME = {
     "train": 240, "predict": 120, "evaluate": 60, "expand": 120, "audits": 120, "llm": 240, "report": 30,
 }
 DEFAULT_RUNTIME = 60
+# Each stage's code fingerprint (core.codedeps.fingerprint): the one code
+# dependency both runners track, kept in git like dvc.yaml.
+CODE_DIR = "code"
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,7 @@ class Stage:
     mem_mb: int = 1000
     gpu: int = 0
     runtime: int | None = None  # minutes; None: the phase's default (PHASE_RUNTIME)
-    code: tuple[str, ...] = ()  # source files the function runs (computed by the registry)
+    code: tuple[str, ...] = ()  # source files the function runs (computed by the registry; tracked through `fingerprint`)
 
     def __post_init__(self) -> None:
         groups = [set(self.inputs), set(self.outputs), set(self.params), set(self.args)]
@@ -142,9 +145,16 @@ class Stage:
         return list(dict.fromkeys(p for v in self.inputs.values() for p in flatten(v)))
 
     @property
+    def fingerprint(self) -> str:
+        """The file listing the stage's code with the hash of each module's
+        normalised source (``code/<stage>.txt``)."""
+        return f"{CODE_DIR}/{self.name}.txt"
+
+    @property
     def deps(self) -> list[str]:
-        """Every file the stage reads: its inputs, then its code."""
-        return list(dict.fromkeys([*self.data_deps, *self.code]))
+        """Every file the stage reads: its inputs, then its code, as its
+        fingerprint file (a stage built without its code has none)."""
+        return list(dict.fromkeys([*self.data_deps, *([self.fingerprint] if self.code else [])]))
 
     @property
     def out_list(self) -> list[Out]:

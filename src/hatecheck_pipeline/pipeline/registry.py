@@ -4,7 +4,8 @@ Each phase module (``pipeline/<phase>.py``) declares its stages with
 :class:`~hatecheck_pipeline.core.stage.Stage`; this module collects them in
 DAG order, adds each stage's code dependencies (computed from the static
 import graph of its function's module), checks that no output has two
-producers, and renders ``dvc.yaml``. ``workflow/rules/stages.smk`` turns the
+producers, and renders ``dvc.yaml`` and the stages' code fingerprints
+(``code/<stage>.txt``, :func:`fingerprints`). ``workflow/rules/stages.smk`` turns the
 same objects into Snakemake rules; ``hatecheck-pipeline run STAGE`` calls a
 stage's function with exactly its declared arguments.
 """
@@ -14,11 +15,17 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from functools import lru_cache
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Iterable, Mapping
 
 from hatecheck_pipeline.core import codedeps
 from hatecheck_pipeline.core.config import ConfigError, dumps
 from hatecheck_pipeline.core.stage import PROFILES, Stage
+
+# The DVC stage that refreshes the code fingerprints (dvc.yaml only: Snakemake
+# refreshes them when it reads the Snakefile, workflow/rules/common.smk).
+FINGERPRINT_STAGE = "code_fingerprints"
+FINGERPRINT_CMD = "hatecheck-pipeline dag fingerprints"
 
 # Phase modules in DAG order: hatecheck_pipeline.pipeline.<name>.stages(params).
 PHASES = ["data", "models", "expand", "evaluate", "audits", "llm", "report"]
@@ -92,9 +99,39 @@ def dvc_param_key(key: str) -> str:
     return f"{PROFILES}.${{profile}}" + (f".{sub}" if sub else "")
 
 
+def fingerprints(stages: Iterable[Stage], root: str | Path = ".") -> dict[str, str]:
+    """fingerprint file -> its text, for every stage with code: the modules
+    of the closure of its function's module, as the project at ``root``
+    holds them, each with the hash of its normalised code."""
+    src = codedeps.project_src(root)
+    return {s.fingerprint: codedeps.fingerprint(s.module, src) for s in stages if s.code}
+
+
+def sync_fingerprints(stages: Iterable[Stage], root: str | Path = ".") -> list[str]:
+    """Write the fingerprint files whose content changed (the others keep
+    their bytes and modification time); returns those written."""
+    written = codedeps.write_fingerprints(fingerprints(stages, root), root)
+    codedeps.flush()
+    return written
+
+
+def fingerprint_stage(stages: list[Stage]) -> dict[str, Any]:
+    """dvc.yaml's stage that refreshes the fingerprint files: its deps are
+    every source file of every stage's code (and the module that computes
+    the fingerprints), its outs the files, kept in git (``cache: false``)
+    and never deleted before it runs (``persist``: it rewrites only those
+    whose content changed, so an unchanged file keeps its hash and the
+    stages reading it stay up to date)."""
+    code = sorted({f for s in stages for f in s.code} | {f"{codedeps.SOURCE_PREFIX}/{codedeps.PACKAGE}/core/codedeps.py"})
+    outs = [{s.fingerprint: {"cache": False, "persist": True}} for s in stages if s.code]
+    return {"cmd": FINGERPRINT_CMD, "deps": code, "outs": outs}
+
+
 def to_dvc(stages: list[Stage]) -> dict[str, Any]:
-    """Render the stages as a dvc.yaml document."""
+    """Render the stages as a dvc.yaml document (the fingerprint stage first)."""
     doc: dict[str, Any] = {}
+    if any(s.code for s in stages):
+        doc[FINGERPRINT_STAGE] = fingerprint_stage(stages)
     for s in stages:
         entry: dict[str, Any] = {"cmd": s.cmd, "deps": s.deps}
         plain = [dvc_param_key(k) for k in s.param_keys if ":" not in k]

@@ -44,7 +44,9 @@ from typing import Any, Iterable, Mapping
 from hatecheck_pipeline.core.config import PARAMS_FILE, read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage
+from hatecheck_pipeline.core import codedeps
 from hatecheck_pipeline.pipeline import dvc_adapter
+from hatecheck_pipeline.pipeline.registry import FINGERPRINT_STAGE
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
 OLD = 0  # modification time of a params file the lock already records (the epoch)
@@ -248,16 +250,38 @@ def record_in_dvc(
     if in_run is not None:
         names = set(in_run) - {s.name for s in ran}
         ran += unrecorded([s for s in stages if s.name in names])
-    if not ran:
+    extra = [FINGERPRINT_STAGE] if fingerprints_unrecorded(stages, bool(ran)) else []
+    if not ran and not extra:
         return []
     stamps = _stamps(o for s in ran for o in s.all_outs)
     try:
-        dvc_adapter.commit_stages([s.name for s in ran], overrides=overrides)
+        dvc_adapter.commit_stages([s.name for s in ran] + extra, overrides=overrides)
     finally:
         for path, (atime, mtime) in stamps.items():
             if os.path.lexists(path):
                 os.utime(path, ns=(atime, mtime), follow_symlinks=False)
     return [s.name for s in ran]
+
+
+def fingerprints_unrecorded(stages: Iterable[Stage], ran: bool, lock_path: str | Path = "dvc.lock") -> bool:
+    """Whether dvc.lock should record the fingerprint stage now: dvc.yaml
+    declares it and, where stages ran, always (their fingerprint files are
+    their code deps); else where the lock never recorded it or a source file
+    or fingerprint file changed after the lock (a comment edit: Snakemake
+    has nothing to run, and `dvc status` would list the stage)."""
+    path = Path(lock_path)
+    if FINGERPRINT_STAGE not in declared_stages():
+        return False
+    if ran:
+        return True
+    if not path.exists():
+        return False
+    if FINGERPRINT_STAGE not in ((read_dvc_yaml(path) or {}).get("stages") or {}):
+        return True
+    lock_time = path.stat().st_mtime
+    files = {f for s in stages if s.code for f in (*s.code, s.fingerprint)}
+    files.add(f"{codedeps.SOURCE_PREFIX}/{codedeps.PACKAGE}/core/codedeps.py")
+    return any((m := _mtime(f)) is not None and m > lock_time for f in files)
 
 
 def _mtime(path: str) -> float | None:

@@ -1,7 +1,9 @@
 """Lineage of any artifact or report number, read from ``dvc.lock``.
 
 ``dvc.lock`` records, per stage, the command, the hash of every dependency
-(code included: the code version), the parameter values and the hash of
+(code included: the code version, as the stage's code fingerprint
+``code/<stage>.txt``, whose lines name each source file with the hash of
+its normalised code), the parameter values and the hash of
 every output. Starting from the stage whose outputs hold the target, the
 walk goes backwards through the stages producing its dependencies down to
 the ingest stages, whose raw files resolve to their URL and sha256 in the
@@ -12,6 +14,7 @@ metadata), the walk prints it beside the stage (``ran``).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -21,6 +24,7 @@ from typing import Any, Mapping
 from hatecheck_pipeline.core.config import read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import recorded_precision
+from hatecheck_pipeline.core.stage import CODE_DIR
 
 CODE_PREFIX = "src/"
 
@@ -34,12 +38,15 @@ class Node:
     stage: str
     cmd: str
     params: dict[str, Any]
-    code: dict[str, str]  # code file -> md5 (the code version)
+    code: dict[str, str]  # code file -> md5 (a record made before the code fingerprints; resource files)
     inputs: dict[str, str]  # data dependency -> md5
     outs: dict[str, str]
     raw: list[dict[str, str]] = field(default_factory=list)  # raw files: path, url, sha256
     ran: dict[str, str] = field(default_factory=dict)  # output -> the precision its model ran in (ran_in)
     parents: list[str] = field(default_factory=list)
+    fingerprint: dict[str, str] = field(default_factory=dict)  # the code fingerprint file -> md5 as recorded
+    normalised: dict[str, str] = field(default_factory=dict)  # source file -> sha256 of its normalised code (the fingerprint's lines)
+    fingerprint_note: str = ""  # where the fingerprint file is not as recorded
 
 
 @dataclass
@@ -90,6 +97,20 @@ def _norm(p: str) -> str:
 def producers(lock: Mapping[str, Any]) -> dict[str, str]:
     """Output path -> stage name."""
     return {_norm(o["path"]): name for name, st in lock.items() for o in st.get("outs", []) or []}
+
+
+def read_fingerprint(path: str, md5: str) -> tuple[dict[str, str], str]:
+    """The source files and hashes a fingerprint file lists, where the file
+    is as ``dvc.lock`` recorded it (``md5``), and a note where it is not
+    (changed or missing since the run: its recorded version is in git)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return {}, "missing here (its recorded version is in git)"
+    if md5 and hashlib.md5(data).hexdigest() != md5:
+        return {}, "changed since the run (its recorded version is in git)"
+    lines = [line.split(" ", 1) for line in data.decode("utf-8").splitlines() if " " in line]
+    return {p: h for p, h in lines}, ""
 
 
 def find_producers(path: str, outs: Mapping[str, str]) -> list[str]:
@@ -153,10 +174,18 @@ def trace(target: str, lock: Mapping[str, Any], registry: Mapping[str, Any], rep
             continue
         st = lock[name]
         deps = {d["path"]: _hash(d) for d in st.get("deps", []) or []}
+        fingerprint = {p: h for p, h in deps.items() if p.startswith(CODE_DIR + "/")}
         code = {p: h for p, h in deps.items() if p.startswith(CODE_PREFIX)}
-        inputs = {p: h for p, h in deps.items() if p not in code}
+        normalised: dict[str, str] = {}
+        notes = []
+        for p, h in fingerprint.items():
+            listed, note = read_fingerprint(p, h)
+            normalised.update(listed)
+            notes += [note] if note else []
+        inputs = {p: h for p, h in deps.items() if p not in code and p not in fingerprint}
         node = Node(name, st.get("cmd", ""), st.get("params", {}) or {}, code, inputs,
-                    {o["path"]: _hash(o) for o in st.get("outs", []) or []})
+                    {o["path"]: _hash(o) for o in st.get("outs", []) or []}, fingerprint=fingerprint,
+                    normalised=normalised, fingerprint_note="; ".join(notes))
         node.ran = {o: r for o in node.outs if (r := ran_in(o))}
         for p in inputs:
             parents = [s for s in find_producers(p, outs) if s != name]
@@ -193,6 +222,10 @@ def render(chain: Chain) -> str:
             lines.append(f"{pad}  ran    {out}  precision={ran}")
         for key, value in _flat(node.params):
             lines.append(f"{pad}  param  {key} = {json.dumps(value, ensure_ascii=False, default=str)}")
+        for path, h in node.fingerprint.items():
+            lines.append(f"{pad}  code   {path}  md5={h}" + (f"  {node.fingerprint_note}" if node.fingerprint_note else ""))
+        for path, h in node.normalised.items():  # the fingerprint's lines: sha256 of the code without comments or docstrings
+            lines.append(f"{pad}  code   {path}  sha256={h}")
         for path, h in node.code.items():
             lines.append(f"{pad}  code   {path}  md5={h}")
         for raw in node.raw:
