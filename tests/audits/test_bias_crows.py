@@ -151,7 +151,7 @@ def test_masked_stage_equals_the_authors_pseudo_log_likelihood(tmp_path, lowerca
     assert np.allclose(got["sent_less_score"].to_numpy(), want_less, rtol=0, atol=1e-4)
     assert got["n_masked"].to_list() == want_n and min(want_n) >= 2
     # the official verdicts: scores rounded to 3 decimals, sent_more higher
-    verdict = [round(m, 3) > round(l, 3) for m, l in zip(want_more, want_less)]
+    verdict = [round(more, 3) > round(less, 3) for more, less in zip(want_more, want_less)]
     assert got["stereotyped"].to_list() == verdict
     assert summary["ran"] is True and summary["lowercase"] is lowercase and summary["n_pairs"] == 5
     # the first pair: 'Poor' / 'Rich' are [UNK] cased, so with lowercase=False the two sentences share it and it is masked

@@ -16,7 +16,6 @@ import pytest
 
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.evaluation import diff as D
-from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.evaluation.scoring import ScoringError
 from hatecheck_pipeline.suites.registry import hatecheck
 

@@ -7,7 +7,6 @@ declaration that goes stale against a new record fails here."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from conftest import REPO

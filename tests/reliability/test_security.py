@@ -11,7 +11,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from conftest import REPO
 from fault_matrix import outcome  # noqa: F401  (fixture)
 from system_packages import fail_missing

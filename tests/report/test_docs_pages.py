@@ -82,7 +82,7 @@ def test_pages_read_every_figure_from_the_record(workspace):
     results = pages["results"]
     assert '!!! warning "smoke profile: tiny budget, pipeline check, not results"' in results and "`abc123`" in results
     held = _doc(workspace, "results/B-D/heldout_davidson2017/metrics.json")["overall"]["macro_f1"]
-    assert f"| B-D | davidson2017 | " in results
+    assert "| B-D | davidson2017 | " in results
     assert f"{held['value']:.1f} [{held['ci_low']:.1f}, {held['ci_high']:.1f}] |" in results
     assert "| 70.8 | HateCheck (Röttger et al., 2021), section 3: held-out macro F1 | `results/B-D/heldout_davidson2017/metrics.json` |" in results
     hc = _doc(workspace, "results/B-D/hatecheck/metrics.json")

@@ -76,7 +76,7 @@ class ChatClient:
     chat``) or ``{base_url}/completions`` (``api: completions``)."""
 
     def __init__(self, base_url: str, api_key_env: str | None, cache_dir: Path, timeout_s: float = 60,
-                 retries: int = 5, api: str = "chat", backoff_s: float = 1.0, max_backoff_s: float = 60.0,
+                 retries: int = 5, api: str = "chat", backoff_s: float = 1.0, max_backoff_s: float = 60.0,  # noqa: F811  (the re-exported backoff_s is not used here)
                  max_retry_after_s: float = 600.0, sleep: Callable[[float], None] = time.sleep):
         if api not in API_PATHS:
             raise EndpointError(f"api {api!r} is not one of {sorted(API_PATHS)}")

@@ -23,7 +23,7 @@ from hatecheck_pipeline.core.files import InputError, write_text
 from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report import cells as C
-from hatecheck_pipeline.report.cells import fmt, per_model, pivot, published_td, td  # noqa: F401  (td, published_td: used by tests)
+from hatecheck_pipeline.report.cells import fmt, per_model, published_td, td  # noqa: F401  (td, published_td: used by tests)
 from hatecheck_pipeline.report import glance as G
 from hatecheck_pipeline.report.figures import figure, grouped_bars
 from hatecheck_pipeline.report.diff_view import diff_section

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hatecheck_pipeline.suites.registry import EXPANDED, Suite, expand, hatecheck, heldout, mhc, suite_groups, suites_for_model
+from hatecheck_pipeline.suites.registry import Suite, expand, suite_groups, suites_for_model
 
 # ISO 639-1 codes of the suites' languages (MHC names its languages in English words).
 LANGUAGE_CODES = {
