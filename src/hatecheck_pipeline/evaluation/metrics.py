@@ -20,7 +20,7 @@ undefined is left out of its interval (``resamples_undefined`` counts them).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import numpy as np
 
@@ -45,13 +45,6 @@ class Bootstrap:
     samples: int = 1000
     seed: int = 0
     level: float = 0.95
-
-    @classmethod
-    def from_params(cls, values: Mapping[str, Any], stage: str = "") -> "Bootstrap":
-        """From its three params values, in the order samples, seed, level
-        (a stage's ``core.stage.Bound``)."""
-        samples, seed, level = values.values()
-        return cls(int(samples), int(seed), float(level))
 
     def record(self, unit: str, **extra: Any) -> dict[str, Any]:
         """The ``bootstrap`` section of a metrics file: the settings, the

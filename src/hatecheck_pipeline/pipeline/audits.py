@@ -29,7 +29,7 @@ from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
 from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params
-from hatecheck_pipeline.pipeline.evaluate import bootstrap_keys
+from hatecheck_pipeline.pipeline.evaluate import LEVEL_KEY, SEED_KEY, bootstrap_keys
 from hatecheck_pipeline.pipeline.models import supervised_model, two_class_models
 from hatecheck_pipeline.suites.languages import suites_run
 from hatecheck_pipeline.suites.registry import Suite
@@ -73,9 +73,10 @@ def target_models(params: Mapping[str, Any]) -> list[str]:
 
 def plain_bootstrap(values: Mapping[str, Any], stage: str = "") -> dict[str, Any]:
     """The bootstrap settings as plain values (samples, seed, level) for an
-    audits stage (audits does not import evaluation's ``Bootstrap``)."""
-    samples, seed, level = values.values()
-    return {"samples": int(samples), "seed": int(seed), "level": float(level)}
+    audits stage (audits does not import evaluation's ``Bootstrap``), each
+    read by its key."""
+    return {"samples": int(values["evaluation.bootstrap_samples"]), "seed": int(values[SEED_KEY]),
+            "level": float(values[LEVEL_KEY])}
 
 
 def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
@@ -41,10 +42,25 @@ HATECHECK_AGREEMENT = "hatecheck_pipeline.evaluation.agreement:hatecheck_agreeme
 HELDOUT_MULTICLASS = "hatecheck_pipeline.evaluation.multiclass:heldout_multiclass"
 DIFF = "hatecheck_pipeline.evaluation.diff:diff"
 
+SEED_KEY, LEVEL_KEY = "evaluation.seed", "evaluation.ci_level"
+
+
+@dataclasses.dataclass(frozen=True)
+class BootstrapFrom:
+    """Makes a :class:`Bootstrap` from its params values, each read by its
+    key (``samples``: the key holding the number of resamples); equal for
+    equal keys, so two builds of a stage compare equal."""
+
+    samples: str
+
+    def __call__(self, values: Mapping[str, Any], stage: str = "") -> Bootstrap:
+        return Bootstrap(int(values[self.samples]), int(values[SEED_KEY]), float(values[LEVEL_KEY]))
+
+
 def bootstrap_keys(samples: str = "evaluation.bootstrap_samples") -> Bound:
     """The ``bootstrap`` argument: one :class:`Bootstrap` from the number of
     resamples (``samples``), ``evaluation.seed`` and ``evaluation.ci_level``."""
-    return Bound((samples, "evaluation.seed", "evaluation.ci_level"), Bootstrap.from_params)
+    return Bound((samples, SEED_KEY, LEVEL_KEY), BootstrapFrom(samples))
 
 
 # argument of evaluation.scoring:score -> params key
