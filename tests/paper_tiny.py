@@ -148,16 +148,16 @@ def build_models(root: Path, seed: int = 0) -> dict[str, str]:
     out: dict[str, str] = {}
     torch.manual_seed(seed)
     tok = _bert_tokenizer(texts)  # bert-base-uncased: BERT + WordPiece, uncased
-    out["bert"] = _save(BertForMaskedLM(BertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, **SMALL)), tok, root / "bert")
+    out["bert"] = _save(BertForMaskedLM(BertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, **SMALL)), tok, root / "tiny-random-bert")
     tok = _xlmr_tokenizer(texts)  # cardiffnlp/twitter-xlm-roberta-base: XLM-R + sentencepiece-style Unigram
     out["xlmt"] = _save(XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
-                                                               eos_token_id=tok.eos_token_id, **SMALL)), tok, root / "xlmt")
+                                                               eos_token_id=tok.eos_token_id, **SMALL)), tok, root / "tiny-random-xlmt")
     rob = _roberta_tokenizer(texts)  # roberta-large: RoBERTa + byte-level BPE
     out["roberta"] = _save(RobertaForMaskedLM(RobertaConfig(vocab_size=len(rob), pad_token_id=rob.pad_token_id, bos_token_id=rob.bos_token_id,
-                                                            eos_token_id=rob.eos_token_id, **SMALL)), rob, root / "roberta")
-    alb, spm_model = _albert_tokenizer(texts, root / "albert")  # albert-xxlarge-v2: ALBERT + sentencepiece
+                                                            eos_token_id=rob.eos_token_id, **SMALL)), rob, root / "tiny-random-roberta")
+    alb, spm_model = _albert_tokenizer(texts, root / "tiny-random-albert")  # albert-xxlarge-v2: ALBERT + sentencepiece
     out["albert"] = _save(AlbertForMaskedLM(AlbertConfig(vocab_size=len(alb), embedding_size=16, pad_token_id=alb.pad_token_id,
-                                                         **SMALL)), alb, root / "albert")
+                                                         **SMALL)), alb, root / "tiny-random-albert")
     spm_model.unlink()
     # facebook/bart-large-mnli: BART + byte-level BPE, the MNLI labels
     out["nli"] = _save(BartForSequenceClassification(BartConfig(
@@ -165,14 +165,14 @@ def build_models(root: Path, seed: int = 0) -> dict[str, str]:
         encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=1026, pad_token_id=rob.pad_token_id,
         bos_token_id=rob.bos_token_id, eos_token_id=rob.eos_token_id, num_labels=3,
         id2label={0: "contradiction", 1: "neutral", 2: "entailment"}, label2id={"contradiction": 0, "neutral": 1, "entailment": 2})),
-        rob, root / "nli")
+        rob, root / "tiny-random-nli")
     # the causal stand-ins (CrowS-Pairs' causal scorer, the prompted rows): a Llama with a word-level vocabulary
     from tiny_causal_lm import tiny_causal_lm
 
     net, ctok = tiny_causal_lm(["<pad>", "<unk>"] + sorted(set(WORDS_EN + WORDS_ML + LABEL_WORDS)), seed=seed, arch="llama")
     net.config.max_position_embeddings = 8192
     ctok.bos_token = "<pad>"
-    out["causal"] = _save(net, ctok, root / "causal")
+    out["causal"] = _save(net, ctok, root / "tiny-random-causal")
     done.write_text(json.dumps(out, indent=1), "utf-8")
     return out
 
