@@ -111,7 +111,7 @@ def dag(out: Path, work: Path, mirror: Path, targets: list[str], cores: int, tim
     t0 = time.perf_counter()
     with open(out / "snakemake.log", "w") as log:
         try:
-            rc = subprocess.run([str(bindir / "snakemake"), "--cores", str(cores), "--resources", "gpu=1", *targets], cwd=project, env=env,
+            rc = subprocess.run([str(bindir / "snakemake"), *targets, "--cores", str(cores)], cwd=project, env=env,
                                 stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
