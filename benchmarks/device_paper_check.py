@@ -20,9 +20,11 @@ Everything goes to ``<out>/device_paper_check.json`` (and the Snakemake log
 beside it). ``--cpu``: the same on the CPU (a dry run of the script itself:
 fewer steps, batch sizes kept), for checking it where no GPU is lent.
 
-    # on the device machine ($OUT: the folder that comes back); the mirror
-    # carried as a tarball (85 MB of raw files exceed the carry limit)
-    python benchmarks/device_paper_check.py --out "$OUT" --mirror .device/mirror.tar.xz
+    # here, once: the mirror as a tarball (85 MB of raw files, 11 MB gzipped;
+    # .device/ is git-ignored, so the device run carries it)
+    mkdir -p .device && tar -C ../shared -czf .device/mirror.tar.gz datasets
+    # on the device machine ($OUT: the folder that comes back), carry [".device", ".venv" or as set up there]
+    python benchmarks/device_paper_check.py --out "$OUT" --mirror .device/mirror.tar.gz
     # here, without a GPU
     python benchmarks/device_paper_check.py --cpu --out /tmp/dpc --mirror ../shared/datasets --targets models/B-D/model_card.json
 """
