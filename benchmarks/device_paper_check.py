@@ -16,6 +16,13 @@ nothing outside reachable (no hub): everything is built on the machine.
    memory. Step time does not depend on the weights' values; no quality
    figure comes from this script.
 
+What each part needs on the machine: ``step`` only torch and transformers
+(the device image has them: ``--only step`` runs there as it is); ``dag``
+the project's own dependencies as well (Snakemake, DVC, polars and the rest
+of pyproject.toml), which the image lacks: they travel as wheels
+(/work/.library/device/README.md), within the carry limit together with
+the mirror, or in an earlier call on the same warm machine.
+
 Everything goes to ``<out>/device_paper_check.json`` (and the Snakemake log
 beside it). ``--cpu``: the same on the CPU (a dry run of the script itself:
 fewer steps, batch sizes kept), for checking it where no GPU is lent.
