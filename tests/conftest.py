@@ -69,6 +69,7 @@ def params():
 FIRST = (
     "pipeline/test_integration_smoke.py",  # builds the shared smoke report (tests/smoke_build.py)
     "pipeline/test_integration_data.py",
+    "pipeline/test_integration_paper_tiny.py",  # the paper profile with tiny models: one target of every stage kind
     "core/test_lock.py",  # short: waits behind the smoke build in the first process
     "pipeline/test_slurm.py",
     "models/test_llm_weights.py",
