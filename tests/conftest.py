@@ -62,15 +62,16 @@ def params():
 # The order test modules are handed out in. The README's command runs them in
 # two processes (pytest-xdist, `-n 2 --dist loadfile`: a module stays in one
 # process, its module-scoped workspaces built once), each process is handed
-# two modules at the start and one more whenever it finishes one. So the
-# longest modules go first (benchmarks/records/test_suite_*.txt), the smoke
-# build's with a short module behind it (the first process holds it until
-# the build is done), and everything else follows in its usual order.
+# two modules at the start (the first process the 1st and 3rd, the second
+# the 2nd and 4th) and one more whenever it finishes one. So the longest
+# modules go first (benchmarks/records/test_suite_*.txt), the smoke build's
+# with a short module behind it (the first process holds it until the build
+# is done), and everything else follows in its usual order.
 FIRST = (
     "pipeline/test_integration_smoke.py",  # builds the shared smoke report (tests/smoke_build.py)
-    "pipeline/test_integration_data.py",
     "pipeline/test_integration_paper_tiny.py",  # the paper profile with tiny models: one target of every stage kind
     "core/test_lock.py",  # short: waits behind the smoke build in the first process
+    "pipeline/test_integration_data.py",
     "pipeline/test_slurm.py",
     "models/test_llm_weights.py",
     "reliability/test_crash_safety.py",
