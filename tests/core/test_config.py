@@ -109,3 +109,24 @@ def test_dvc_s_rewrites_params_yaml_into_a_file_it_reads_back(tmp_path):
     expected["datasets"]["davidson2017"]["seed"] = 7
     assert parse_yaml(path.read_text(), str(path)) == expected
     assert "# HateCheck paper" in path.read_text()  # the comments kept, as DVC keeps them
+
+
+def test_a_float_dvc_writes_into_params_yaml_stays_a_float_for_both_runners(tmp_path):
+    """`dvc exp run -S training.recipes.hatecheck.lr=3e-5` writes ``lr: 3e-05``
+    (YAML 1.2), which PyYAML, and so Snakemake's configfile, reads as the
+    string '3e-05': the parameters load with it as the float, and Snakemake's
+    parse of the file is put right the same way (workflow/rules/common.smk)."""
+    from dvc.utils.serialize import modify_yaml
+
+    path = tmp_path / "params.yaml"
+    path.write_text((REPO / "params.yaml").read_text())
+    with modify_yaml(path) as doc:
+        doc["training"]["recipes"]["hatecheck"]["lr"] = 3e-5
+    assert "lr: 3e-05" in path.read_text()
+    assert yaml.safe_load(path.read_text())["training"]["recipes"]["hatecheck"]["lr"] == "3e-05"  # YAML 1.1
+    params = config.load_params(path, schema=REPO / "workflow/schemas/params.schema.yaml")
+    assert params["training"]["recipes"]["hatecheck"]["lr"] == 3e-5
+    snakemake_view = yaml.safe_load(path.read_text())
+    fixed = config.with_yaml12_floats(snakemake_view, config.read_yaml(path))
+    assert fixed == config.read_yaml(path)
+    config.apply_and_validate(fixed, [], REPO / "workflow/schemas/params.schema.yaml", "params.yaml")

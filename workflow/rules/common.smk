@@ -26,7 +26,8 @@ hc_runners.register_run()
 # so both runners see the same parameters and the commands stay the same.
 try:
     PARAMS = hc_config.apply_and_validate(
-        config,
+        # Snakemake reads params.yaml by YAML 1.1, where DVC's `3e-05` is a string
+        hc_config.with_yaml12_floats(config, hc_config.read_yaml(Path("params.yaml"))),
         NESTED_OVERRIDES,
         Path("workflow/schemas/params.schema.yaml"),
         "params.yaml with snakemake --config",
