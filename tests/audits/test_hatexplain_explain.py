@@ -187,7 +187,8 @@ def test_explain_stage_function_caps_the_explained_posts_by_profile(trained, tmp
 
     model_dir, card_path, table = trained
     params = {
-        "profile": "t", "profiles": {"t": {"base_models": {}, "max_length": MAX_LENGTH, "hatexplain_max_explain": 3}},
+        "profile": "t", "profiles": {"t": {"base_models": {}, "max_length": MAX_LENGTH, "hatexplain_max_explain": 3,
+                                  "hatexplain_lime_samples": 12}},
         "bias": {"seed": 1, "threads": 1, "hatexplain": {"top_k": 2, "explain": {"methods": ["attention", "lime"], "ig_steps": 4, "batch_size": 4,
                                                                  "lime": {"num_samples": 10, "num_features": 6, "random_state": 333}}}},
     }
@@ -196,10 +197,11 @@ def test_explain_stage_function_caps_the_explained_posts_by_profile(trained, tmp
         "hatexplain_explain_hx", "audits", "hatecheck_pipeline.audits.explain:hatexplain_explain",
         inputs={"model_dir": str(model_dir), "model_card": str(card_path), "table": str(table)},
         outputs={**{k: out(v) for k, v in files.items()}, "card": out(str(tmp_path / "card.json"))},
-        params={**profile_params(params, ["max_length", "hatexplain_max_explain"]), "explain": "bias.hatexplain.explain", "top_k": "bias.hatexplain.top_k",
+        params={**profile_params(params, ["max_length", "hatexplain_max_explain", "hatexplain_lime_samples"]), "explain": "bias.hatexplain.explain", "top_k": "bias.hatexplain.top_k",
                 "seed": "bias.seed", "threads": "bias.threads"},
         args={"model": "hx"},
     )
     summary = call(stage, params)
     assert "30 test posts predicted; posts explained of 20: attention 20, lime 3" in summary  # the cap (3) is for LIME (and integrated gradients)
     assert pl.read_parquet(files["attributions"]).height == 23
+    assert json.loads((tmp_path / "card.json").read_text())["lime"]["num_samples"] == 12  # the profile's, over bias.hatexplain.explain.lime

@@ -254,9 +254,11 @@ def explain_posts(
         raise ValueError(f"unknown explanation method {method!r}: {', '.join(METHODS)}")
     if method == "lime":
         def predict(texts: Sequence[str]) -> np.ndarray:
-            # a sample drawn twice is predicted once; a post's samples have one length: one batch for them all
+            # a sample drawn twice is predicted once; the samples' lengths differ (each dropped word is
+            # UNKWORDZ, 4 WordPiece tokens): batches of batch_size sorted by length pad least
+            # (benchmarks/bench_explain_cost.py)
             unique, back = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)
-            probs = predict_words(model, tokenizer, [t.split() for t in unique], max_length, max(batch_size, len(unique)))
+            probs = predict_words(model, tokenizer, [t.split() for t in unique], max_length, batch_size)
             return probs[back.reshape(-1)]
 
         scores = lime_scores(predict, posts, pred.tolist(), num_samples=lime_samples, num_features=lime_features, random_state=lime_random_state)
@@ -410,7 +412,9 @@ def hatexplain_explain(
     integrated-gradients explanations of (a seeded sample,
     ``profiles.<p>.hatexplain_max_explain``, of, for LIME and integrated
     gradients) the test posts with rationales, with faithfulness
-    re-predictions."""
+    re-predictions. LIME draws ``profiles.<p>.hatexplain_lime_samples``
+    perturbed texts per post, where set, else the authors' number
+    (``bias.hatexplain.explain.lime.num_samples``)."""
     from hatecheck_pipeline.core.cpu import bounded_threads
 
     torch.set_num_threads(bounded_threads(threads))
@@ -419,7 +423,7 @@ def hatexplain_explain(
         Path(model_dir), Path(table), Path(predictions), Path(attributions), Path(card),
         label=describe(model, trained), model_card=trained, methods=list(explain["methods"]), max_length=profile["max_length"],
         max_explain=profile.get("hatexplain_max_explain"), top_k=top_k, ig_steps=explain["ig_steps"], batch_size=explain["batch_size"], seed=seed,
-        lime_samples=explain["lime"]["num_samples"], lime_features=explain["lime"]["num_features"], lime_random_state=explain["lime"]["random_state"],
+        lime_samples=profile.get("hatexplain_lime_samples") or explain["lime"]["num_samples"], lime_features=explain["lime"]["num_features"], lime_random_state=explain["lime"]["random_state"],
     )
     per_method = ", ".join(f"{m} {n}" for m, n in c["explained_posts"].items())
     return f"{c['model']}: {c['test_posts']} test posts predicted; posts explained of {c['explained_posts_available']}: {per_method}"
