@@ -7,10 +7,14 @@ and by spinning threads; one thread's CPU time is the steadiest figure):
 attention explanations with faithfulness re-predictions on 256 posts (with
 the full-post probabilities reused from the test-set predictions, as the
 stage does, and predicted again, as before), the test-set predictions, and
-integrated gradients on 8 posts. Run in a workspace where
-``train_hatexplain`` ran (e.g. the smoke profile):
+integrated gradients and LIME (``--lime-samples`` perturbed texts per
+post, the authors' 100) on the same 8 posts. ``--parts`` picks what runs.
+Run in a workspace where ``train_hatexplain`` ran (e.g. the smoke
+profile):
 
     python benchmarks/bench_explain_cost.py --workspace . --max-length 32 --out explain_cost.json
+    python benchmarks/bench_explain_cost.py --workspace . --max-length 96 --parts integrated_gradients,lime --lime-samples 100,50 \\
+        --out explain_cost_lime.json
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ def main() -> None:
     ap.add_argument("--model", default="hatexplain")
     ap.add_argument("--max-length", type=int, default=32)
     ap.add_argument("--out", default="explain_cost.json")
+    ap.add_argument("--lime-samples", default="100", help="comma-separated: LIME's num_samples, one run each")
+    ap.add_argument("--parts", default="attention,predict,integrated_gradients,lime", help="comma-separated: what runs")
     args = ap.parse_args()
     out_path = Path(args.out).resolve()
     os.chdir(args.workspace)
@@ -43,21 +49,30 @@ def main() -> None:
     pool = explain.explained_posts(test, None, 0)
     posts = pool["post_tokens"].to_list()[:256]
     kw = {"max_length": args.max_length, "top_k": 5, "batch_size": 32, "ig_steps": 50}
+    parts = set(args.parts.split(","))
     out: dict = {"model": args.model, "max_length": args.max_length, "posts_with_rationale": pool.height, "torch_threads": 1}
-    full = explain.predict_words(model, tok, posts, args.max_length, 32)
-    for label, extra in (("attention_full_reused", {"full": full}), ("attention_full_predicted_again", {})):
+    if "attention" in parts:
+        full = explain.predict_words(model, tok, posts, args.max_length, 32)
+        for label, extra in (("attention_full_reused", {"full": full}), ("attention_full_predicted_again", {})):
+            c, w = time.process_time(), time.perf_counter()
+            explain.explain_posts(model, tok, posts, "attention", **kw, **extra)
+            out[label] = {"posts": len(posts), "cpu_s": round(time.process_time() - c, 2), "wall_s": round(time.perf_counter() - w, 2)}
+        per_post = out["attention_full_reused"]["cpu_s"] / len(posts)
+        out["attention_all_posts_cpu_s_estimate"] = round(per_post * pool.height, 1)
+    if "predict" in parts:
+        c = time.process_time()
+        explain.predict_words(model, tok, test["post_tokens"].to_list(), args.max_length, 32)
+        out["predict_all_test_posts"] = {"posts": test.height, "cpu_s": round(time.process_time() - c, 2)}
+    few = pool["post_tokens"].to_list()[:8]
+    runs = [("integrated_gradients", "integrated_gradients", 0)] if "integrated_gradients" in parts else []
+    if "lime" in parts:
+        samples = [int(n) for n in args.lime_samples.split(",")]
+        runs += [(f"lime_{n}" if len(samples) > 1 else "lime", "lime", n) for n in samples]
+    for key, method, n in runs:
         c, w = time.process_time(), time.perf_counter()
-        explain.explain_posts(model, tok, posts, "attention", **kw, **extra)
-        out[label] = {"posts": len(posts), "cpu_s": round(time.process_time() - c, 2), "wall_s": round(time.perf_counter() - w, 2)}
-    c = time.process_time()
-    explain.predict_words(model, tok, test["post_tokens"].to_list(), args.max_length, 32)
-    out["predict_all_test_posts"] = {"posts": test.height, "cpu_s": round(time.process_time() - c, 2)}
-    ig = pool["post_tokens"].to_list()[:8]
-    c = time.process_time()
-    explain.explain_posts(model, tok, ig, "integrated_gradients", **kw)
-    out["integrated_gradients"] = {"posts": len(ig), "cpu_s": round(time.process_time() - c, 2)}
-    per_post = out["attention_full_reused"]["cpu_s"] / len(posts)
-    out["attention_all_posts_cpu_s_estimate"] = round(per_post * pool.height, 1)
+        explain.explain_posts(model, tok, few, method, **kw, **({"lime_samples": n} if n else {}))
+        out[key] = {"posts": len(few), "cpu_s": round(time.process_time() - c, 2), "wall_s": round(time.perf_counter() - w, 2),
+                    **({"num_samples": n} if n else {})}
     out["load_average"] = os.getloadavg()
     out_path.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
     print(json.dumps(out, indent=1))

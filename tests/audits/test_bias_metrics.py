@@ -121,6 +121,6 @@ def test_hatexplain_standin_and_metrics_end_to_end(tmp_path):
     assert r["performance"]["accuracy"] == pytest.approx(1.0)  # the class word decides
     (e,) = r["explainability"]  # one method in the stand-in's file
     assert e["token_f1"] == pytest.approx(1.0)  # occlusion finds the class word
-    assert e["n_posts"] == 20 and e["method"] == "occlusion" and e["paper_row"] == "BERT [LIME]"
+    assert e["n_posts"] == 20 and e["method"] == "occlusion" and e["paper_row"] is None  # the paper has no occlusion row
     assert 0 <= r["bias"]["gmb_subgroup"] <= 1
     assert "NOT the paper's BERT" in json.loads((d / "card.json").read_text())["description"]

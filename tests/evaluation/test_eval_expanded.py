@@ -125,10 +125,13 @@ def test_report_sections_from_expansion_and_bias(workdir):
     assert 'data-cell-id="bias:crows:smollm2-135m:metric_score"' in html
     assert "incomplete run" in html and "causal variant" in html and "BERT-base (paper Table 2" in html
     assert "tfidf-lr-standin (baseline: TF-IDF + logistic regression, not BERT) [occlusion]" in html
-    assert "hatexplain (all-MiniLM-L6-v2, stand-in for BERT-base) [attention]" in html
+    assert "hatexplain (all-MiniLM-L6-v2, stand-in for BERT-base) [Attn]" in html
+    assert 'data-cell-id="bias:hatexplain:hatexplain:lime:token_f1"' in html
     assert 'data-cell-id="bias:hatexplain:hatexplain:integrated_gradients:token_f1"' in html
-    # each of our rows is followed by the paper's row of the same kind of model and method
-    assert html.index("[attention]</td>") < html.index("paper: BERT [Attn]") < html.index("[integrated_gradients]</td>")
+    # each of our rows is followed by the paper's row of the same kind of model and method; integrated gradients by none
+    assert (html.index("[Attn]</td>") < html.index("paper: BERT [Attn]") < html.index("[LIME]</td>") < html.index("paper: BERT [LIME]")
+            < html.index("[integrated gradients]</td>"))
+    assert "paper: BERT [LIME]" not in html.split("[integrated gradients]</td>")[1].split("</table>")[0]
     assert 'data-cell-id="published:hatexplain_t6:BERT:Attn:accuracy"' in html
     assert 'data-cell-id="published:hatexplain_t6:BERT-HateXplain:Attn:token_f1"' in html
     assert "hatexplain-supervised (BERT-HateXplain, attention-supervised)" in html and "did not run: not trained" in html

@@ -55,3 +55,21 @@ def test_bert_hatexplain_trained_on_the_eraser_union_says_its_target_is_not_the_
     own = hatexplain_table6(HX, {"model": "hatexplain-supervised", "ran": True, "train_rationales": "masks.json"},
                             "summary.json", PUBLISHED)
     assert "union" not in own
+
+
+def test_lime_rows_sit_beside_the_papers_lime_rows_and_integrated_gradients_has_none():
+    lime = {**EXPLAINED[0], "method": "lime", "paper_row": "BERT [LIME]", "n_posts": 60, "n_posts_available": 1142,
+            "method_label": "LIME (lime 0.2.0.1 LimeTextExplainer, 100 samples)"}
+    ig = {**EXPLAINED[0], "method": "integrated_gradients", "paper_row": None, "n_posts": 60}
+    hx = {"hatexplain": {**HX["hatexplain"], "explanations": [EXPLAINED[0], lime, ig]}}
+    pub = {"hatexplain_t6": {"source": "paper", "values": {"BERT": {"Attn": {"token_f1": 0.497}, "LIME": {"sufficiency": 0.008}}}}}
+    html = hatexplain_table6(hx, None, "summary.json", pub)
+    rows = html.split("<tr>")
+    heads = [r.split("</td>")[0] for r in rows if r.startswith('<td class="rowhead')]
+    assert [h.rsplit(">", 1)[-1] for h in heads] == [
+        "hatexplain (all-MiniLM-L6-v2, stand-in for BERT-base) [Attn]", "paper: BERT [Attn] (bert-base-uncased, full data)",
+        "hatexplain (all-MiniLM-L6-v2, stand-in for BERT-base) [LIME]", "paper: BERT [LIME] (bert-base-uncased, full data)",
+        "hatexplain (all-MiniLM-L6-v2, stand-in for BERT-base) [integrated gradients]"]
+    ours = next(r for r in rows if "[LIME]</td>" in r and "paper:" not in r)
+    assert 'data-cell-id="bias:hatexplain:hatexplain:lime:token_f1"' in ours and "100 samples" in ours and "60 of 1142" in ours
+    assert 'data-cell-id="published:hatexplain_t6:BERT:LIME:sufficiency"' in rows[rows.index(ours) + 1]

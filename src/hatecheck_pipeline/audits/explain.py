@@ -10,10 +10,16 @@ Methods (``bias.hatexplain.explain.methods``):
 
 - ``attention``: the last encoder layer's attention row of ``[CLS]``,
   averaged over heads (the paper's ``[Attn]``);
+- ``lime``: LIME (the ``lime`` package, 0.2.0.1, ``LimeTextExplainer``) as
+  the authors ran it (testing_with_lime.py): the post's words split on
+  whitespace, ``bow=False`` (a removed word is replaced by ``UNKWORDZ``),
+  ``num_features=6``, ``top_labels=3``, the explainer's ``random_state``
+  seeded (333, theirs); a word's score is its LIME weight for the predicted
+  class where positive, else 0 (the paper's ``[LIME]``);
 - ``integrated_gradients``: captum's integrated gradients of the predicted
   class's probability with respect to the input embeddings (baseline: every
   non-special token replaced by the padding token), summed over the
-  embedding dimensions.
+  embedding dimensions (no row of the paper: an extra method).
 
 Posts are tokenised word by word (``is_split_into_words``), so every
 subword knows its word; a word's score is the sum of its subwords' scores,
@@ -24,9 +30,9 @@ without its top-k words and with only them, in batches.
 Attention explains every test post with a rationale (1,142 on the real test
 set) in every profile: its scores come with a forward pass, and the full
 post's probabilities are the predictions already made for the whole test
-set. The profile's ``hatexplain_max_explain`` caps only integrated
-gradients (a seeded sample); the card says how many posts each method
-explained.
+set. The profile's ``hatexplain_max_explain`` caps LIME (``num_samples``
+re-predictions per post) and integrated gradients (a seeded sample, the same
+posts for both); the card says how many posts each method explained.
 """
 
 from __future__ import annotations
@@ -46,9 +52,11 @@ from hatecheck_pipeline.audits.hatexplain import CLASSES, paper_row, predictions
 from hatecheck_pipeline.core.files import write_parquet, write_text
 from hatecheck_pipeline.models.runtime import collate, length_batches
 
-METHODS = ("attention", "integrated_gradients")
+METHODS = ("attention", "lime", "integrated_gradients")
 METHOD_LABELS = {
     "attention": "attention (last layer, [CLS] row, mean over heads)",
+    "lime": "LIME (lime 0.2.0.1 LimeTextExplainer, {samples} samples, whitespace words, bow=False, {features} features; positive weights "
+            "of the predicted class)",
     "integrated_gradients": "integrated gradients (captum, input embeddings, padding baseline)",
 }
 
@@ -186,14 +194,53 @@ def integrated_gradients(
     return out
 
 
+LIME_FEATURES = 6  # testing_with_lime.py: explain_instance(..., num_features=6, top_labels=3)
+LIME_RANDOM_STATE = 333  # testing_with_lime.py: LimeTextExplainer(..., random_state=333)
+
+
+def lime_scores(
+    predict_proba, posts: Sequence[Sequence[str]], targets: Sequence[int], *, num_samples: int, num_features: int = LIME_FEATURES,
+    random_state: int = LIME_RANDOM_STATE,
+) -> list[list[float]]:
+    """Per post: one LIME score per word for class ``targets[i]`` (an index
+    of ``CLASSES``), as the authors mapped LIME to tokens
+    (testing_with_lime.py): the post's words joined by spaces and split back
+    on whitespace (``split_expression='\\s+'``, ``bow=False``: a feature is a
+    word position, a removed word becomes ``UNKWORDZ``), ``num_features``
+    weights per class (``top_labels`` = every class), a word's score its
+    weight where positive, else 0. ``predict_proba``: texts -> class
+    probabilities in ``CLASSES`` order. Each post gets its own explainer
+    seeded with ``random_state``, so a post's scores do not depend on which
+    posts were explained before it (the authors' one explainer drew every
+    post's samples from one stream)."""
+    from lime.lime_text import LimeTextExplainer
+
+    out = []
+    for tokens, target in zip(posts, targets):
+        explainer = LimeTextExplainer(class_names=list(CLASSES), split_expression=r"\s+", random_state=random_state, bow=False)
+        exp = explainer.explain_instance(" ".join(tokens), predict_proba, num_features=num_features, top_labels=len(CLASSES),
+                                         num_samples=num_samples)
+        n = exp.domain_mapper.indexed_string.num_words()
+        if n != len(tokens):
+            raise ValueError(f"LIME split a post of {len(tokens)} words into {n} (a word with whitespace, or an empty one)")
+        scores = [0.0] * len(tokens)
+        for i, w in exp.as_map()[int(target)]:
+            if w > 0:
+                scores[i] = float(w)
+        out.append(scores)
+    return out
+
+
 def explain_posts(
     model, tokenizer, posts: Sequence[Sequence[str]], method: str, *, max_length: int, top_k: int, batch_size: int, ig_steps: int,
-    full: np.ndarray | None = None,
+    full: np.ndarray | None = None, lime_samples: int = 100, lime_features: int = LIME_FEATURES, lime_random_state: int = LIME_RANDOM_STATE,
 ) -> list[dict[str, Any]]:
     """Word scores of one method for the class predicted on each post, and
     that class's probability on the full post, without its top-k words and
     with only them. ``full``: the posts' class probabilities when already
-    predicted (the whole test set is), else predicted here."""
+    predicted (the whole test set is), else predicted here. LIME's
+    perturbed texts are split on whitespace back into words and predicted
+    like the posts (``predict_words``)."""
     ids, words = encode_words(tokenizer, posts, max_length)
     full = predict_words(model, tokenizer, posts, max_length, batch_size) if full is None else np.asarray(full)
     pred = full.argmax(axis=1)
@@ -203,9 +250,20 @@ def explain_posts(
     elif method == "integrated_gradients":
         special = set(tokenizer.all_special_ids) - {tokenizer.pad_token_id}
         sub = integrated_gradients(model, ids, [order[j] for j in pred], tokenizer.pad_token_id, special, ig_steps, batch_size)
-    else:
+    elif method != "lime":
         raise ValueError(f"unknown explanation method {method!r}: {', '.join(METHODS)}")
-    scores = [to_words(s, w, len(p)) for s, w, p in zip(sub, words, posts)]
+    if method == "lime":
+        def predict(texts: Sequence[str]) -> np.ndarray:
+            # a sample drawn twice is predicted once; the samples' lengths differ (each dropped word is
+            # UNKWORDZ, 4 WordPiece tokens): batches of batch_size sorted by length pad least
+            # (benchmarks/bench_explain_cost.py)
+            unique, back = np.unique(np.asarray(texts, dtype=object).astype(str), return_inverse=True)
+            probs = predict_words(model, tokenizer, [t.split() for t in unique], max_length, batch_size)
+            return probs[back.reshape(-1)]
+
+        scores = lime_scores(predict, posts, pred.tolist(), num_samples=lime_samples, num_features=lime_features, random_state=lime_random_state)
+    else:
+        scores = [to_words(s, w, len(p)) for s, w, p in zip(sub, words, posts)]
     tops = [rationales.top_k_mask(s, top_k) for s in scores]
     without = [[t for t, m in zip(p, top) if not m] for p, top in zip(posts, tops)]
     only = [[t for t, m in zip(p, top) if m] for p, top in zip(posts, tops)]
@@ -225,17 +283,18 @@ def explain_posts(
     return rows
 
 
-CAPPED_METHODS = ("integrated_gradients",)  # the methods the profile's hatexplain_max_explain caps
+CAPPED_METHODS = ("lime", "integrated_gradients")  # the methods the profile's hatexplain_max_explain caps
 
 
 def method_cap(method: str, cap: int | None) -> int | None:
     """The cap on the posts ``method`` explains: attention (one forward pass
     per post, plus the batched faithfulness re-predictions) covers every
-    post; integrated gradients (``ig_steps`` forward and backward passes per
-    post) the profile's seeded sample.
+    post; LIME (``lime_samples`` re-predictions per post) and integrated
+    gradients (``ig_steps`` forward and backward passes per post) the
+    profile's seeded sample.
 
-    >>> method_cap("attention", 50), method_cap("integrated_gradients", 50)
-    (None, 50)
+    >>> method_cap("attention", 50), method_cap("lime", 50), method_cap("integrated_gradients", 50)
+    (None, 50, 50)
     """
     return cap if method in CAPPED_METHODS else None
 
@@ -265,8 +324,13 @@ def run(
     ig_steps: int,
     batch_size: int,
     seed: int,
+    lime_samples: int = 100,
+    lime_features: int = LIME_FEATURES,
+    lime_random_state: int = LIME_RANDOM_STATE,
     progress: bool = True,
 ) -> dict[str, Any]:
+    """``lime_*``: LIME's ``num_samples`` (the authors' 100), ``num_features``
+    and the explainer's ``random_state``."""
     from tqdm.auto import tqdm
 
     model, tokenizer = load_classifier(model_dir)
@@ -277,18 +341,20 @@ def run(
     supervised = bool(model_card.get("attention_supervision"))
     rows: list[dict[str, Any]] = []
     explained: dict[str, int] = {}
+    labels = {m: METHOD_LABELS[m].format(samples=lime_samples, features=lime_features) for m in methods}
     for method in methods:
         chosen = explained_posts(test, method_cap(method, max_explain), seed)
         posts = chosen["post_tokens"].to_list()
         full = probs[[row_of[pid] for pid in chosen["id"].to_list()]]
         explained[method] = chosen.height
-        # attention: chunks of several batches (its passes are cheap); integrated gradients: one batch at a time
+        # attention: chunks of several batches (its passes are cheap); LIME, integrated gradients: one batch at a time
         chunk = max(1, batch_size) * (1 if method in CAPPED_METHODS else 8)
         for start in tqdm(range(0, len(posts), chunk), desc=method, disable=not progress, mininterval=10):
             part = explain_posts(model, tokenizer, posts[start : start + chunk], method, max_length=max_length, top_k=top_k,
-                                 batch_size=batch_size, ig_steps=ig_steps, full=full[start : start + chunk])
+                                 batch_size=batch_size, ig_steps=ig_steps, full=full[start : start + chunk], lime_samples=lime_samples,
+                                 lime_features=lime_features, lime_random_state=lime_random_state)
             for pid, row in zip(chosen["id"][start : start + chunk].to_list(), part):
-                rows.append({"id": pid, **row, "method": method, "method_label": METHOD_LABELS[method], "top_k": top_k,
+                rows.append({"id": pid, **row, "method": method, "method_label": labels[method], "top_k": top_k,
                              "paper_row": paper_row(method, supervised), "model": label})
     write_parquet(preds, out_predictions)
     schema = {"id": pl.String, "pred3": pl.String, "attributions": pl.List(pl.Float64), "p_full": pl.Float64, "p_without_top": pl.Float64,
@@ -305,8 +371,10 @@ def run(
         "explained_posts_available": explained_posts(test, None, seed).height,
         "max_explain": max_explain,
         "max_explain_applies_to": [m for m in methods if m in CAPPED_METHODS],
-        "methods": {m: METHOD_LABELS[m] for m in methods},
+        "methods": labels,
         "ig_steps": ig_steps,
+        **({"lime": {"package": "lime==0.2.0.1", "num_samples": lime_samples, "num_features": lime_features, "random_state": lime_random_state,
+                     "split_expression": "\\s+", "bow": False}} if "lime" in methods else {}),
         "top_k": top_k,
         "max_length": max_length,
         "seed": seed,
@@ -340,10 +408,13 @@ def hatexplain_explain(
     threads: int,
 ) -> str:
     """Stage ``hatexplain_explain_<model>``: a fine-tuned 3-class model's
-    HateXplain test predictions, and its attention / integrated-gradients
-    explanations of (a seeded sample, ``profiles.<p>.hatexplain_max_explain``,
-    of, for integrated gradients only) the test posts with rationales, with
-    faithfulness re-predictions."""
+    HateXplain test predictions, and its attention / LIME /
+    integrated-gradients explanations of (a seeded sample,
+    ``profiles.<p>.hatexplain_max_explain``, of, for LIME and integrated
+    gradients) the test posts with rationales, with faithfulness
+    re-predictions. LIME draws ``profiles.<p>.hatexplain_lime_samples``
+    perturbed texts per post, where set, else the authors' number
+    (``bias.hatexplain.explain.lime.num_samples``)."""
     from hatecheck_pipeline.core.cpu import bounded_threads
 
     torch.set_num_threads(bounded_threads(threads))
@@ -352,6 +423,7 @@ def hatexplain_explain(
         Path(model_dir), Path(table), Path(predictions), Path(attributions), Path(card),
         label=describe(model, trained), model_card=trained, methods=list(explain["methods"]), max_length=profile["max_length"],
         max_explain=profile.get("hatexplain_max_explain"), top_k=top_k, ig_steps=explain["ig_steps"], batch_size=explain["batch_size"], seed=seed,
+        lime_samples=profile.get("hatexplain_lime_samples") or explain["lime"]["num_samples"], lime_features=explain["lime"]["num_features"], lime_random_state=explain["lime"]["random_state"],
     )
     per_method = ", ".join(f"{m} {n}" for m, n in c["explained_posts"].items())
     return f"{c['model']}: {c['test_posts']} test posts predicted; posts explained of {c['explained_posts_available']}: {per_method}"

@@ -10,7 +10,7 @@
 - ``hatexplain_standin``: the labelled TF-IDF + LR stand-in 3-class
   classifier's HateXplain test predictions and occlusion attributions;
 - ``hatexplain_explain_<model>``: a fine-tuned 3-class model's HateXplain
-  test predictions and its attention / integrated-gradients explanations;
+  test predictions and its attention / LIME / integrated-gradients explanations;
 - ``hatexplain_toxicity_<model>``: a 2-class HateXplain model's p(toxic)
   on the test posts (``bias.hatexplain.two_class``: the paper's bias columns);
 - ``hatexplain_metrics_<classifier>``: performance, bias AUCs per
@@ -192,7 +192,7 @@ def explain_stage(model: str, params: Mapping[str, Any]) -> Stage:
             "card": out(paths.hatexplain_card(model)),
         },
         params={
-            **profile_params(params, ["max_length", "hatexplain_max_explain"]),
+            **profile_params(params, ["max_length", "hatexplain_max_explain", "hatexplain_lime_samples"]),
             "explain": "bias.hatexplain.explain",
             "top_k": "bias.hatexplain.top_k",
             "seed": "bias.seed",

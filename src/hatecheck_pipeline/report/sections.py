@@ -270,6 +270,10 @@ def supervision_target_note(supervised: Mapping[str, Any] | None) -> str | None:
             "masks (bias.hatexplain.supervised.train_rationales) gives the paper's target")
 
 
+# How Table 6 names an explanation method: the paper's [Attn] and [LIME], the others spelled out.
+METHOD_NAMES = {"attention": "Attn", "lime": "LIME", "integrated_gradients": "integrated gradients", "occlusion": "occlusion"}
+
+
 def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None) -> str:
     """The paper's Table 6 layout: one row per classifier and explanation
     method, each followed by the paper's row for the same kind of model."""
@@ -280,11 +284,13 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
     source = t6.get("source", "HateXplain (Mathew et al., 2021), Table 6")
     out = "<h3>HateXplain: performance, bias and explainability (test set), next to the paper's Table 6</h3>"
     out += ("<p class='note'>Each of our rows is followed by the paper's row (italic) for the same kind of model and token method: "
-            "attention -> [Attn]; the paper has no integrated-gradients or occlusion row, so those post-hoc attributions sit next to "
-            "its post-hoc method, LIME. The paper's models are bert-base-uncased fine-tuned on the full training split; ours name the "
-            "base model that ran (a stand-in says so) and the profile's budget. The TF-IDF model is a cheap baseline, not BERT. "
-            "Explainability covers the explained test posts (hate speech or offensive, with rationales): attention every one of them in "
-            "every profile, integrated gradients a seeded sample of <code>hatexplain_max_explain</code> posts (column posts). "
+            "[Attn] = attention, [LIME] = LIME run as the authors ran it (lime 0.2.0.1, their testing_with_lime.py settings; the "
+            "number of perturbed samples is in the method's tooltip). Integrated gradients (and the TF-IDF baseline's occlusion) are "
+            "extra rows: the paper has none, so no paper row follows them. The paper's models are bert-base-uncased fine-tuned on the "
+            "full training split; ours name the base model that ran (a stand-in says so) and the profile's budget. The TF-IDF model is "
+            "a cheap baseline, not BERT. Explainability covers the explained test posts (hate speech or offensive, with rationales): "
+            "attention every one of them in every profile, LIME and integrated gradients the same seeded sample of "
+            "<code>hatexplain_max_explain</code> posts (column posts). "
             "Bias: the paper's GMB columns come from 2-class models (toxic = hate speech or offensive vs normal; the authors' "
             "testing_for_bias.py), and so do ours where a 2-class model is paired with the row (bias.hatexplain.two_class); "
             "a row without one leaves them empty. The '(3-class)' columns are each row's own 3-class model scored with "
@@ -322,7 +328,7 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             tds = "".join(json_td(x.get(k), cell_id("bias", "hatexplain", clf, method, k), src, stage, 3, note) for k, _ in HX_EXPLAIN)
             tds += json_td(posts_covered(x), cell_id("bias", "hatexplain", clf, method, "n_posts"), src, stage,
                            note=" test posts the plausibility and faithfulness figures average over, of those with a rationale")
-            label = f"{escape(hatexplain_name(clf, e))} [{escape(method)}]"
+            label = f"{escape(hatexplain_name(clf, e))} [{escape(METHOD_NAMES.get(method, method))}]"
             if target_note and supervised and clf == supervised.get("model"):
                 label = (f'<span title="{escape("Supervision target: " + target_note)}">{label} (BERT-HateXplain; supervision '
                          "target: union of the annotators' rationales, the paper averages them)</span>")
