@@ -72,8 +72,9 @@ def trainer(base: str, batches: list[list[list[int]]], pad: int, compile_backend
     def one_round() -> float:
         torch.manual_seed(0)  # dropout
         for b in batches:
-            loss = torch.nn.functional.cross_entropy(run(**collate(b, pad, torch.device("cpu"))).logits,
-                                                     torch.tensor([len(s) % 2 for s in b]))
+            loss = torch.nn.functional.cross_entropy(
+                run(**collate(b, pad, torch.device("cpu"))).logits, torch.tensor([len(s) % 2 for s in b])
+            )
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -108,8 +109,10 @@ def main() -> None:
     ap.add_argument("--backend", default="inductor")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, backend {args.backend}, dynamic shapes, threads {args.threads}, "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"torch {torch.__version__}, backend {args.backend}, dynamic shapes, threads {args.threads}, load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
 
     model, tok = load_model(args.model)
     texts = pl.read_parquet(args.cases, columns=["text"])["text"].sample(args.n_cases, seed=1).to_list()
@@ -127,8 +130,10 @@ def main() -> None:
     order = bucketed_batches([len(s) for s in enc], args.batch, torch.Generator().manual_seed(1))
     batches = [[enc[i] for i in b.tolist()] for b in order]
     first, pairs = training(args.base, batches, btok.pad_token_id, args.rounds, args.backend)
-    print(f"training: {args.base}, {len(batches)} steps of {args.batch} from {args.texts} "
-          f"(mean {sum(map(len, enc)) / len(enc):.1f} tokens), fp32, word embeddings frozen")
+    print(
+        f"training: {args.base}, {len(batches)} steps of {args.batch} from {args.texts} "
+        f"(mean {sum(map(len, enc)) / len(enc):.1f} tokens), fp32, word embeddings frozen"
+    )
     print(f"training: first compiled round (compiles) {first:.1f} s")
     for r, (e, c) in enumerate(pairs):
         print(f"training round {r}: eager {e:.1f} s, compiled {c:.1f} s, eager/compiled {e / c:.2f}x", flush=True)

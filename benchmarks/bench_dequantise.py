@@ -50,8 +50,10 @@ def main() -> None:
     variants = {"each": W.dequantise, "once": llm_fetch.dequantise}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     digests: dict[str, dict[str, str]] = {}
-    print(f"gguf: {args.gguf} ({args.gguf.stat().st_size:,} bytes)  dtype: {args.dtype}  cores: "
-          f"{len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  rounds: {args.rounds} (alternating)")
+    print(
+        f"gguf: {args.gguf} ({args.gguf.stat().st_size:,} bytes)  dtype: {args.dtype}  cores: "
+        f"{len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  rounds: {args.rounds} (alternating)"
+    )
     try:
         for r in range(args.rounds):
             for name, dequantise in variants.items():
@@ -62,8 +64,7 @@ def main() -> None:
                 got = digest(dest)
                 digests.setdefault("first", got)
                 same = got == digests["first"]
-                print(f"round {r + 1} {name:5s} {seconds[name][-1]:7.1f} s  files: {len(got)}  same as the first: {same}",
-                      flush=True)
+                print(f"round {r + 1} {name:5s} {seconds[name][-1]:7.1f} s  files: {len(got)}  same as the first: {same}", flush=True)
                 if not same:
                     raise SystemExit(f"{dest}: other bytes than the first copy: {got} against {digests['first']}")
                 shutil.rmtree(dest)

@@ -70,13 +70,16 @@ def main() -> None:
     lock = Path("dvc.lock").read_bytes()
     lock_times = os.stat("dvc.lock").st_atime_ns, os.stat("dvc.lock").st_mtime_ns
     recorded = yaml.safe_load(lock)["stages"]
-    names = list(recorded)[:args.first]
+    names = list(recorded)[: args.first]
     outs = [o["path"] for name in names for o in recorded[name].get("outs", [])]
     stamps = _stamps(outs)
     seconds: dict[str, list[float]] = {v: [] for v in VARIANTS}
     same: dict[str, bool] = dict.fromkeys(VARIANTS, True)
-    print(f"project: {Path.cwd()}  stages: {len(names)} of {len(recorded)}  outputs: {len(outs)}  dvc.lock: {len(lock.splitlines())} lines  "
-          f"cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"project: {Path.cwd()}  stages: {len(names)} of {len(recorded)}  outputs: {len(outs)}  dvc.lock: {len(lock.splitlines())} lines  "
+        f"cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
     try:
         for rep in range(args.repeat):
             for variant in VARIANTS:
@@ -90,18 +93,22 @@ def main() -> None:
                             os.utime(path, ns=(atime, mtime), follow_symlinks=False)
                 written = Path("dvc.lock").read_bytes()
                 same[variant] &= written == lock
-                print(f"  round {rep + 1} {variant:26s} {seconds[variant][-1]:8.2f} s  dvc.lock as before: "
-                      f"{written == lock} (sha256 {hashlib.sha256(written).hexdigest()[:12]})", flush=True)
+                print(
+                    f"  round {rep + 1} {variant:26s} {seconds[variant][-1]:8.2f} s  dvc.lock as before: "
+                    f"{written == lock} (sha256 {hashlib.sha256(written).hexdigest()[:12]})",
+                    flush=True,
+                )
                 Path("dvc.lock").write_bytes(lock)
     finally:
         Path("dvc.lock").write_bytes(lock)
         os.utime("dvc.lock", ns=lock_times)
     for variant, runs in seconds.items():
-        print(f"{variant:26s} median {statistics.median(runs):8.2f} s  (best {min(runs):.2f})  "
-              f"dvc.lock as before: {same[variant]}")
+        print(f"{variant:26s} median {statistics.median(runs):8.2f} s  (best {min(runs):.2f})  dvc.lock as before: {same[variant]}")
     public = statistics.median(seconds[VARIANTS[0]])
-    print(f"public/adapter (speed-ups on): {public / statistics.median(seconds[VARIANTS[1]]):.2f}x; "
-          f"public/adapter (speed-ups off): {public / statistics.median(seconds[VARIANTS[2]]):.2f}x")
+    print(
+        f"public/adapter (speed-ups on): {public / statistics.median(seconds[VARIANTS[1]]):.2f}x; "
+        f"public/adapter (speed-ups off): {public / statistics.median(seconds[VARIANTS[2]]):.2f}x"
+    )
     if not all(same.values()):
         raise SystemExit("a variant wrote a different dvc.lock")
 

@@ -90,8 +90,10 @@ def main() -> None:
     commands = {v: [sys.executable, str(Path(__file__).resolve()), "--worker", v, *dry] for v in VARIANTS}
     commands[f"dvc status {args.stage}"] = [str(bin_dir / "dvc"), "status", args.stage]  # dvc.yaml and lock loaded, one stage checked
     commands["dvc --version"] = [str(bin_dir / "dvc"), "--version"]
-    print(f"project: {args.project.resolve()}  cores: {len(os.sched_getaffinity(0))}  "
-          f"load: {os.getloadavg()[0]:.2f}  rounds: {args.rounds} (interleaved)")
+    print(
+        f"project: {args.project.resolve()}  cores: {len(os.sched_getaffinity(0))}  "
+        f"load: {os.getloadavg()[0]:.2f}  rounds: {args.rounds} (interleaved)"
+    )
     times: dict[str, list[float]] = {name: [] for name in commands}
     outputs: dict[str, str] = {}
     for r in range(args.rounds):

@@ -38,8 +38,7 @@ def main() -> None:
     variants = {"plain": lambda *args, **kwargs: contextlib.nullcontext(), "memoised": memoised}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     digests: set[str] = set()
-    print(f"project: {Path.cwd()}  stages: {len(names)}  cores: {len(os.sched_getaffinity(0))}  "
-          f"load: {os.getloadavg()[0]:.2f}")
+    print(f"project: {Path.cwd()}  stages: {len(names)}  cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}")
     try:
         for rep in range(args.repeat):
             for name, reads in variants.items():
@@ -53,8 +52,10 @@ def main() -> None:
         dvc_speedups._memoised_reads = memoised
     for name, runs in seconds.items():
         print(f"{name:9s} median {statistics.median(runs):6.2f} s  (best {min(runs):.2f})")
-    print(f"ratio plain/memoised: {statistics.median(seconds['plain']) / statistics.median(seconds['memoised']):.2f}x; "
-          f"dvc.lock identical across runs: {len(digests) == 1}")
+    print(
+        f"ratio plain/memoised: {statistics.median(seconds['plain']) / statistics.median(seconds['memoised']):.2f}x; "
+        f"dvc.lock identical across runs: {len(digests) == 1}"
+    )
     if len(digests) != 1:
         raise SystemExit("the two ways of reading wrote different dvc.lock files")
 

@@ -59,15 +59,18 @@ def untrained_classifier(folder: Path) -> Path:
 def measure(model_dir: Path, texts: list[str], batch_size: int, max_length: int, repeats: int, hateful: list) -> dict[str, float]:
     from transformers import pipeline
 
-    clf = classifiers.PretrainedClassifier("bench", str(model_dir), {"hateful": hateful, "max_length": max_length, "batch_size": batch_size})
+    clf = classifiers.PretrainedClassifier(
+        "bench", str(model_dir), {"hateful": hateful, "max_length": max_length, "batch_size": batch_size}
+    )
     clf.p_hateful(texts[:64])  # warm-up
     t_kind, p_kind = float("inf"), None
     for _ in range(repeats):
         t0 = time.perf_counter()
         p_kind = clf.p_hateful(texts)
         t_kind = min(t_kind, time.perf_counter() - t0)
-    pipe = pipeline("text-classification", model=clf.net, tokenizer=clf.tokenizer, device=-1, top_k=None, truncation=True,
-                    max_length=max_length)
+    pipe = pipeline(
+        "text-classification", model=clf.net, tokenizer=clf.tokenizer, device=-1, top_k=None, truncation=True, max_length=max_length
+    )
     pipe(texts[:64], batch_size=batch_size)  # warm-up
     t_pipe, answers = float("inf"), None
     for _ in range(repeats):
@@ -76,8 +79,13 @@ def measure(model_dir: Path, texts: list[str], batch_size: int, max_length: int,
         t_pipe = min(t_pipe, time.perf_counter() - t0)
     names = {clf.net.config.id2label[i] for i in clf.hateful}
     p_pipe = np.array([sum(a["score"] for a in ans if a["label"] in names) for ans in answers])
-    return {"cases": len(texts), "kind_cases_per_s": len(texts) / t_kind, "pipeline_cases_per_s": len(texts) / t_pipe,
-            "ratio": t_pipe / t_kind, "max_abs_diff": float(np.abs(p_kind - p_pipe).max())}
+    return {
+        "cases": len(texts),
+        "kind_cases_per_s": len(texts) / t_kind,
+        "pipeline_cases_per_s": len(texts) / t_pipe,
+        "ratio": t_pipe / t_kind,
+        "max_abs_diff": float(np.abs(p_kind - p_pipe).max()),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -97,8 +105,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
         model_dir = args.model_dir or untrained_classifier(Path(tmp) / "minilm")
         what = str(args.model_dir) if args.model_dir else "all-MiniLM-L6-v2 with an untrained seeded head (speed only)"
         out = measure(model_dir, texts, args.batch_size, args.max_length, args.repeats, args.hateful.split(","))
-    print(f"model: {what}; {out['cases']} HateCheck + MHC texts as published; batch {args.batch_size}, max length "
-          f"{args.max_length}, {torch.get_num_threads()} threads, best of {args.repeats}")
+    print(
+        f"model: {what}; {out['cases']} HateCheck + MHC texts as published; batch {args.batch_size}, max length "
+        f"{args.max_length}, {torch.get_num_threads()} threads, best of {args.repeats}"
+    )
     print(f"pretrained kind (evaluate): {out['kind_cases_per_s']:.1f} cases/s")
     print(f"one batched transformers pipeline call: {out['pipeline_cases_per_s']:.1f} cases/s")
     print(f"ratio: {out['ratio']:.2f}x; largest |p difference|: {out['max_abs_diff']:.2e}")

@@ -45,9 +45,11 @@ def main() -> None:
     posts = pl.read_parquet(args.table).filter(pl.col("split") == "test").sort("id")["post_tokens"].to_list()[: args.n]
     ids, _ = explain.encode_words(tok, posts, args.max_length)
     special = set(tok.all_special_ids) - {tok.pad_token_id}
-    print(f"# {cpu_model()}, {machine_cores()} cores, {args.threads} threads; {args.model_dir}: {len(ids)} HateXplain test posts, "
-          f"{args.steps} steps, max_length {args.max_length}, batch {args.batch_size}; "
-          f"parameters requiring gradients as loaded: {all(p.requires_grad for p in model.parameters())}")
+    print(
+        f"# {cpu_model()}, {machine_cores()} cores, {args.threads} threads; {args.model_dir}: {len(ids)} HateXplain test posts, "
+        f"{args.steps} steps, max_length {args.max_length}, batch {args.batch_size}; "
+        f"parameters requiring gradients as loaded: {all(p.requires_grad for p in model.parameters())}"
+    )
 
     def attribute(freeze: bool):
         frozen = explain.frozen_parameters
@@ -69,8 +71,10 @@ def main() -> None:
             print(f"round {r + 1}: parameters {name}: {wall:.1f} s")
     diff = max(float(np.abs(a - b).max()) for a, b in zip(outs["requiring gradients"], outs["frozen"]))
     best = {k: min(v) for k, v in walls.items()}
-    print(f"best of {args.rounds}: requiring gradients {best['requiring gradients']:.1f} s, frozen {best['frozen']:.1f} s "
-          f"= {best['frozen'] / best['requiring gradients']:.2f}x; largest |attribution difference| {diff:.2e}")
+    print(
+        f"best of {args.rounds}: requiring gradients {best['requiring gradients']:.1f} s, frozen {best['frozen']:.1f} s "
+        f"= {best['frozen'] / best['requiring gradients']:.2f}x; largest |attribution difference| {diff:.2e}"
+    )
 
 
 if __name__ == "__main__":

@@ -71,8 +71,12 @@ def main() -> None:
     for key, method, n in runs:
         c, w = time.process_time(), time.perf_counter()
         explain.explain_posts(model, tok, few, method, **kw, **({"lime_samples": n} if n else {}))
-        out[key] = {"posts": len(few), "cpu_s": round(time.process_time() - c, 2), "wall_s": round(time.perf_counter() - w, 2),
-                    **({"num_samples": n} if n else {})}
+        out[key] = {
+            "posts": len(few),
+            "cpu_s": round(time.process_time() - c, 2),
+            "wall_s": round(time.perf_counter() - w, 2),
+            **({"num_samples": n} if n else {}),
+        }
     out["load_average"] = os.getloadavg()
     out_path.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
     print(json.dumps(out, indent=1))

@@ -45,8 +45,10 @@ def main() -> None:
     cached = [llm.content_of(d["response"]) for d in docs]
     started = time.perf_counter()
     lm = LocalLM.load(args.model, args.batch_size)
-    print(f"{len(bodies)} cached requests; model {args.model} ({lm.precision}) loaded in "
-          f"{time.perf_counter() - started:.1f} s; {platform.processor() or platform.machine()}, {args.threads} threads")
+    print(
+        f"{len(bodies)} cached requests; model {args.model} ({lm.precision}) loaded in "
+        f"{time.perf_counter() - started:.1f} s; {platform.processor() or platform.machine()}, {args.threads} threads"
+    )
 
     def answer(client_bodies, batched: bool, scratch: Path) -> tuple[list[str], float]:
         client = llm.LocalChat(lm, "bench", scratch, answer_prefix=ANSWER_PREFIX)
@@ -58,8 +60,9 @@ def main() -> None:
             for body in client_bodies:
                 msgs = {m["role"]: m["content"] for m in body["messages"]}
                 prompt = llm.chat_prompt(lm.tok, msgs.get("system"), msgs["user"]) + ANSWER_PREFIX
-                text = lm.generate([prompt], body["max_tokens"], body["temperature"], int(body.get("seed") or 0),
-                                   first_line=False, templated=True)[0]
+                text = lm.generate(
+                    [prompt], body["max_tokens"], body["temperature"], int(body.get("seed") or 0), first_line=False, templated=True
+                )[0]
                 out.append({"choices": [{"message": {"content": ANSWER_PREFIX + text}}]})
         return [llm.content_of(r) for r in out], time.perf_counter() - t
 
@@ -70,8 +73,7 @@ def main() -> None:
         together, t_together = answer(bodies, True, Path(tmp) / "together")
     tokens = [len(lm.tok(a, add_special_tokens=False)["input_ids"]) for a in alone]
     print(f"one generate call per request: {t_alone:.1f} s (answer tokens {tokens})")
-    print(f"all requests together (complete_many, a seed per row): {t_together:.1f} s "
-          f"({t_together / t_alone:.2f}x)")
+    print(f"all requests together (complete_many, a seed per row): {t_together:.1f} s ({t_together / t_alone:.2f}x)")
     print(f"one call each equals the cached answer: {sum(a == c for a, c in zip(alone, cached))} of {len(bodies)}")
     print(f"together equals one call each: {sum(a == b for a, b in zip(together, alone))} of {len(bodies)}")
 

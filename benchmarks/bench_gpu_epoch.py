@@ -60,9 +60,18 @@ def run(tokens: Path, epochs: int, precisions: list[str], seed: int = 42) -> Non
     dev = [(i, y) for i, y, s in rows if s == "dev"]
     device = torch.device("cuda")
     config = XLMRobertaConfig(
-        vocab_size=250002, hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072,
-        max_position_embeddings=514, type_vocab_size=1, layer_norm_eps=1e-5, pad_token_id=1,
-        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, num_labels=2,
+        vocab_size=250002,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        pad_token_id=1,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+        num_labels=2,
     )
 
     def collate(batch):
@@ -106,11 +115,19 @@ def run(tokens: Path, epochs: int, precisions: list[str], seed: int = 42) -> Non
             torch.cuda.synchronize()
             t_dev = time.perf_counter() - t1
             steady = sorted(step_times[5:])
-            results.append({
-                "precision": prec, "epoch": epoch + 1, "train_examples": len(train), "steps": len(step_times),
-                "train_s": round(t_train, 2), "dev_eval_s": round(t_dev, 2), "epoch_s": round(t_train + t_dev, 2),
-                "step_s_median": round(steady[len(steady) // 2], 4), "samples_per_s": round(len(train) / t_train, 1),
-            })
+            results.append(
+                {
+                    "precision": prec,
+                    "epoch": epoch + 1,
+                    "train_examples": len(train),
+                    "steps": len(step_times),
+                    "train_s": round(t_train, 2),
+                    "dev_eval_s": round(t_dev, 2),
+                    "epoch_s": round(t_train + t_dev, 2),
+                    "step_s_median": round(steady[len(steady) // 2], 4),
+                    "samples_per_s": round(len(train) / t_train, 1),
+                }
+            )
             print(json.dumps(results[-1]), flush=True)
         del model, opt
         torch.cuda.empty_cache()

@@ -99,17 +99,27 @@ def one_run(texts: list[str], concurrency: int, rate: float, delay_s: float, cac
     srv = serve(delay_s, seen)
     url = f"http://127.0.0.1:{srv.server_address[1]}/v1alpha1/comments:analyze"
     try:
-        clf = HttpClassifier("bench", {"kind": "http", "model": url, "format": "perspective", "rate_per_s": rate,
-                                       "concurrency": concurrency, "retries": 3}, cache_dir=cache)
+        clf = HttpClassifier(
+            "bench",
+            {"kind": "http", "model": url, "format": "perspective", "rate_per_s": rate, "concurrency": concurrency, "retries": 3},
+            cache_dir=cache,
+        )
         started = time.perf_counter()
         p = clf.p_hateful(texts, language="en")
         took = time.perf_counter() - started
     finally:
         srv.shutdown()
         srv.server_close()
-    return {"concurrency": concurrency, "seconds": took, "per_s": len(texts) / took, "asked": clf.asked,
-            "max_in_flight": seen.max_in_flight, "max_per_second": seen.max_per_second(), "requests": len(seen.arrivals),
-            "p": p.tolist()}
+    return {
+        "concurrency": concurrency,
+        "seconds": took,
+        "per_s": len(texts) / took,
+        "asked": clf.asked,
+        "max_in_flight": seen.max_in_flight,
+        "max_per_second": seen.max_per_second(),
+        "requests": len(seen.arrivals),
+        "p": p.tolist(),
+    }
 
 
 def main() -> int:
@@ -124,21 +134,27 @@ def main() -> int:
         raise SystemExit("set HATECHECK_PIPELINE_MIRROR to the raw-data mirror (hatecheck/test_suite_cases.csv is read)")
     with open(Path(mirror) / "hatecheck" / "test_suite_cases.csv", newline="", encoding="utf-8") as f:
         texts = [row["test_case"] for row in csv.DictReader(f)]
-    lines = [f"bench_http_concurrency: {len(texts)} HateCheck texts, fake delay {args.delay_ms:g} ms per request, rate_per_s {args.rate:g}",
-             f"host: {platform.node()} {platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.2f}, "
-             f"python {platform.python_version()}"]
+    lines = [
+        f"bench_http_concurrency: {len(texts)} HateCheck texts, fake delay {args.delay_ms:g} ms per request, rate_per_s {args.rate:g}",
+        f"host: {platform.node()} {platform.machine()}, {len(os.sched_getaffinity(0))} cores, load {os.getloadavg()[0]:.2f}, "
+        f"python {platform.python_version()}",
+    ]
     runs = []
     with tempfile.TemporaryDirectory() as tmp:
         for c in (args.concurrency, 1):
             runs.append(one_run(texts, c, args.rate, args.delay_ms / 1000, Path(tmp) / f"cache{c}"))
     lines.append(f"{'concurrency':>11} {'seconds':>8} {'texts/s':>8} {'requests':>8} {'max in flight':>13} {'max in 1 s':>10}")
     for r in runs:
-        lines.append(f"{r['concurrency']:>11} {r['seconds']:>8.2f} {r['per_s']:>8.1f} {r['requests']:>8} {r['max_in_flight']:>13} "
-                     f"{r['max_per_second']:>10}")
+        lines.append(
+            f"{r['concurrency']:>11} {r['seconds']:>8.2f} {r['per_s']:>8.1f} {r['requests']:>8} {r['max_in_flight']:>13} "
+            f"{r['max_per_second']:>10}"
+        )
     same = runs[0]["p"] == runs[1]["p"]
     within = all(r["max_per_second"] <= args.rate for r in runs)
-    lines.append(f"speed-up {runs[1]['seconds'] / runs[0]['seconds']:.2f}x; answers identical in the input order: {same}; "
-                 f"never above {args.rate:g} requests in any second: {within}")
+    lines.append(
+        f"speed-up {runs[1]['seconds'] / runs[0]['seconds']:.2f}x; answers identical in the input order: {same}; "
+        f"never above {args.rate:g} requests in any second: {within}"
+    )
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.record:

@@ -69,12 +69,22 @@ def build(mirror: Path, work: Path) -> dict[str, tuple[str, str, str, str]]:
     mhc = case_suites.mhc(params["mhc"]).kept
     mhc.write_parquet("mhc.parquet")
     train = corpora.davidson2017(params["davidson2017"]).kept.filter(pl.col("split") == "train")
-    model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
-                          LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced", random_state=0))
+    model = make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+        LogisticRegression(C=4.0, max_iter=2000, class_weight="balanced", random_state=0),
+    )
     model.fit(train["text"].to_list(), (train["label"] == "hateful").to_numpy())
-    pl.DataFrame({"case_id": hc["case_id"], "pred": model.predict(hc["text"].to_list()).astype(np.int64)}).write_parquet("pred_hatecheck.parquet")
-    out = {"hatecheck": ("hatecheck()", "hatecheck.parquet", "pred_hatecheck.parquet",
-                         f"TF-IDF + LR trained on the Davidson 2017 train split ({train.height} posts, binary)")}
+    pl.DataFrame({"case_id": hc["case_id"], "pred": model.predict(hc["text"].to_list()).astype(np.int64)}).write_parquet(
+        "pred_hatecheck.parquet"
+    )
+    out = {
+        "hatecheck": (
+            "hatecheck()",
+            "hatecheck.parquet",
+            "pred_hatecheck.parquet",
+            f"TF-IDF + LR trained on the Davidson 2017 train split ({train.height} posts, binary)",
+        )
+    }
     for lang in ("italian", "spanish", "german"):
         part = mhc.filter(pl.col("language") == lang)
         pl.DataFrame({"mhc_case_id": part["mhc_case_id"], "pred": part["label_annotated_maj"]}).write_parquet(f"pred_mhc_{lang}.parquet")
@@ -98,17 +108,36 @@ def compare(suites: dict[str, tuple[str, str, str, str]]) -> list[dict]:
         doc = {u: scoring.score_cases(cases, suite.id_column, M.Bootstrap(1000, 0), u) for u in (M.CASE, M.TEMPLATE)}
         for section, fig in (("overall", "accuracy"), ("overall", "macro_f1"), ("contrast", "both_correct")):
             c, t = doc[M.CASE][section], doc[M.TEMPLATE][section]
-            rows.append({"suite": name, "predictions": what, "figure": f"{section} {fig}", "value": c[fig]["value"],
-                         "case_ci": [c[fig]["ci_low"], c[fig]["ci_high"]], "case_width": width(c[fig]),
-                         "cases": c.get("n", c.get("n_pairs")),
-                         "template_ci": [t[fig]["ci_low"], t[fig]["ci_high"]], "template_width": width(t[fig]),
-                         "templates": t["n_clusters"]})
+            rows.append(
+                {
+                    "suite": name,
+                    "predictions": what,
+                    "figure": f"{section} {fig}",
+                    "value": c[fig]["value"],
+                    "case_ci": [c[fig]["ci_low"], c[fig]["ci_high"]],
+                    "case_width": width(c[fig]),
+                    "cases": c.get("n", c.get("n_pairs")),
+                    "template_ci": [t[fig]["ci_low"], t[fig]["ci_high"]],
+                    "template_width": width(t[fig]),
+                    "templates": t["n_clusters"],
+                }
+            )
         for section in ("by_functionality", "by_target"):
-            ratios = sorted(width(doc[M.TEMPLATE][section][k]["accuracy"]) / width(f["accuracy"])
-                            for k, f in doc[M.CASE][section].items() if width(f["accuracy"]) > 0)
-            rows.append({"suite": name, "predictions": what, "figure": f"{section} accuracy: template / case interval width",
-                         "groups": len(ratios), "median_ratio": round(ratios[len(ratios) // 2], 2) if ratios else None,
-                         "max_ratio": round(ratios[-1], 2) if ratios else None})
+            ratios = sorted(
+                width(doc[M.TEMPLATE][section][k]["accuracy"]) / width(f["accuracy"])
+                for k, f in doc[M.CASE][section].items()
+                if width(f["accuracy"]) > 0
+            )
+            rows.append(
+                {
+                    "suite": name,
+                    "predictions": what,
+                    "figure": f"{section} accuracy: template / case interval width",
+                    "groups": len(ratios),
+                    "median_ratio": round(ratios[len(ratios) // 2], 2) if ratios else None,
+                    "max_ratio": round(ratios[-1], 2) if ratios else None,
+                }
+            )
     return rows
 
 
@@ -121,8 +150,14 @@ def timing(suites: dict, srcs: dict[str, str], repeat: int, work: Path) -> dict[
             runs = []
             for _ in range(repeat):
                 t = time.perf_counter()
-                proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": src},
-                                      capture_output=True, text=True, check=True, cwd=work)
+                proc = subprocess.run(
+                    [sys.executable, "-c", code],
+                    env={**os.environ, "PYTHONPATH": src},
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=work,
+                )
                 runs.append((round(time.perf_counter() - t, 2), round(float(proc.stdout.split()[-1]), 2)))
             best = min(runs)
             out[f"{name} ({label})"] = {"process_s": best[0], "imports_and_scoring_s": best[1], "runs": runs}
@@ -144,8 +179,12 @@ def main() -> None:
     for r in rows:
         print(r)
     srcs = {"this checkout": str(SRC)} | ({"baseline": str(Path(args.baseline_src).resolve())} if args.baseline_src else {})
-    result = {"intervals": rows, "score_stage_timing": timing(suites, srcs, args.repeat, work),
-              "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    result = {
+        "intervals": rows,
+        "score_stage_timing": timing(suites, srcs, args.repeat, work),
+        "load_average": os.getloadavg(),
+        "cpus": os.cpu_count(),
+    }
     out_path.write_text(json.dumps(result, indent=1) + "\n", "utf-8")
     print(f"wrote {out_path} (scratch: {work})")
 

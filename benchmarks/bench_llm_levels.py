@@ -8,6 +8,7 @@ one before the three-level cache), on the same loaded model, back to back.
 in a workspace where fetch_llm_weights and ethos_sets ran. Prints seconds
 per prompt of each, and the largest log-probability difference.
 Record of 2026-11-26: benchmarks/records/local_llm_levels_2026-11-26.txt."""
+
 import importlib.util
 import sys
 import time
@@ -38,9 +39,14 @@ for rep in (1, 2):
     for name, model in models.items():
         start = time.perf_counter()
         got[name] = model.choose(asked, options)
-        print(f"round {rep}, {name}: {(time.perf_counter() - start) / len(asked):.2f} s/prompt over {len(asked)} mixed prompts",
-              flush=True)
+        print(f"round {rep}, {name}: {(time.perf_counter() - start) / len(asked):.2f} s/prompt over {len(asked)} mixed prompts", flush=True)
 a = got["this checkout"]
 for name, b in got.items():
-    print(f"{name} against this checkout: max |d log p|", max(abs(x[1][w] - y[1][w]) for x, y in zip(a, b) for w in x[1]),
-          "same answers", sum(x[0] == y[0] for x, y in zip(a, b)), "/", len(a))
+    print(
+        f"{name} against this checkout: max |d log p|",
+        max(abs(x[1][w] - y[1][w]) for x, y in zip(a, b) for w in x[1]),
+        "same answers",
+        sum(x[0] == y[0] for x, y in zip(a, b)),
+        "/",
+        len(a),
+    )

@@ -8,6 +8,7 @@ in a workspace where fetch_llm_weights and ethos_sets ran; DTYPE float32 or
 bfloat16 overrides the manifest's; N prompts of zero-shot (racist) and of
 the first mixed example set are timed (wall and CPU seconds).
 Record of 2026-11-26: benchmarks/records/local_llm_cost_2026-11-26.json."""
+
 import json
 import os
 import sys
@@ -61,7 +62,12 @@ for setting, es in (("zero_shot", None), ("mixed", 1)):
     res = lm.choose([prompts[i] for i in sel], opts)
     wall = time.perf_counter() - t
     cpu = time.process_time() - cpu0
-    out["timing"][setting] = {"prompts": len(sel), "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "answers": [w for w, _ in res],
-                              "labels": [recs[i]["label"] for i in sel]}
+    out["timing"][setting] = {
+        "prompts": len(sel),
+        "wall_s": round(wall, 1),
+        "cpu_s": round(cpu, 1),
+        "answers": [w for w, _ in res],
+        "labels": [recs[i]["label"] for i in sel],
+    }
     print(json.dumps(out["timing"][setting]), flush=True)
 json.dump(out, open(dest, "w"), indent=1)

@@ -47,16 +47,24 @@ def main() -> None:
     py = str(BIN / "python")
     rows = [
         ("python -c 'import hatecheck_pipeline'", [py, "-c", "import hatecheck_pipeline"]),
-        ("registry build (all stages)", [py, "-c", "from hatecheck_pipeline.core.config import load_params;"
-                                         "from hatecheck_pipeline.pipeline.registry import build_stages;"
-                                         "print(len(build_stages(load_params())))"]),
+        (
+            "registry build (all stages)",
+            [
+                py,
+                "-c",
+                "from hatecheck_pipeline.core.config import load_params;"
+                "from hatecheck_pipeline.pipeline.registry import build_stages;"
+                "print(len(build_stages(load_params())))",
+            ],
+        ),
         ("snakemake (no-op)", [str(BIN / "snakemake"), "--cores", "2", args.target]),
         # --with-deps: without it `dvc status <stage>` checks that one stage only
         ("dvc status --with-deps report", [str(BIN / "dvc"), "status", "--with-deps", args.stage]),
         ("dvc repro --dry report", [str(BIN / "dvc"), "repro", "--dry", args.stage]),
     ]
-    print(f"project: {args.project.resolve()}  cores: {len(os.sched_getaffinity(0))}  "
-          f"load: {os.getloadavg()[0]:.2f}  best of {args.repeat}")
+    print(
+        f"project: {args.project.resolve()}  cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  best of {args.repeat}"
+    )
     print(f"{'command':42s} {'seconds':>8s}  note")
     for label, cmd in rows:
         seconds, out = best(cmd, args.project, args.repeat)

@@ -57,8 +57,10 @@ def main() -> None:
     template = load_templates()["suite_zero_shot_english"]
     bodies = [json.loads(f.read_text("utf-8"))["request"] for f in sorted(args.cache.rglob("*.json"))]
     lm = LocalLM.load(args.model, args.batch_size, pack=False)
-    print(f"model {args.model} ({lm.precision}), {args.threads} threads, batch size {args.batch_size}; "
-          f"{cpu_model()}, {machine_cores()} cores, native bf16 {native_bf16()}; {len(texts)} HateCheck cases, {len(bodies)} cached generation requests")
+    print(
+        f"model {args.model} ({lm.precision}), {args.threads} threads, batch size {args.batch_size}; "
+        f"{cpu_model()}, {machine_cores()} cores, native bf16 {native_bf16()}; {len(texts)} HateCheck cases, {len(bodies)} cached generation requests"
+    )
 
     def run(tag: str) -> tuple[list, list[str]]:
         t = time.perf_counter()

@@ -82,13 +82,17 @@ def main() -> None:
     tok = AutoTokenizer.from_pretrained(args.base)
     texts = pl.read_parquet(args.texts, columns=["text"])["text"].to_list()[: args.batch * 40]
     enc = tok(texts, truncation=True, max_length=args.max_length)["input_ids"]
-    print(f"base: {args.base}; texts: {args.texts} ({len(texts)}); batch {args.batch}, max_length {args.max_length}, "
-          f"threads {args.threads}, {'fp32' if args.fp32 else 'bf16 autocast'}, word embeddings {'frozen' if args.freeze else 'trained'}; "
-          f"load average {os.getloadavg()[0]:.2f}")
+    print(
+        f"base: {args.base}; texts: {args.texts} ({len(texts)}); batch {args.batch}, max_length {args.max_length}, "
+        f"threads {args.threads}, {'fp32' if args.fp32 else 'bf16 autocast'}, word embeddings {'frozen' if args.freeze else 'trained'}; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
     models = {}
     for kind in PATHS:
         models[kind], f, o, n = run(args.base, enc, tok.pad_token_id, kind, args.steps, args.batch, args.freeze, not args.fp32)
-        print(f"{kind:16s} forward+backward {f:8.1f} ms/step   optimiser {o:7.1f} ms/step   ({n / 1e6:.1f}M trained parameters)", flush=True)
+        print(
+            f"{kind:16s} forward+backward {f:8.1f} ms/step   optimiser {o:7.1f} ms/step   ({n / 1e6:.1f}M trained parameters)", flush=True
+        )
     ref = dict(models["per-tensor loop"].named_parameters())
     for kind in ("foreach", "fused"):
         diff = {n: float((p.detach() - ref[n].detach()).abs().max()) for n, p in models[kind].named_parameters()}

@@ -54,8 +54,12 @@ def design() -> pl.DataFrame:
     """HateCheck's cases with their template clusters and slur fillers."""
     raw = pl.read_csv(MIRROR / "hatecheck" / "test_suite_cases.csv")
     cases = raw.select(
-        pl.col("case_id").cast(pl.String).alias("id"), (pl.col("label_gold") == "hateful").cast(pl.Int8).alias("gold"),
-        "functionality", "target_ident", "templ_id", "case_templ",
+        pl.col("case_id").cast(pl.String).alias("id"),
+        (pl.col("label_gold") == "hateful").cast(pl.Int8).alias("gold"),
+        "functionality",
+        "target_ident",
+        "templ_id",
+        "case_templ",
     ).with_row_index("_order")
     return scoring.with_clusters(cases, M.TEMPLATE, fillers=True)
 
@@ -66,8 +70,9 @@ def effects(rng, rows: np.ndarray, cols: np.ndarray, sd_t: float, sd_s: float) -
     return u + np.where(cols >= 0, rng.normal(0, sd_s, cols.max() + 2)[cols], 0.0)
 
 
-def correct_draw(rng, mu: np.ndarray, rows: np.ndarray, cols: np.ndarray, sd_t: float, sd_s: float,
-                 shared: np.ndarray | float = 0.0) -> np.ndarray:
+def correct_draw(
+    rng, mu: np.ndarray, rows: np.ndarray, cols: np.ndarray, sd_t: float, sd_s: float, shared: np.ndarray | float = 0.0
+) -> np.ndarray:
     """One classifier's right (1) / wrong (0) per case: its own effects
     (``sd_t``, ``sd_s``) on top of a ``shared`` difficulty."""
     logit = mu + shared + effects(rng, rows, cols, sd_t, sd_s)
@@ -88,17 +93,21 @@ def level_and_power(cases: pl.DataFrame, sims: int, samples: int, seed: int) -> 
     base = {f: rng.uniform(0.6, 2.2) for f in names}  # accuracies of about 65-90% per test
     mu = np.array([base[f] for f in funcs])
     out = {}
-    scenarios = {"independent cases": (0.0, 0.0, 0.0), "own template effects (sd 1.0)": (1.0, 0.0, 0.0),
-                 "own template and slur effects (sd 1.0, 1.0)": (1.0, 1.0, 0.0),
-                 "shared difficulty (sd 1.0) + own effects (sd 0.3)": (0.3, 0.3, 1.0)}
+    scenarios = {
+        "independent cases": (0.0, 0.0, 0.0),
+        "own template effects (sd 1.0)": (1.0, 0.0, 0.0),
+        "own template and slur effects (sd 1.0, 1.0)": (1.0, 1.0, 0.0),
+        "shared difficulty (sd 1.0) + own effects (sd 0.3)": (0.3, 0.3, 1.0),
+    }
     boot = M.Bootstrap(samples, 0, 0.95)
     for label, (sd_t, sd_s, sd_shared) in scenarios.items():
         any_flag, per_test, n_flags = 0, 0, 0
         start = time.perf_counter()
         for _ in range(sims):
             shared = effects(rng, rows, cols, sd_shared, sd_shared)
-            pair = as_pair(cases, correct_draw(rng, mu, rows, cols, sd_t, sd_s, shared),
-                           correct_draw(rng, mu, rows, cols, sd_t, sd_s, shared))
+            pair = as_pair(
+                cases, correct_draw(rng, mu, rows, cols, sd_t, sd_s, shared), correct_draw(rng, mu, rows, cols, sd_t, sd_s, shared)
+            )
             doc = D.compare(pair, boot)
             tests = doc["by_functionality"].values()
             flags = sum(t["flagged"] for t in tests)
@@ -106,14 +115,24 @@ def level_and_power(cases: pl.DataFrame, sims: int, samples: int, seed: int) -> 
             n_flags += flags
             per_test += sum(t["p_value"] <= 0.05 for t in tests)
         share = any_flag / sims
-        out[label] = {"sims": sims, "family_wise_error_rate": share, "mc_se": round(float(np.sqrt(0.05 * 0.95 / sims)), 4),
-                      "flags": n_flags, "unadjusted_rejection_rate_per_test": round(per_test / (sims * len(names)), 4),
-                      "seconds": round(time.perf_counter() - start, 1)}
-        print(f"level  {label:<42} FWER {share:.3f} (alpha 0.05, MC se {out[label]['mc_se']}); "
-              f"per-test p<=0.05 rate {out[label]['unadjusted_rejection_rate_per_test']:.3f}", flush=True)
+        out[label] = {
+            "sims": sims,
+            "family_wise_error_rate": share,
+            "mc_se": round(float(np.sqrt(0.05 * 0.95 / sims)), 4),
+            "flags": n_flags,
+            "unadjusted_rejection_rate_per_test": round(per_test / (sims * len(names)), 4),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        print(
+            f"level  {label:<42} FWER {share:.3f} (alpha 0.05, MC se {out[label]['mc_se']}); "
+            f"per-test p<=0.05 rate {out[label]['unadjusted_rejection_rate_per_test']:.3f}",
+            flush=True,
+        )
     power = {}
-    settings = {"shared difficulty (sd 1.0) + own effects (sd 0.3)": (0.3, 0.3, 1.0),
-                "own template and slur effects (sd 1.0, 1.0)": (1.0, 1.0, 0.0)}
+    settings = {
+        "shared difficulty (sd 1.0) + own effects (sd 0.3)": (0.3, 0.3, 1.0),
+        "own template and slur effects (sd 1.0, 1.0)": (1.0, 1.0, 0.0),
+    }
     for setting, (sd_t, sd_s, sd_shared) in settings.items():
         for target in ("slur_h", "derog_neg_emote_h"):
             hits, diffs = 0, []
@@ -126,10 +145,19 @@ def level_and_power(cases: pl.DataFrame, sims: int, samples: int, seed: int) -> 
                 hits += doc["by_functionality"][target]["worse"]
                 diffs.append(doc["by_functionality"][target]["difference"])
             t = doc["by_functionality"][target]
-            power[f"{target}, {setting}"] = {"sims": sims, "flagged_worse_share": hits / sims, "templates": t["n_templates"],
-                                             "slurs": t["n_fillers"], "cases": t["n"], "mean_difference": round(float(np.mean(diffs)), 1)}
-            print(f"power  {target:<18} {setting:<48} ({t['n_templates']} templates, {t['n_fillers']} slurs, "
-                  f"mean difference {np.mean(diffs):+.1f}): flagged worse in {hits}/{sims}", flush=True)
+            power[f"{target}, {setting}"] = {
+                "sims": sims,
+                "flagged_worse_share": hits / sims,
+                "templates": t["n_templates"],
+                "slurs": t["n_fillers"],
+                "cases": t["n"],
+                "mean_difference": round(float(np.mean(diffs)), 1),
+            }
+            print(
+                f"power  {target:<18} {setting:<48} ({t['n_templates']} templates, {t['n_fillers']} slurs, "
+                f"mean difference {np.mean(diffs):+.1f}): flagged worse in {hits}/{sims}",
+                flush=True,
+            )
     return {"level": out, "power": power}
 
 
@@ -157,10 +185,19 @@ def coverage(sims: int, samples: int, seed: int) -> dict:
             hit1 += lo1 <= t <= hi1
             widths2.append(hi2 - lo2)
             widths1.append(hi1 - lo1)
-        out[label] = {"sims": sims, "truth": truth[label] * 100, "two_way_coverage": hit2 / sims, "template_only_coverage": hit1 / sims,
-                      "two_way_mean_width": round(float(np.mean(widths2)), 1), "template_only_mean_width": round(float(np.mean(widths1)), 1)}
-        print(f"cover  {label:<26} two-way {hit2 / sims:.3f} (width {out[label]['two_way_mean_width']}), "
-              f"templates only {hit1 / sims:.3f} (width {out[label]['template_only_mean_width']})", flush=True)
+        out[label] = {
+            "sims": sims,
+            "truth": truth[label] * 100,
+            "two_way_coverage": hit2 / sims,
+            "template_only_coverage": hit1 / sims,
+            "two_way_mean_width": round(float(np.mean(widths2)), 1),
+            "template_only_mean_width": round(float(np.mean(widths1)), 1),
+        }
+        print(
+            f"cover  {label:<26} two-way {hit2 / sims:.3f} (width {out[label]['two_way_mean_width']}), "
+            f"templates only {hit1 / sims:.3f} (width {out[label]['template_only_mean_width']})",
+            flush=True,
+        )
     return out
 
 
@@ -175,8 +212,11 @@ def speed(cases: pl.DataFrame, samples: int, repeats: int = 5) -> dict:
         start = time.perf_counter()
         D.compare(pair, M.Bootstrap(samples))
         times.append(time.perf_counter() - start)
-    print(f"speed  one suite (29 tests + all cases), {samples} sign draws: median {np.median(times):.2f} s "
-          f"({os.environ.get('OMP_NUM_THREADS', 'default')} BLAS threads)", flush=True)
+    print(
+        f"speed  one suite (29 tests + all cases), {samples} sign draws: median {np.median(times):.2f} s "
+        f"({os.environ.get('OMP_NUM_THREADS', 'default')} BLAS threads)",
+        flush=True,
+    )
     return {"samples": samples, "repeats": repeats, "median_s": round(float(np.median(times)), 3), "max_s": round(float(max(times)), 3)}
 
 
@@ -190,11 +230,17 @@ def main() -> None:
     args = parser.parse_args()
     cases = design()
     doc = {
-        "script": "benchmarks/bench_paired_test.py", "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores", "alpha": 0.05,
+        "script": "benchmarks/bench_paired_test.py",
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+        "alpha": 0.05,
         "settings": {"sims": args.sims, "samples": args.samples, "boot": args.boot, "seed": args.seed},
-        "design": {"cases": cases.height, "templates": int(cases[scoring.CLUSTER].max()) + 1,
-                   "slur_fillers": int(cases[scoring.FILLER].max()) + 1, "functional_tests": cases["functionality"].n_unique()},
+        "design": {
+            "cases": cases.height,
+            "templates": int(cases[scoring.CLUSTER].max()) + 1,
+            "slur_fillers": int(cases[scoring.FILLER].max()) + 1,
+            "functional_tests": cases["functionality"].n_unique(),
+        },
         "speed": speed(cases, args.samples),
         **level_and_power(cases, args.sims, args.samples, args.seed),
         "coverage": coverage(args.sims, args.boot, args.seed),

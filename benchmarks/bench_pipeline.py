@@ -47,7 +47,9 @@ TARGETS = {REPORT: 3600.0, "data": 30.0}  # data: issue 32 (was 60 s, issue 12)
 
 def data_stages(project: Path) -> list[str]:
     """Names of every stage in the data phases, from the registry."""
-    listing = subprocess.run([str(BIN / "hatecheck-pipeline"), "dag", "list"], cwd=project, check=True, capture_output=True, text=True).stdout
+    listing = subprocess.run(
+        [str(BIN / "hatecheck-pipeline"), "dag", "list"], cwd=project, check=True, capture_output=True, text=True
+    ).stdout
     return [cols[1] for line in listing.splitlines() if len(cols := line.split()) >= 2 and cols[0] in DATA_PHASES]
 
 
@@ -70,17 +72,24 @@ def stage_table(records: list[dict], top: int | None) -> list[str]:
         )
     if top and len(rows) > top:
         rest = rows[top:]
-        lines.append(f"| ({len(rest)} more stages) | | {fmt_s(sum(r['wall_s'] for r in rest))} | {fmt_s(sum(r['cpu_s'] for r in rest))} | | {100 * sum(r['wall_s'] for r in rest) / total:.1f}% |")
+        lines.append(
+            f"| ({len(rest)} more stages) | | {fmt_s(sum(r['wall_s'] for r in rest))} | {fmt_s(sum(r['cpu_s'] for r in rest))} | | {100 * sum(r['wall_s'] for r in rest) / total:.1f}% |"
+        )
     return lines
 
 
 def phase_table(records: list[dict]) -> list[str]:
-    lines = ["| phase | stages | wall s (summed) | CPU s | peak RSS MiB (max) | share | span s (first start to last end) |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| phase | stages | wall s (summed) | CPU s | peak RSS MiB (max) | share | span s (first start to last end) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in phase_rows(records):
         lines.append(
             f"| {row['phase']} | {row['stages']} | {fmt_s(row['wall_s'])} | {fmt_s(row['cpu_s'])} | {row['max_rss_mb']:,.0f} | {100 * row['share']:.1f}% | {fmt_s(row['span_s'])} |"
         )
-    lines.append(f"| **all** | {len(records)} | {fmt_s(sum(r['wall_s'] for r in records))} | {fmt_s(sum(r['cpu_s'] for r in records))} | | 100% | {fmt_s(span_s(records))} |")
+    lines.append(
+        f"| **all** | {len(records)} | {fmt_s(sum(r['wall_s'] for r in records))} | {fmt_s(sum(r['cpu_s'] for r in records))} | | 100% | {fmt_s(span_s(records))} |"
+    )
     return lines
 
 
@@ -128,7 +137,9 @@ def log_walls(text: str) -> dict[str, float]:
     return {name: (end - start).total_seconds() for name, (start, end, _) in log_jobs(text).items()}
 
 
-def idle_core_seconds(jobs: dict[str, tuple[datetime, datetime, int]], cores: int, window: int = 60) -> tuple[int, int, list[tuple[int, int, list[str]]]]:
+def idle_core_seconds(
+    jobs: dict[str, tuple[datetime, datetime, int]], cores: int, window: int = 60
+) -> tuple[int, int, list[tuple[int, int, list[str]]]]:
     """(span s, core-seconds no job had reserved, the windows of ``window``
     s with a quarter of their cores or more idle: (start s, idle core-s,
     the jobs running)), in 1 s steps from the first job's start.
@@ -166,6 +177,7 @@ def with_log_walls(records: list[dict], log: Path) -> list[dict]:
 def baseline_table(records: list[dict], baseline: list[dict]) -> list[str]:
     """Summed stage wall per phase against a baseline's, and over the
     stages both workspaces have."""
+
     def summed(rows: list[dict], phase: str | None = None) -> float:
         return sum(r["wall_s"] for r in rows if phase is None or r["phase"] == phase)
 
@@ -175,19 +187,27 @@ def baseline_table(records: list[dict], baseline: list[dict]) -> list[str]:
     lines = ["| phase | stages (baseline / here) | summed wall s, baseline | here | here / baseline |", "|---|---|---|---|---|"]
     for phase in sorted({r["phase"] for r in records + baseline}, key=lambda p: -summed(baseline, p)):
         n_old, n_new = sum(r["phase"] == phase for r in baseline), sum(r["phase"] == phase for r in records)
-        lines.append(f"| {phase} | {n_old} / {n_new} | {fmt_s(summed(baseline, phase))} | {fmt_s(summed(records, phase))} | {ratio(summed(records, phase), summed(baseline, phase))} |")
+        lines.append(
+            f"| {phase} | {n_old} / {n_new} | {fmt_s(summed(baseline, phase))} | {fmt_s(summed(records, phase))} | {ratio(summed(records, phase), summed(baseline, phase))} |"
+        )
     names = {r["stage"] for r in baseline}
     common = [r for r in records if r["stage"] in names]
     common_names = {r["stage"] for r in common}
     common_base = [r for r in baseline if r["stage"] in common_names]
     extra = [r for r in records if r["stage"] not in names]
     gone = names - common_names
-    lines.append(f"| **all** | {len(baseline)} / {len(records)} | {fmt_s(summed(baseline))} | {fmt_s(summed(records))} | {ratio(summed(records), summed(baseline))} |")
+    lines.append(
+        f"| **all** | {len(baseline)} / {len(records)} | {fmt_s(summed(baseline))} | {fmt_s(summed(records))} | {ratio(summed(records), summed(baseline))} |"
+    )
     lines.append("")
-    lines.append(f"the baseline's stages found here ({len(common)} of {len(names)}): summed wall {fmt_s(summed(common))} s against "
-                 f"{fmt_s(summed(common_base))} s = {ratio(summed(common), summed(common_base))}")
-    lines.append(f"stages only here ({len(extra)}): summed wall {fmt_s(summed(extra))} s"
-                 + (f" ({', '.join(sorted(r['stage'] for r in extra)[:12])}{', ...' if len(extra) > 12 else ''})" if extra else ""))
+    lines.append(
+        f"the baseline's stages found here ({len(common)} of {len(names)}): summed wall {fmt_s(summed(common))} s against "
+        f"{fmt_s(summed(common_base))} s = {ratio(summed(common), summed(common_base))}"
+    )
+    lines.append(
+        f"stages only here ({len(extra)}): summed wall {fmt_s(summed(extra))} s"
+        + (f" ({', '.join(sorted(r['stage'] for r in extra)[:12])}{', ...' if len(extra) > 12 else ''})" if extra else "")
+    )
     if gone:
         lines.append(f"baseline stages not here ({len(gone)}): {', '.join(sorted(gone)[:12])}{', ...' if len(gone) > 12 else ''}")
     return lines
@@ -197,27 +217,43 @@ def verdict(what: str, seconds: float) -> str:
     target = TARGETS.get(what)
     if target is None:
         return ""
-    return f" -- target <= {target / 60:.0f} min: {'met' if seconds <= target else 'NOT met'}" if target >= 600 else f" -- target <= {target:.0f} s: {'met' if seconds <= target else 'NOT met'}"
+    return (
+        f" -- target <= {target / 60:.0f} min: {'met' if seconds <= target else 'NOT met'}"
+        if target >= 600
+        else f" -- target <= {target:.0f} s: {'met' if seconds <= target else 'NOT met'}"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--project", type=Path, default=Path("."))
-    ap.add_argument("--run", metavar="TARGET", nargs="+", help="build the TARGET(s) with snakemake first and time the whole run ('data' = every data stage)")
+    ap.add_argument(
+        "--run",
+        metavar="TARGET",
+        nargs="+",
+        help="build the TARGET(s) with snakemake first and time the whole run ('data' = every data stage)",
+    )
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--phases", nargs="*", help="only these phases ('data' = ingest, prepare, validate, preprocess)")
     ap.add_argument("--top", type=int, default=25, help="stages listed (0 = all)")
     ap.add_argument("--baseline", type=Path, help="another complete workspace whose records to compare with")
     ap.add_argument("--log", type=Path, help="with --baseline: this build's Snakemake log; stage wall times are read from it (log_walls)")
     ap.add_argument("--baseline-log", type=Path, help="with --baseline: the baseline build's Snakemake log, likewise")
-    ap.add_argument("--timeline", type=Path, nargs="+", metavar="LOG",
-                    help="only this: per Snakemake log, the core-seconds no job had reserved (of --cores) and the minutes that lost a quarter or more")
+    ap.add_argument(
+        "--timeline",
+        type=Path,
+        nargs="+",
+        metavar="LOG",
+        help="only this: per Snakemake log, the core-seconds no job had reserved (of --cores) and the minutes that lost a quarter or more",
+    )
     args = ap.parse_args()
     if args.timeline:
         for log in args.timeline:
             span, idle, windows = idle_core_seconds(log_jobs(log.read_text("utf-8", errors="replace")), args.cores, TIMELINE_WINDOW)
-            print(f"{log}: {span} s from the first job's start to the last job's end; {idle} of {args.cores * span} core-seconds "
-                  f"({idle / max(1, args.cores * span):.1%}) reserved by no job")
+            print(
+                f"{log}: {span} s from the first job's start to the last job's end; {idle} of {args.cores * span} core-seconds "
+                f"({idle / max(1, args.cores * span):.1%}) reserved by no job"
+            )
             for w, lost, running in windows:
                 print(f"  {w:5d}-{w + TIMELINE_WINDOW:5d} s: {lost} idle core-s; running: {', '.join(running)}")
         return

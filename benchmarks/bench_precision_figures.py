@@ -46,8 +46,14 @@ def table_cells(root: Path) -> pl.DataFrame:
     for f in sorted((root / "results" / "tables").glob("*.csv")):
         t = pl.read_csv(f, infer_schema_length=None)
         if {"cell_id", "value"} <= set(t.columns):
-            frames.append(t.select(pl.lit(f.stem).alias("file"), "cell_id", pl.col("value").cast(pl.Float64),
-                                   *(pl.col(c).cast(pl.Float64) for c in ("ci_low", "ci_high") if c in t.columns)))
+            frames.append(
+                t.select(
+                    pl.lit(f.stem).alias("file"),
+                    "cell_id",
+                    pl.col("value").cast(pl.Float64),
+                    *(pl.col(c).cast(pl.Float64) for c in ("ci_low", "ci_high") if c in t.columns),
+                )
+            )
     return pl.concat(frames, how="diagonal_relaxed")
 
 
@@ -79,13 +85,19 @@ def compare_predictions(fp32: Path, cand: Path) -> pl.DataFrame:
         if ran_a is None and ran_b is None:  # written before precisions were recorded: nothing to compare
             continue
         a, b = pl.read_parquet(f), pl.read_parquet(g)
-        j = a.select("id", "pred", "p_hateful").join(b.select("id", pl.col("pred").alias("pred_c"), pl.col("p_hateful").alias("p_c")), on="id")
-        rows.append({
-            "file": rel.parent.as_posix(), "n": j.height,
-            "agree_pct": 100.0 * float((j["pred"] == j["pred_c"]).mean()) if j.height else 100.0,
-            "max_abs_dp": float((j["p_hateful"] - j["p_c"]).abs().max() or 0.0) if j.height else 0.0,
-            "fp32_ran": ran_a or "?", "candidate_ran": ran_b or "?",
-        })
+        j = a.select("id", "pred", "p_hateful").join(
+            b.select("id", pl.col("pred").alias("pred_c"), pl.col("p_hateful").alias("p_c")), on="id"
+        )
+        rows.append(
+            {
+                "file": rel.parent.as_posix(),
+                "n": j.height,
+                "agree_pct": 100.0 * float((j["pred"] == j["pred_c"]).mean()) if j.height else 100.0,
+                "max_abs_dp": float((j["p_hateful"] - j["p_c"]).abs().max() or 0.0) if j.height else 0.0,
+                "fp32_ran": ran_a or "?",
+                "candidate_ran": ran_b or "?",
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -127,9 +139,11 @@ def main() -> int:
     print(f"inside the fp32 interval: {with_ci['ok'].sum()}/{with_ci.height}")
     no_ci = cells.filter(~pl.col("has_ci"))
     no_ci_moved = no_ci.filter(pl.col("diff").abs() > 1e-9)
-    print(f"without an interval: {no_ci.height - no_ci_moved.height}/{no_ci.height} equal, {no_ci_moved.height} moved "
-          f"(largest |move| {no_ci_moved['diff'].abs().max() if no_ci_moved.height else 0.0:.2f}; not gated: no interval), in tables "
-          f"{sorted(set(no_ci_moved['file']))}")
+    print(
+        f"without an interval: {no_ci.height - no_ci_moved.height}/{no_ci.height} equal, {no_ci_moved.height} moved "
+        f"(largest |move| {no_ci_moved['diff'].abs().max() if no_ci_moved.height else 0.0:.2f}; not gated: no interval), in tables "
+        f"{sorted(set(no_ci_moved['file']))}"
+    )
     for n in notes:
         print("note:", n)
     moved = cells.filter(pl.col("diff").abs() > 0)
@@ -142,8 +156,10 @@ def main() -> int:
     preds = compare_predictions(args.fp32, args.candidate)
     total = preds["n"].sum()
     pooled = (preds["agree_pct"] * preds["n"]).sum() / total if total else 100.0
-    print(f"\n# predictions files: {preds.height}, {total} cases; labels agree on {pooled:.3f}% pooled, "
-          f"lowest file {preds['agree_pct'].min():.2f}%; largest |dp| {preds['max_abs_dp'].max():.4f}")
+    print(
+        f"\n# predictions files: {preds.height}, {total} cases; labels agree on {pooled:.3f}% pooled, "
+        f"lowest file {preds['agree_pct'].min():.2f}%; largest |dp| {preds['max_abs_dp'].max():.4f}"
+    )
     print("precision recorded: fp32 run", sorted(set(preds["fp32_ran"])), "candidate", sorted(set(preds["candidate_ran"])))
     with pl.Config(tbl_rows=100, fmt_str_lengths=60, tbl_width_chars=200):
         print(preds.sort("agree_pct").select("file", "n", "agree_pct", "max_abs_dp"))
@@ -154,8 +170,10 @@ def main() -> int:
         print(f"{path}: {n_moved} numbers moved, largest {worst:.4g}" + (f" ({key})" if n_moved else ""))
 
     fails = bad.height + int((preds["agree_pct"] < args.gate).sum())
-    print(f"\nverdict: {'PASS' if not fails else 'FAIL'} (cells outside their fp32 interval: {bad.height}; "
-          f"files under {args.gate}% agreement: {int((preds['agree_pct'] < args.gate).sum())})")
+    print(
+        f"\nverdict: {'PASS' if not fails else 'FAIL'} (cells outside their fp32 interval: {bad.height}; "
+        f"files under {args.gate}% agreement: {int((preds['agree_pct'] < args.gate).sum())})"
+    )
     return 1 if fails else 0
 
 

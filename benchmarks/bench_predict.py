@@ -114,8 +114,7 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
 
     def fresh():
         torch.manual_seed(0)
-        return AutoModelForSequenceClassification.from_pretrained(
-            model_dir, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID).eval()
+        return AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID).eval()
 
     def timed(model, amp: bool) -> tuple[float, float, float]:
         best, p = best_predict(model, tok, texts, args, amp)
@@ -126,7 +125,8 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
         warnings.simplefilter("ignore")  # torch's deprecation notice of quantized tensors
         out["int8 dynamic, per-tensor"] = timed(quantize_dynamic(fresh(), {torch.nn.Linear}, dtype=torch.qint8), False)
         out["int8 dynamic, per-channel"] = timed(
-            quantize_dynamic(fresh(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8), False)
+            quantize_dynamic(fresh(), {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8), False
+        )
     packed = fresh()
     if pack_linears(packed, args.batch_size * args.max_length):
         out["fp32, linear layers packed for oneDNN"] = timed(packed, False)
@@ -167,8 +167,10 @@ def main() -> None:
     torch.manual_seed(0)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2, id2label=ID2LABEL, label2id=LABEL2ID).eval()
     tok = basemodels.load_tokenizer(model_dir)
-    print(f"model: {label}\ncases: {len(texts)} MHC ({table}), max_length {args.max_length}, batch {args.batch_size}, threads {args.threads} (same for every path)\n"
-          f"machine: {os.cpu_count()} CPUs, 1-min load average {load0:.2f} before the run (other users count)")
+    print(
+        f"model: {label}\ncases: {len(texts)} MHC ({table}), max_length {args.max_length}, batch {args.batch_size}, threads {args.threads} (same for every path)\n"
+        f"machine: {os.cpu_count()} CPUs, 1-min load average {load0:.2f} before the run (other users count)"
+    )
 
     peak = matmul_peak()
     print(f"fp32 matmul peak (1024^3, measured now): {peak / 1e9:.1f} GFLOP/s")
@@ -226,8 +228,10 @@ def main() -> None:
     print(f"share of fp32 matmul peak:   {share:8.1%}")
     print(f"training samples/s:          {n_train / t_train:8.1f} (batch {bs}, {args.train_steps} steps)")
     for name, (t, agree, dmax) in lower.items():
-        print(f"{name + ':':<28} {n / t:8.1f} cases/s = {n / t / batched:5.2f}x batched; labels agree with fp32 "
-              f"on {agree:.2%} (quality gate >= 99.5%), max |dp| = {dmax:.3f}")
+        print(
+            f"{name + ':':<28} {n / t:8.1f} cases/s = {n / t / batched:5.2f}x batched; labels agree with fp32 "
+            f"on {agree:.2%} (quality gate >= 99.5%), max |dp| = {dmax:.3f}"
+        )
     same = bool(np.array_equal(p_fast >= 0.5, p_ref >= 0.5))
     diff = float(np.abs(p_fast - p_ref).max())
     print(f"labels identical to unbatched fp32 reference: {same}; max |dp| = {diff:.2e} (limit 1e-4)")

@@ -34,8 +34,9 @@ def main() -> None:
     variants = {"plain": lambda *args, **kwargs: contextlib.nullcontext(), "memoised": memoised}
     seconds: dict[str, list[float]] = {v: [] for v in variants}
     answers: set[tuple[str, ...]] = set()
-    print(f"project: {Path.cwd()}  cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  "
-          f"rounds: {args.repeat} (alternating)")
+    print(
+        f"project: {Path.cwd()}  cores: {len(os.sched_getaffinity(0))}  load: {os.getloadavg()[0]:.2f}  rounds: {args.repeat} (alternating)"
+    )
     try:
         for r in range(args.repeat):
             for name, reads in variants.items():

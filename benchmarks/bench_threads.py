@@ -55,13 +55,36 @@ def worker(model_dir: str, table: str, n: int, threads: int, out: str) -> None:
     p = predict.predict_proba(model, tok, texts, 96, 64, cpu_bf16=bf16)
     wall = time.perf_counter() - t
     np.save(out, p)
-    print(json.dumps({"threads": torch.get_num_threads(), "cases": n, "wall_s": round(wall, 2),
-                      "cases_per_s": round(n / wall, 1), "precision": "bf16 autocast" if bf16 else "fp32"}), flush=True)
+    print(
+        json.dumps(
+            {
+                "threads": torch.get_num_threads(),
+                "cases": n,
+                "wall_s": round(wall, 2),
+                "cases_per_s": round(n / wall, 1),
+                "precision": "bf16 autocast" if bf16 else "fp32",
+            }
+        ),
+        flush=True,
+    )
 
 
 def spawn(args, threads: int, out: str) -> subprocess.Popen:
-    cmd = [sys.executable, __file__, "--worker", "--model-dir", args.model_dir, "--table", args.table,
-           "--n", str(args.n), "--threads", str(threads), "--out", out]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--worker",
+        "--model-dir",
+        args.model_dir,
+        "--table",
+        args.table,
+        "--n",
+        str(args.n),
+        "--threads",
+        str(threads),
+        "--out",
+        out,
+    ]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -86,8 +109,10 @@ def main() -> None:
         return
     import numpy as np
 
-    print(f"model: {args.model_dir}; {args.n} cases of {args.table}; cores: {len(os.sched_getaffinity(0))}; "
-          f"load at start: {os.getloadavg()[0]:.2f}")
+    print(
+        f"model: {args.model_dir}; {args.n} cases of {args.table}; cores: {len(os.sched_getaffinity(0))}; "
+        f"load at start: {os.getloadavg()[0]:.2f}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         two = result(spawn(args, 2, f"{tmp}/two.npy"))
         print("one process, 2 threads:", json.dumps(two))
@@ -99,12 +124,17 @@ def main() -> None:
         wall = max(r["wall_s"] for r in runs)
         print("two 1-thread processes side by side:", " | ".join(json.dumps(r) for r in runs))
         both = sum(r["cases"] for r in runs) / wall
-        print(f"side by side: {both:.0f} cases/s between them ({time.perf_counter() - t:.1f} s with start-up), "
-              f"{both / two['cases_per_s']:.2f}x one 2-thread process; 2 threads are {two['cases_per_s'] / one['cases_per_s']:.2f}x 1 thread")
+        print(
+            f"side by side: {both:.0f} cases/s between them ({time.perf_counter() - t:.1f} s with start-up), "
+            f"{both / two['cases_per_s']:.2f}x one 2-thread process; 2 threads are {two['cases_per_s'] / one['cases_per_s']:.2f}x 1 thread"
+        )
         a, b = np.load(f"{tmp}/one.npy"), np.load(f"{tmp}/two.npy")
         same = np.array_equal(a, b)
-        print("probabilities at 1 and 2 threads: " + ("bitwise equal" if same else f"largest difference {np.abs(a - b).max():.3g}")
-              + f"; labels equal: {bool(((a >= 0.5) == (b >= 0.5)).all())}")
+        print(
+            "probabilities at 1 and 2 threads: "
+            + ("bitwise equal" if same else f"largest difference {np.abs(a - b).max():.3g}")
+            + f"; labels equal: {bool(((a >= 0.5) == (b >= 0.5)).all())}"
+        )
 
 
 if __name__ == "__main__":

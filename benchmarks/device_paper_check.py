@@ -57,12 +57,22 @@ def environment(cpu: bool) -> dict:
     import torch
     import transformers
 
-    env = {"python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
-           "cuda_available": torch.cuda.is_available(), "cpu_mode": cpu, "cpu_count": os.cpu_count()}
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cuda_available": torch.cuda.is_available(),
+        "cpu_mode": cpu,
+        "cpu_count": os.cpu_count(),
+    }
     if torch.cuda.is_available():
         free, total = torch.cuda.mem_get_info()
-        env.update(device=torch.cuda.get_device_name(0), bf16=torch.cuda.is_bf16_supported(),
-                   gpu_memory_total_gib=round(total / 2**30, 1), gpu_memory_free_gib=round(free / 2**30, 1))
+        env.update(
+            device=torch.cuda.get_device_name(0),
+            bf16=torch.cuda.is_bf16_supported(),
+            gpu_memory_total_gib=round(total / 2**30, 1),
+            gpu_memory_free_gib=round(free / 2**30, 1),
+        )
     return env
 
 
@@ -93,8 +103,9 @@ def cards(project: Path) -> dict:
     for card in sorted(project.glob("models/*/model_card.json")):
         c = json.loads(card.read_text("utf-8"))
         t = c.get("training", c)
-        out[card.parent.name] = {k: t.get(k) for k in ("device", "precision", "selected_epoch", "stopped_early", "trials", "selected_trial")
-                                 if k in t} or {"keys": sorted(c)}
+        out[card.parent.name] = {
+            k: t.get(k) for k in ("device", "precision", "selected_epoch", "stopped_early", "trials", "selected_trial") if k in t
+        } or {"keys": sorted(c)}
         if isinstance(out[card.parent.name].get("trials"), list):
             out[card.parent.name]["trials"] = len(out[card.parent.name]["trials"])
     return out
@@ -113,20 +124,37 @@ def dag(out: Path, work: Path, mirror: Path, targets: list[str], cores: int, tim
     copy_project(project)
     paper_tiny.write_params(project, models)
     bindir = Path(sys.executable).parent
-    env = {**os.environ, "HATECHECK_PIPELINE_MIRROR": str(mirror), "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(project / "src"), "DVC_NO_ANALYTICS": "1"}
+    env = {
+        **os.environ,
+        "HATECHECK_PIPELINE_MIRROR": str(mirror),
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(project / "src"),
+        "DVC_NO_ANALYTICS": "1",
+    }
     subprocess.run([str(bindir / "hatecheck-pipeline"), "dag", "write"], cwd=project, env=env, check=True, capture_output=True)
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     t0 = time.perf_counter()
     with open(out / "snakemake.log", "w") as log:
         try:
-            rc = subprocess.run([str(bindir / "snakemake"), *targets, "--cores", str(cores)], cwd=project, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, timeout=timeout).returncode
+            rc = subprocess.run(
+                [str(bindir / "snakemake"), *targets, "--cores", str(cores)],
+                cwd=project,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+            ).returncode
         except subprocess.TimeoutExpired:
             rc = "timeout"
-    return {"targets": targets, "rc": rc, "wall_s": round(time.perf_counter() - t0, 1), "tiny_models_build_s": round(build_s, 1),
-            "jobs_done": open(out / "snakemake.log").read().count("Finished job"), "model_cards": cards(project),
-            "note": "tiny RANDOM models (tests/paper_tiny.py): a check of the code paths, never results"}
+    return {
+        "targets": targets,
+        "rc": rc,
+        "wall_s": round(time.perf_counter() - t0, 1),
+        "tiny_models_build_s": round(build_s, 1),
+        "jobs_done": open(out / "snakemake.log").read().count("Finished job"),
+        "model_cards": cards(project),
+        "note": "tiny RANDOM models (tests/paper_tiny.py): a check of the code paths, never results",
+    }
 
 
 def step(cpu: bool, batch_sizes: list[int], steps: int, max_length: int = 128, amp: bool = True, warmup: int = 2) -> list[dict]:
@@ -142,7 +170,11 @@ def step(cpu: bool, batch_sizes: list[int], steps: int, max_length: int = 128, a
         torch.manual_seed(0)
         net = BertForSequenceClassification(BertConfig(num_labels=2)).to(device).train()  # bert-base-uncased's sizes, random
         opt = torch.optim.AdamW(net.parameters(), lr=5e-5, weight_decay=0.01)
-        ids = torch.randint(1000, 30000, (bs, max_length)).pin_memory() if device.type == "cuda" else torch.randint(1000, 30000, (bs, max_length))
+        ids = (
+            torch.randint(1000, 30000, (bs, max_length)).pin_memory()
+            if device.type == "cuda"
+            else torch.randint(1000, 30000, (bs, max_length))
+        )
         labels = torch.randint(0, 2, (bs,))
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats()
@@ -160,10 +192,20 @@ def step(cpu: bool, batch_sizes: list[int], steps: int, max_length: int = 128, a
             if i >= warmup:
                 times.append(time.perf_counter() - t0)
         med = sorted(times)[len(times) // 2]
-        results.append({"model": "BERT-base configuration, random weights", "params_m": round(sum(p.numel() for p in net.parameters()) / 1e6, 1),
-                        "device": str(device), "precision": precision(device, amp), "batch_size": bs, "max_length": max_length,
-                        "steps_timed": len(times), "step_s_median": round(med, 4), "samples_per_s": round(bs / med, 1),
-                        "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None})
+        results.append(
+            {
+                "model": "BERT-base configuration, random weights",
+                "params_m": round(sum(p.numel() for p in net.parameters()) / 1e6, 1),
+                "device": str(device),
+                "precision": precision(device, amp),
+                "batch_size": bs,
+                "max_length": max_length,
+                "steps_timed": len(times),
+                "step_s_median": round(med, 4),
+                "samples_per_s": round(bs / med, 1),
+                "peak_gpu_memory_gib": round(torch.cuda.max_memory_allocated() / 2**30, 2) if device.type == "cuda" else None,
+            }
+        )
         del net, opt
     return results
 
@@ -191,8 +233,11 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(args.work or out.parent / "device_paper_work")
     work.mkdir(parents=True, exist_ok=True)
-    record = {"script": "benchmarks/device_paper_check.py", "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-              "environment": environment(args.cpu)}
+    record = {
+        "script": "benchmarks/device_paper_check.py",
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": environment(args.cpu),
+    }
     path = out / "device_paper_check.json"
 
     def save():
@@ -200,8 +245,9 @@ def main(argv=None) -> int:
 
     save()
     if args.only in (None, "step"):
-        record["step"] = step(args.cpu, args.batch_sizes, args.steps or (1 if args.cpu else 20), args.max_length,
-                              warmup=0 if args.cpu else 2)
+        record["step"] = step(
+            args.cpu, args.batch_sizes, args.steps or (1 if args.cpu else 20), args.max_length, warmup=0 if args.cpu else 2
+        )
         save()
     if args.only in (None, "dag"):
         if not args.mirror:

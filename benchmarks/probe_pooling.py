@@ -83,15 +83,25 @@ def main() -> None:
             "mean_norm": round(float(np.linalg.norm(x_train[name], axis=1).mean()), 2),
             "mean_spread": round(float(x_train[name].std(axis=0).mean()), 3),
         }
-    print(f"{args.base} on {args.table} ({args.train} train / {args.test} test rows, seed {args.seed}; frozen encoder, logistic regression)")
+    print(
+        f"{args.base} on {args.table} ({args.train} train / {args.test} test rows, seed {args.seed}; frozen encoder, logistic regression)"
+    )
     print("| pooling | accuracy | macro F1 | mean norm | mean per-dimension spread |\n|---|---|---|---|---|")
     for name, r in rows.items():
         print(f"| {name} | {r['accuracy']} | {r['macro_f1']} | {r['mean_norm']} | {r['mean_spread']} |")
     if args.record:
-        doc = {"base": args.base, "base_description": basemodels.describe(args.base), "table": str(args.table),
-               "train": args.train, "test": args.test, "seed": args.seed, "max_length": args.max_length,
-               "test_hateful_share": round(float(y_test.mean()) * 100, 1), "machine": platform.processor() or platform.machine(),
-               "poolings": rows}
+        doc = {
+            "base": args.base,
+            "base_description": basemodels.describe(args.base),
+            "table": str(args.table),
+            "train": args.train,
+            "test": args.test,
+            "seed": args.seed,
+            "max_length": args.max_length,
+            "test_hateful_share": round(float(y_test.mean()) * 100, 1),
+            "machine": platform.processor() or platform.machine(),
+            "poolings": rows,
+        }
         args.record.write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
         print(f"wrote {args.record}")
 

@@ -52,7 +52,11 @@ def screen_stages(params: Mapping[str, Any], model: str) -> dict[str, list]:
         if s.name == f"train_{model}":
             picked["train"].append(s)
         for group in ("heldout", "mhc"):
-            if s.name == f"predict_{model}_{group}" or s.name.startswith(f"predict_{model}_{group}_") or s.name.startswith(f"score_{model}_{group}_"):
+            if (
+                s.name == f"predict_{model}_{group}"
+                or s.name.startswith(f"predict_{model}_{group}_")
+                or s.name.startswith(f"score_{model}_{group}_")
+            ):
                 picked[group].append(s)
     if not picked["train"]:
         raise SystemExit(f"no stage train_{model}: is {model} a fine-tuned model of params.yaml?")
@@ -81,7 +85,11 @@ def summary(model: str, metrics: Mapping[str, Mapping[str, Any]], tables: Mappin
         ours = [macro_f1(mhc[lang]) for lang in langs]
         paper = [t7.get((lang, "macro_f1"), (None,))[0] for lang in langs]
         lines += ["", "| | " + " | ".join(langs) + " | mean |", "|---|" + "---|" * (len(langs) + 1)]
-        lines.append(f"| macro F1 (n={mhc[langs[0]]['overall']['n']} per language) | " + " | ".join(f"{v:.1f}" for v in ours) + f" | **{sum(ours) / len(ours):.1f}** |")
+        lines.append(
+            f"| macro F1 (n={mhc[langs[0]]['overall']['n']} per language) | "
+            + " | ".join(f"{v:.1f}" for v in ours)
+            + f" | **{sum(ours) / len(ours):.1f}** |"
+        )
         if all(v is not None for v in paper):
             lines.append("| paper | " + " | ".join(f"{v:.1f}" for v in paper) + f" | {sum(paper) / len(paper):.1f} |")
     return "\n".join(lines)
@@ -99,11 +107,18 @@ def mean_interval(model: str, replicates: Mapping[str, str], level: float = 0.95
     return {"ci_low": fig["ci_low"], "ci_high": fig["ci_high"], "level": level}
 
 
-def record(model: str, overrides: list[str], cases: int, metrics: Mapping[str, Mapping[str, Any]], card: Mapping[str, Any],
-           replicates: Mapping[str, str]) -> dict:
+def record(
+    model: str,
+    overrides: list[str],
+    cases: int,
+    metrics: Mapping[str, Mapping[str, Any]],
+    card: Mapping[str, Any],
+    replicates: Mapping[str, str],
+) -> dict:
     """The screen's figures: held-out and MHC macro F1 with their bootstrap
     intervals, the MHC mean and its interval, the training time and what
     was trained."""
+
     def f1(doc):
         return {k: doc["overall"]["macro_f1"][k] for k in ("value", "ci_low", "ci_high")} | {"n": doc["overall"]["n"]}
 
@@ -176,6 +191,7 @@ def main() -> None:
         doc = record(args.model, args.overrides, args.cases, metrics, card, replicates) | ({"note": args.note} if args.note else {})
         args.record.write_text(json.dumps(doc, indent=1) + "\n", "utf-8")
         print(f"wrote {args.record}")
+
 
 if __name__ == "__main__":
     main()

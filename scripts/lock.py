@@ -49,9 +49,11 @@ def resolve(*requirements: str, no_deps: bool = False) -> dict[str, tuple[str, s
 
 
 def render(packages: dict[str, tuple[str, str]], what: str) -> str:
-    head = (f"# {what}\n# Written by `python scripts/lock.py` (do not edit); installed by scripts/setup.sh with\n"
-            f"# `pip install --require-hashes --no-deps -r`. Python {platform.python_version()}, {platform.system()} {platform.machine()}.\n"
-            "# torch's +cpu build comes from the PyTorch CPU wheels (https://download.pytorch.org/whl/cpu; a local find-links here).\n")
+    head = (
+        f"# {what}\n# Written by `python scripts/lock.py` (do not edit); installed by scripts/setup.sh with\n"
+        f"# `pip install --require-hashes --no-deps -r`. Python {platform.python_version()}, {platform.system()} {platform.machine()}.\n"
+        "# torch's +cpu build comes from the PyTorch CPU wheels (https://download.pytorch.org/whl/cpu; a local find-links here).\n"
+    )
     return head + "".join(f"{n}=={v} \\\n    --hash=sha256:{h}\n" for n, (v, h) in sorted(packages.items()))
 
 
@@ -71,8 +73,10 @@ def main(check: bool = False) -> int:
     base = resolve(*declared("dev"))
     base.update(resolve(*NO_DEPS, no_deps=True))
     slurm = {n: vh for n, vh in resolve(*declared("dev", "slurm")).items() if n not in base}
-    files = {OUT / "lock.txt": render(base, "The project's environment: its dependencies and the dev extra, every package pinned."),
-             OUT / "lock-slurm.txt": render(slurm, "Added by the slurm extra (scripts/setup.sh --slurm, or where sbatch is), beside lock.txt.")}
+    files = {
+        OUT / "lock.txt": render(base, "The project's environment: its dependencies and the dev extra, every package pinned."),
+        OUT / "lock-slurm.txt": render(slurm, "Added by the slurm extra (scripts/setup.sh --slurm, or where sbatch is), beside lock.txt."),
+    }
     stale = [p for p, text in files.items() if not p.exists() or p.read_text().split("\n", 4)[-1] != text.split("\n", 4)[-1]]
     if check:
         for p in stale:

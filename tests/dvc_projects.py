@@ -22,9 +22,13 @@ def three_stages(workdir) -> list[str]:
     their outputs made, not yet recorded; returns the dvc command."""
     dvc = git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
-    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
-        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [{'x.lr' if i < 2 else 'y.n'}]\n"
-        f"    outs: [o{i}.txt]\n" for i in range(3)))
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n"
+        + "".join(
+            f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [{'x.lr' if i < 2 else 'y.n'}]\n    outs: [o{i}.txt]\n"
+            for i in range(3)
+        )
+    )
     for name in ("in.txt", "o0.txt", "o1.txt", "o2.txt"):
         (workdir / name).write_text("input\n")
     return dvc
@@ -42,10 +46,16 @@ def lock_project(workdir) -> None:
     git_dvc_project()
     (workdir / "params.yaml").write_text(
         "x: {lr: 5.0e-5, flag: 'yes', none: null, text: \"Complex & Intelligent: a 'quoted' word\\nsecond line\", "
-        "uni: Zürich – «»}\ny: {n: 2, list: [1, '2', 3.0]}\n")
-    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
-        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x.lr, x.flag, x.none, x.text, x.uni, y]\n"
-        f"    outs: [o{i}.txt]\n" for i in range(2)))
+        "uni: Zürich – «»}\ny: {n: 2, list: [1, '2', 3.0]}\n"
+    )
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n"
+        + "".join(
+            f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x.lr, x.flag, x.none, x.text, x.uni, y]\n"
+            f"    outs: [o{i}.txt]\n"
+            for i in range(2)
+        )
+    )
     for name in ("in.txt", "o0.txt", "o1.txt"):
         (workdir / name).write_text("input\n")
 
@@ -59,7 +69,8 @@ def chain_project(workdir) -> list[str]:
         "  s0: {cmd: cp in.txt o0.txt, deps: [in.txt], params: [x.lr], outs: [o0.txt]}\n"
         "  s1: {cmd: cp o0.txt o1.txt, deps: [o0.txt], outs: [o1.txt]}\n"
         "  s2: {cmd: cp in2.txt o2.txt, deps: [in2.txt], params: [y.n], outs: [o2.txt]}\n"
-        "  s3: {cmd: test -f ok.txt && cp o1.txt o3.txt, deps: [o1.txt], outs: [o3.txt]}\n")
+        "  s3: {cmd: test -f ok.txt && cp o1.txt o3.txt, deps: [o1.txt], outs: [o3.txt]}\n"
+    )
     for name in ("in.txt", "in2.txt", "ok.txt"):
         (workdir / name).write_text("input\n")
     subprocess.run([*dvc, "repro", "-q"], check=True)

@@ -71,11 +71,27 @@ def fake_chat_server(reply: Callable[[dict], str], calls: list, script: Sequence
     def respond(path: str, query: dict, body: dict) -> Reply:
         if path.endswith("/chat/completions"):
             message = {"role": "assistant", "content": reply(body)}
-            return 200, {}, {"id": "x", "object": "chat.completion", "model": body.get("model"),
-                             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+            return (
+                200,
+                {},
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                },
+            )
         if path.endswith("/completions"):
-            return 200, {}, {"id": "x", "object": "text_completion", "model": body.get("model"),
-                             "choices": [{"index": 0, "text": reply(body), "finish_reason": "stop"}]}
+            return (
+                200,
+                {},
+                {
+                    "id": "x",
+                    "object": "text_completion",
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "text": reply(body), "finish_reason": "stop"}],
+                },
+            )
         return 404, {}, {"error": {"message": f"no route {path}"}}
 
     with serve_json(respond, calls, script) as root:

@@ -68,7 +68,9 @@ def tiny_bert(directory: Path) -> Path:
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
     )
-    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    fast = BertTokenizerFast(
+        tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+    )
     config = BertConfig(
         vocab_size=tok.get_vocab_size(),
         hidden_size=32,
@@ -87,7 +89,9 @@ def tiny_bert(directory: Path) -> Path:
 HX_WORDS = {"hatespeech": ["vermin", "filth"], "offensive": ["disgusting", "scum"], "normal": ["lunch", "music"]}
 
 
-def hatexplain_table(path: Path, n_train: int = 60, n_dev: int = 15, n_test: int = 30, seed: int = 0, train_rationales: bool = True) -> Path:
+def hatexplain_table(
+    path: Path, n_train: int = 60, n_dev: int = 15, n_test: int = 30, seed: int = 0, train_rationales: bool = True
+) -> Path:
     """A small synthetic HateXplain-like table (prepared-table columns):
     3 classes decided by one class word, which the annotators' rationales
     mark; targets from the group word. Test values only."""
@@ -103,14 +107,33 @@ def hatexplain_table(path: Path, n_train: int = 60, n_dev: int = 15, n_test: int
         tokens = [group, word, *filler] if i % 2 else [*filler, word, group]
         mark = [int(t == word) for t in tokens]
         has_rationale = label3 != "normal" and (split != "train" or train_rationales)
-        rows.append({
-            "id": f"hx-{i}", "text": " ".join(tokens), "label": "hateful" if label3 == "hatespeech" else "non-hateful",
-            "label3": label3, "split": split, "dataset": "hatexplain", "post_tokens": tokens,
-            "rationales": [mark, mark] if has_rationale else [], "targets": [communities[group]],
-        })
-    frame = pl.DataFrame(rows, schema={"id": pl.String, "text": pl.String, "label": pl.String, "label3": pl.String, "split": pl.String,
-                                       "dataset": pl.String, "post_tokens": pl.List(pl.String), "rationales": pl.List(pl.List(pl.Int64)),
-                                       "targets": pl.List(pl.String)})
+        rows.append(
+            {
+                "id": f"hx-{i}",
+                "text": " ".join(tokens),
+                "label": "hateful" if label3 == "hatespeech" else "non-hateful",
+                "label3": label3,
+                "split": split,
+                "dataset": "hatexplain",
+                "post_tokens": tokens,
+                "rationales": [mark, mark] if has_rationale else [],
+                "targets": [communities[group]],
+            }
+        )
+    frame = pl.DataFrame(
+        rows,
+        schema={
+            "id": pl.String,
+            "text": pl.String,
+            "label": pl.String,
+            "label3": pl.String,
+            "split": pl.String,
+            "dataset": pl.String,
+            "post_tokens": pl.List(pl.String),
+            "rationales": pl.List(pl.List(pl.Int64)),
+            "targets": pl.List(pl.String),
+        },
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     frame.write_parquet(path)
     return path

@@ -27,14 +27,112 @@ from typing import Any, Mapping
 
 SPECIAL_BERT = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 SPECIAL_ROBERTA = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-LABEL_WORDS = ["yes", "no", "hateful", "non-hateful", "not", "hate", "speech", "racist", "sexist", "neither", "true", "false",
-               "entailment", "contradiction", "1", "0", "a", "b", "c", "answer", ":", ".", ",", "[", "]", "\"", "{", "}"]
-WORDS_EN = ["i", "hate", "love", "women", "immigrants", "muslims", "gay", "trans", "black", "disabled", "people", "are",
-            "vermin", "disgusting", "scum", "filth", "kill", "lunch", "weather", "music", "friends", "garden", "the", "a",
-            "very", "so", "today", "not", "you", "should", "all", "be", "we", "they", "he", "she", "is", "was", "never"]
-WORDS_ML = ["odio", "las", "mujeres", "inmigrantes", "odiare", "donne", "immigrati", "odeio", "mulheres", "imigrantes",
-            "je", "déteste", "femmes", "ich", "hasse", "frauen", "nienawidzę", "kobiet", "ik", "haat", "vrouwen",
-            "أكره", "النساء", "मैं", "नफरत", "我", "恨", "女人", "😀", "#hashtag", "[URL]", "[USER]", "[EMOJI]"]
+LABEL_WORDS = [
+    "yes",
+    "no",
+    "hateful",
+    "non-hateful",
+    "not",
+    "hate",
+    "speech",
+    "racist",
+    "sexist",
+    "neither",
+    "true",
+    "false",
+    "entailment",
+    "contradiction",
+    "1",
+    "0",
+    "a",
+    "b",
+    "c",
+    "answer",
+    ":",
+    ".",
+    ",",
+    "[",
+    "]",
+    '"',
+    "{",
+    "}",
+]
+WORDS_EN = [
+    "i",
+    "hate",
+    "love",
+    "women",
+    "immigrants",
+    "muslims",
+    "gay",
+    "trans",
+    "black",
+    "disabled",
+    "people",
+    "are",
+    "vermin",
+    "disgusting",
+    "scum",
+    "filth",
+    "kill",
+    "lunch",
+    "weather",
+    "music",
+    "friends",
+    "garden",
+    "the",
+    "a",
+    "very",
+    "so",
+    "today",
+    "not",
+    "you",
+    "should",
+    "all",
+    "be",
+    "we",
+    "they",
+    "he",
+    "she",
+    "is",
+    "was",
+    "never",
+]
+WORDS_ML = [
+    "odio",
+    "las",
+    "mujeres",
+    "inmigrantes",
+    "odiare",
+    "donne",
+    "immigrati",
+    "odeio",
+    "mulheres",
+    "imigrantes",
+    "je",
+    "déteste",
+    "femmes",
+    "ich",
+    "hasse",
+    "frauen",
+    "nienawidzę",
+    "kobiet",
+    "ik",
+    "haat",
+    "vrouwen",
+    "أكره",
+    "النساء",
+    "मैं",
+    "नफरत",
+    "我",
+    "恨",
+    "女人",
+    "😀",
+    "#hashtag",
+    "[URL]",
+    "[USER]",
+    "[EMOJI]",
+]
 
 
 def corpus(n: int = 400, seed: int = 0) -> list[str]:
@@ -54,10 +152,18 @@ def _bert_tokenizer(texts):
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=400, special_tokens=SPECIAL_BERT))
     cls, sep = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
-    tok.post_processor = processors.TemplateProcessing(single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-                                                       special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
-    return BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
-                             mask_token="[MASK]", do_lower_case=True)
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return BertTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+        do_lower_case=True,
+    )
 
 
 def _xlmr_tokenizer(texts):
@@ -71,10 +177,19 @@ def _xlmr_tokenizer(texts):
     tok.decoder = decoders.Metaspace()
     tok.train_from_iterator(texts, trainers.UnigramTrainer(vocab_size=400, special_tokens=SPECIAL_ROBERTA, unk_token="<unk>"))
     bos, eos = tok.token_to_id("<s>"), tok.token_to_id("</s>")
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
-                                                       special_tokens=[("<s>", bos), ("</s>", eos)])
-    return XLMRobertaTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", sep_token="</s>", cls_token="<s>",
-                                   unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", bos), ("</s>", eos)]
+    )
+    return XLMRobertaTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
 
 
 def _roberta_tokenizer(texts):
@@ -85,8 +200,16 @@ def _roberta_tokenizer(texts):
     tok = ByteLevelBPETokenizer()
     tok.train_from_iterator(texts, vocab_size=600, min_frequency=1, special_tokens=SPECIAL_ROBERTA)
     tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
-    return RobertaTokenizerFast(tokenizer_object=tok._tokenizer, bos_token="<s>", eos_token="</s>", sep_token="</s>",
-                                cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
+    return RobertaTokenizerFast(
+        tokenizer_object=tok._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
 
 
 def _albert_tokenizer(texts, directory: Path):
@@ -96,10 +219,24 @@ def _albert_tokenizer(texts, directory: Path):
 
     directory.mkdir(parents=True, exist_ok=True)
     prefix = directory / "spm"
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_prefix=str(prefix), vocab_size=300, model_type="unigram",
-                                   pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece="<pad>", unk_piece="<unk>",
-                                   bos_piece="[CLS]", eos_piece="[SEP]", user_defined_symbols=["[MASK]"],
-                                   character_coverage=1.0, hard_vocab_limit=False, minloglevel=2)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts),
+        model_prefix=str(prefix),
+        vocab_size=300,
+        model_type="unigram",
+        pad_id=0,
+        unk_id=1,
+        bos_id=2,
+        eos_id=3,
+        pad_piece="<pad>",
+        unk_piece="<unk>",
+        bos_piece="[CLS]",
+        eos_piece="[SEP]",
+        user_defined_symbols=["[MASK]"],
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        minloglevel=2,
+    )
     # the trained pieces and scores into a fast tokenizer with ALBERT's
     # normalisation (transformers' own conversion from vocab_file kept only
     # the special pieces here)
@@ -108,14 +245,34 @@ def _albert_tokenizer(texts, directory: Path):
     sp = spm.SentencePieceProcessor(model_file=str(prefix) + ".model")
     pieces = [(sp.id_to_piece(i), sp.get_score(i)) for i in range(sp.get_piece_size())]
     tk = Tokenizer(models.Unigram(pieces, unk_id=sp.unk_id()))
-    tk.normalizer = normalizers.Sequence([normalizers.Replace("``", '"'), normalizers.Replace("''", '"'), normalizers.NFKD(),
-                                          normalizers.StripAccents(), normalizers.Lowercase()])
+    tk.normalizer = normalizers.Sequence(
+        [
+            normalizers.Replace("``", '"'),
+            normalizers.Replace("''", '"'),
+            normalizers.NFKD(),
+            normalizers.StripAccents(),
+            normalizers.Lowercase(),
+        ]
+    )
     tk.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace()])
     tk.decoder = decoders.Metaspace()
-    tk.post_processor = processors.TemplateProcessing(single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-                                                      special_tokens=[("[CLS]", sp.bos_id()), ("[SEP]", sp.eos_id())])
-    tok = AlbertTokenizerFast(tokenizer_object=tk, do_lower_case=True, keep_accents=False, bos_token="[CLS]", eos_token="[SEP]",
-                              unk_token="<unk>", sep_token="[SEP]", pad_token="<pad>", cls_token="[CLS]", mask_token="[MASK]")
+    tk.post_processor = processors.TemplateProcessing(
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", sp.bos_id()), ("[SEP]", sp.eos_id())],
+    )
+    tok = AlbertTokenizerFast(
+        tokenizer_object=tk,
+        do_lower_case=True,
+        keep_accents=False,
+        bos_token="[CLS]",
+        eos_token="[SEP]",
+        unk_token="<unk>",
+        sep_token="[SEP]",
+        pad_token="<pad>",
+        cls_token="[CLS]",
+        mask_token="[MASK]",
+    )
     prefix.with_suffix(".vocab").unlink()
     return tok, prefix.with_suffix(".model")
 
@@ -128,7 +285,8 @@ def _save(net, tok, directory: Path) -> str:
     net.save_pretrained(directory, safe_serialization=True)
     tok.save_pretrained(directory)
     (directory / "TINY_RANDOM_WEIGHTS.txt").write_text(
-        "Randomly initialised test model (tests/paper_tiny.py): its outputs are test values, never results.\n", "utf-8")
+        "Randomly initialised test model (tests/paper_tiny.py): its outputs are test values, never results.\n", "utf-8"
+    )
     return str(directory)
 
 
@@ -137,8 +295,18 @@ def build_models(root: Path, seed: int = 0) -> dict[str, str]:
     saved under ``root``: name -> directory. Idempotent (a built directory is
     reused)."""
     import torch
-    from transformers import (AlbertConfig, AlbertForMaskedLM, BartConfig, BartForSequenceClassification, BertConfig,
-                              BertForMaskedLM, RobertaConfig, RobertaForMaskedLM, XLMRobertaConfig, XLMRobertaForMaskedLM)
+    from transformers import (
+        AlbertConfig,
+        AlbertForMaskedLM,
+        BartConfig,
+        BartForSequenceClassification,
+        BertConfig,
+        BertForMaskedLM,
+        RobertaConfig,
+        RobertaForMaskedLM,
+        XLMRobertaConfig,
+        XLMRobertaForMaskedLM,
+    )
 
     root = Path(root)
     done = root / "built.json"
@@ -148,24 +316,60 @@ def build_models(root: Path, seed: int = 0) -> dict[str, str]:
     out: dict[str, str] = {}
     torch.manual_seed(seed)
     tok = _bert_tokenizer(texts)  # bert-base-uncased: BERT + WordPiece, uncased
-    out["bert"] = _save(BertForMaskedLM(BertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, **SMALL)), tok, root / "tiny-random-bert")
+    out["bert"] = _save(
+        BertForMaskedLM(BertConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, **SMALL)), tok, root / "tiny-random-bert"
+    )
     tok = _xlmr_tokenizer(texts)  # cardiffnlp/twitter-xlm-roberta-base: XLM-R + sentencepiece-style Unigram
-    out["xlmt"] = _save(XLMRobertaForMaskedLM(XLMRobertaConfig(vocab_size=len(tok), pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
-                                                               eos_token_id=tok.eos_token_id, **SMALL)), tok, root / "tiny-random-xlmt")
+    out["xlmt"] = _save(
+        XLMRobertaForMaskedLM(
+            XLMRobertaConfig(
+                vocab_size=len(tok), pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, **SMALL
+            )
+        ),
+        tok,
+        root / "tiny-random-xlmt",
+    )
     rob = _roberta_tokenizer(texts)  # roberta-large: RoBERTa + byte-level BPE
-    out["roberta"] = _save(RobertaForMaskedLM(RobertaConfig(vocab_size=len(rob), pad_token_id=rob.pad_token_id, bos_token_id=rob.bos_token_id,
-                                                            eos_token_id=rob.eos_token_id, **SMALL)), rob, root / "tiny-random-roberta")
+    out["roberta"] = _save(
+        RobertaForMaskedLM(
+            RobertaConfig(
+                vocab_size=len(rob), pad_token_id=rob.pad_token_id, bos_token_id=rob.bos_token_id, eos_token_id=rob.eos_token_id, **SMALL
+            )
+        ),
+        rob,
+        root / "tiny-random-roberta",
+    )
     alb, spm_model = _albert_tokenizer(texts, root / "tiny-random-albert")  # albert-xxlarge-v2: ALBERT + sentencepiece
-    out["albert"] = _save(AlbertForMaskedLM(AlbertConfig(vocab_size=len(alb), embedding_size=16, pad_token_id=alb.pad_token_id,
-                                                         **SMALL)), alb, root / "tiny-random-albert")
+    out["albert"] = _save(
+        AlbertForMaskedLM(AlbertConfig(vocab_size=len(alb), embedding_size=16, pad_token_id=alb.pad_token_id, **SMALL)),
+        alb,
+        root / "tiny-random-albert",
+    )
     spm_model.unlink()
     # facebook/bart-large-mnli: BART + byte-level BPE, the MNLI labels
-    out["nli"] = _save(BartForSequenceClassification(BartConfig(
-        vocab_size=len(rob), d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2, decoder_attention_heads=2,
-        encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=1026, pad_token_id=rob.pad_token_id,
-        bos_token_id=rob.bos_token_id, eos_token_id=rob.eos_token_id, num_labels=3,
-        id2label={0: "contradiction", 1: "neutral", 2: "entailment"}, label2id={"contradiction": 0, "neutral": 1, "entailment": 2})),
-        rob, root / "tiny-random-nli")
+    out["nli"] = _save(
+        BartForSequenceClassification(
+            BartConfig(
+                vocab_size=len(rob),
+                d_model=32,
+                encoder_layers=1,
+                decoder_layers=1,
+                encoder_attention_heads=2,
+                decoder_attention_heads=2,
+                encoder_ffn_dim=64,
+                decoder_ffn_dim=64,
+                max_position_embeddings=1026,
+                pad_token_id=rob.pad_token_id,
+                bos_token_id=rob.bos_token_id,
+                eos_token_id=rob.eos_token_id,
+                num_labels=3,
+                id2label={0: "contradiction", 1: "neutral", 2: "entailment"},
+                label2id={"contradiction": 0, "neutral": 1, "entailment": 2},
+            )
+        ),
+        rob,
+        root / "tiny-random-nli",
+    )
     # the causal stand-ins (CrowS-Pairs' causal scorer, the prompted rows): a Llama with a word-level vocabulary
     from tiny_causal_lm import tiny_causal_lm
 
@@ -242,7 +446,12 @@ def paper_tiny_params(params: Mapping[str, Any], models: Mapping[str, str], name
     out["profile"] = name
     out["llm"]["backends"]["local"]["model"] = models["causal"]
     scorers = out["bias"]["crows_pairs"]["scorers"]
-    for scorer, model in (("bert-base-uncased", "bert"), ("roberta-large", "roberta"), ("albert-xxlarge-v2", "albert"), ("smollm2-135m", "causal")):
+    for scorer, model in (
+        ("bert-base-uncased", "bert"),
+        ("roberta-large", "roberta"),
+        ("albert-xxlarge-v2", "albert"),
+        ("smollm2-135m", "causal"),
+    ):
         scorers[scorer]["model"] = models[model]
     out["expansion"]["nli"]["model"] = models["nli"]
     out["expansion"]["quality"]["lm"] = models["causal"]
@@ -261,6 +470,7 @@ def flatten(tree: Any, prefix: str = "") -> dict[str, Any]:
 def differences(params: Mapping[str, Any], tiny: Mapping[str, Any], name: str = "paper-tiny") -> set[str]:
     """Dotted keys where ``tiny`` (with profile ``name``) differs from
     ``params`` under the paper profile, profile keys as ``profiles.*.<key>``."""
+
     def view(tree, profile):
         t = copy.deepcopy(dict(tree))
         active = t["profiles"][profile]
@@ -269,7 +479,8 @@ def differences(params: Mapping[str, Any], tiny: Mapping[str, Any], name: str = 
 
     a, b = view(params, "paper"), view(tiny, name)
     return {k for k in a.keys() | b.keys() if a.get(k, KeyError) != b.get(k, KeyError) and not k == "profile"} | (
-        {"profile"} if params.get("profile") != tiny.get("profile") else set())
+        {"profile"} if params.get("profile") != tiny.get("profile") else set()
+    )
 
 
 def write_params(project: Path, models: Mapping[str, str], name: str = "paper-tiny") -> None:

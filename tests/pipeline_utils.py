@@ -31,12 +31,16 @@ def env() -> dict[str, str]:
     e["HATECHECK_PIPELINE_MIRROR"] = str(MIRROR)
     e["PATH"] = f"{BIN}{os.pathsep}{e['PATH']}"
     e.setdefault("DVC_NO_ANALYTICS", "1")
-    for key, value in (("GIT_AUTHOR_NAME", "test"), ("GIT_AUTHOR_EMAIL", "test@localhost"),
-                       ("GIT_COMMITTER_NAME", "test"), ("GIT_COMMITTER_EMAIL", "test@localhost"),
-                       # fixed dates: two copies committed the same way get the same
-                       # commit id, so a model card's git_commit is comparable between them
-                       ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00+00:00"),
-                       ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00+00:00")):
+    for key, value in (
+        ("GIT_AUTHOR_NAME", "test"),
+        ("GIT_AUTHOR_EMAIL", "test@localhost"),
+        ("GIT_COMMITTER_NAME", "test"),
+        ("GIT_COMMITTER_EMAIL", "test@localhost"),
+        # fixed dates: two copies committed the same way get the same
+        # commit id, so a model card's git_commit is comparable between them
+        ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00+00:00"),
+        ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00+00:00"),
+    ):
         e.setdefault(key, value)
     return e
 
@@ -62,6 +66,7 @@ ARTIFACT_DIRS = ("data/", "models/", "results/", "reports/", "logs/")
 def copy_project(dest: Path) -> Path:
     """The tracked and untracked-not-ignored source files (never artifacts of
     a run in this checkout), in a fresh git repo."""
+
     def ls(*flags: str) -> list[str]:
         out = subprocess.run(["git", "ls-files", *flags], cwd=REPO, capture_output=True, text=True, check=True).stdout
         return [f for f in out.split("\n") if f]
@@ -194,4 +199,3 @@ def copy_workspace(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, symlinks=True, ignore=lambda d, names: ["cache"] if Path(d) == src / ".dvc" else [])
     if cache.exists():
         shutil.copytree(cache, dest / ".dvc" / "cache", symlinks=True, copy_function=os.link)
-

@@ -24,8 +24,11 @@ def missing_packages(needs: dict[str, str], dirs: tuple[str, ...] | None = None)
 def fail_missing(packages: list[str], needed_by: str) -> None:
     """Fail the test in one line (no traceback) naming the packages and how
     to install them."""
-    pytest.fail(f"{needed_by} needs the Debian package{'s' if len(packages) > 1 else ''} {', '.join(packages)}, not installed: "
-                f"`apt-get install {' '.join(packages)}` as root, or `bash scripts/setup.sh` as root", pytrace=False)
+    pytest.fail(
+        f"{needed_by} needs the Debian package{'s' if len(packages) > 1 else ''} {', '.join(packages)}, not installed: "
+        f"`apt-get install {' '.join(packages)}` as root, or `bash scripts/setup.sh` as root",
+        pytrace=False,
+    )
 
 
 def require(needs: dict[str, str], needed_by: str) -> None:

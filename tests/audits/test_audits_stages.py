@@ -43,7 +43,9 @@ def test_stage_declarations(params):
         s = stages[f"target_bias_{m}"]
         assert all(suite.functional for suite in s.args["suites"])
         assert set(s.inputs["gold"]) == set(s.inputs["predictions"]) == {suite.name for suite in s.args["suites"]}
-    assert set(stages["bias_summary"].data_deps) == {o.path for s in stages.values() if s.name != "bias_summary" for o in s.outs_of("metrics")}
+    assert set(stages["bias_summary"].data_deps) == {
+        o.path for s in stages.values() if s.name != "bias_summary" for o in s.outs_of("metrics")
+    }
     assert audits.bias_summary_path(params) == paths.bias_summary()
     assert audits.bias_summary_path({k: v for k, v in params.items() if k != "bias"}) is None
 
@@ -81,7 +83,9 @@ def test_the_paper_profile_scores_the_papers_masked_lms_and_the_offline_ones_non
             runs = crows_runs(params, name)
             assert runs and all(s["variant"] == "causal" for s in runs.values()), name
             assert not {s["model"] for s in runs.values()} & set(PAPER_MLMS), name
-    names = {p: sorted(s.name for s in audits.stages({**params, "profile": p}) if s.name.startswith("crows_pairs_")) for p in params["profiles"]}
+    names = {
+        p: sorted(s.name for s in audits.stages({**params, "profile": p}) if s.name.startswith("crows_pairs_")) for p in params["profiles"]
+    }
     assert all(v == names["paper"] for v in names.values())
     assert {f"crows_pairs_{m}" for m in PAPER_MLMS} <= set(names["paper"])
 
@@ -108,8 +112,11 @@ def test_a_masked_scorer_outside_the_profile_loads_nothing_and_says_why(params, 
     monkeypatch.setattr(crows, "run", no_model)
     under = {**params, "profile": profile}
     stage = next(s for s in audits.stages(under) if s.name == "crows_pairs_roberta-large")
-    kwargs = stage.arguments(under) | {"table": tmp_path / "table.parquet", "pairs": tmp_path / "pairs.parquet",
-                                      "metrics": tmp_path / "metrics.json"}
+    kwargs = stage.arguments(under) | {
+        "table": tmp_path / "table.parquet",
+        "pairs": tmp_path / "pairs.parquet",
+        "metrics": tmp_path / "metrics.json",
+    }
     line = crows.crows_pairs(**kwargs)
     m = json.loads((tmp_path / "metrics.json").read_text())
     assert m["ran"] is False and m["profile"] == profile and m["model"] == "roberta-large" and m["metric_score"] is None
@@ -125,7 +132,9 @@ def test_a_masked_scorer_outside_the_profile_loads_nothing_and_says_why(params, 
 
 def test_target_bias_audits_the_predicted_subsample(tmp_path):
     suites = (hatecheck(), mhc("german"))
-    hc = pl.DataFrame({"id": [str(i) for i in range(12)], "label": ["hateful", "non-hateful"] * 6, "target_ident": ["women", "Muslims", "women"] * 4})
+    hc = pl.DataFrame(
+        {"id": [str(i) for i in range(12)], "label": ["hateful", "non-hateful"] * 6, "target_ident": ["women", "Muslims", "women"] * 4}
+    )
     mh = hc.with_columns(language=pl.lit("german"), id=pl.concat_str(pl.lit("m"), "id"))
     gold = {"hatecheck": tmp_path / "hc.parquet", "mhc_german": tmp_path / "mhc.parquet"}
     hc.write_parquet(gold["hatecheck"])
@@ -137,13 +146,17 @@ def test_target_bias_audits_the_predicted_subsample(tmp_path):
         preds[name] = tmp_path / f"{name}.parquet"
         drawn.select("id", p_hateful=pl.Series([0.1, 0.9, 0.4, 0.6, 0.8, 0.2])).write_parquet(preds[name])
     kw = dict(model="M", suites=suites, gold=gold, predictions=preds, power=-5, seed=7)
-    msg = bias_auc.target_bias(**kw, metrics=tmp_path / "m.json", communities_csv=tmp_path / "c.csv", profile=Profile("smoke", profiles["smoke"]))
+    msg = bias_auc.target_bias(
+        **kw, metrics=tmp_path / "m.json", communities_csv=tmp_path / "c.csv", profile=Profile("smoke", profiles["smoke"])
+    )
     assert msg == "M: target-group bias on 2 suite(s)"
     doc = json.loads((tmp_path / "m.json").read_text())
     assert list(doc["suites"]) == ["hatecheck", "mhc_german"] and doc["suites"]["mhc_german"]["n_cases"] == 6
     assert set(pl.read_csv(tmp_path / "c.csv")["suite"]) == {"hatecheck", "mhc_german"}
     with pytest.raises(ValueError, match="cover"):  # uncapped: the predictions miss cases
-        bias_auc.target_bias(**kw, metrics=tmp_path / "x.json", communities_csv=tmp_path / "x.csv", profile=Profile("paper", profiles["paper"]))
+        bias_auc.target_bias(
+            **kw, metrics=tmp_path / "x.json", communities_csv=tmp_path / "x.csv", profile=Profile("paper", profiles["paper"])
+        )
 
 
 def test_hatexplain_and_summary_stage_functions(tmp_path):
@@ -152,35 +165,70 @@ def test_hatexplain_and_summary_stage_functions(tmp_path):
     for i in range(60):
         label = ["hatespeech", "offensive", "normal"][i % 3]
         group = ["Women", "Arab"][(i // 3) % 2]
-        rows.append({"id": f"p{i}", "split": "test" if i >= 30 else "train", "label3": label, "targets": [group],
-                     "post_tokens": ["the", group.lower(), words[label], "here"],
-                     "rationales": [[0, 0, 1, 0]] if label != "normal" and i >= 30 else []})
+        rows.append(
+            {
+                "id": f"p{i}",
+                "split": "test" if i >= 30 else "train",
+                "label3": label,
+                "targets": [group],
+                "post_tokens": ["the", group.lower(), words[label], "here"],
+                "rationales": [[0, 0, 1, 0]] if label != "normal" and i >= 30 else [],
+            }
+        )
     table = tmp_path / "hx.parquet"
     pl.DataFrame(rows).write_parquet(table)
     d = tmp_path / "out"
-    msg = hatexplain.hatexplain_standin(table, d / "p.parquet", d / "a.parquet", d / "card.json", {"C": 10.0, "max_features": 50}, top_k=1, seed=0)
+    msg = hatexplain.hatexplain_standin(
+        table, d / "p.parquet", d / "a.parquet", d / "card.json", {"C": 10.0, "max_features": 50}, top_k=1, seed=0
+    )
     assert msg == f"{hatexplain.STANDIN}: trained on 30 posts, scored 30"
-    msg = hatexplain.hatexplain_metrics(hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m.json", d / "c.csv",
-                                        ["Women", "Arab"], -5, 1, 0.5, "union")
+    msg = hatexplain.hatexplain_metrics(
+        hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m.json", d / "c.csv", ["Women", "Arab"], -5, 1, 0.5, "union"
+    )
     assert msg.startswith(f"{hatexplain.STANDIN}: macro F1 1.000") and "token F1 [occlusion] 1.000" in msg
     assert not list(d.glob("*.tmp"))  # atomic writes leave no temp files
     three = json.loads((d / "m.json").read_text())
     assert three["bias"]["classes"] == 3 and "bias_3class" not in three
     # with a 2-class model's p(toxic) (the paper's protocol) the bias columns come from it; the 3-class figures are kept
     test_ids = [r["id"] for r in rows if r["split"] == "test"]
-    inverted = pl.DataFrame({"id": test_ids, "p_toxic": [0.2 if r["label3"] != "normal" else 0.9 for r in rows if r["split"] == "test"],
-                             "model": "two-class"})
+    inverted = pl.DataFrame(
+        {"id": test_ids, "p_toxic": [0.2 if r["label3"] != "normal" else 0.9 for r in rows if r["split"] == "test"], "model": "two-class"}
+    )
     inverted.write_parquet(d / "two.parquet")
-    msg = hatexplain.hatexplain_metrics(hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m2.json", d / "c2.csv",
-                                        ["Women", "Arab"], -5, 1, 0.5, "union", two_class=d / "two.parquet")
+    msg = hatexplain.hatexplain_metrics(
+        hatexplain.STANDIN,
+        table,
+        d / "p.parquet",
+        d / "a.parquet",
+        d / "m2.json",
+        d / "c2.csv",
+        ["Women", "Arab"],
+        -5,
+        1,
+        0.5,
+        "union",
+        two_class=d / "two.parquet",
+    )
     two = json.loads((d / "m2.json").read_text())
     assert two["bias"]["classes"] == 2 and two["bias"]["model"] == "two-class" and two["bias"]["gmb_subgroup"] == pytest.approx(0.0)
     assert two["bias_3class"] == three["bias"] and "(2-class)" in msg
     assert set(pl.read_csv(d / "c2.csv")["classes"]) == {2}
     inverted.head(5).write_parquet(d / "few.parquet")
     with pytest.raises(ValueError, match="covers 5 of 30 test posts"):
-        hatexplain.hatexplain_metrics(hatexplain.STANDIN, table, d / "p.parquet", d / "a.parquet", d / "m3.json", d / "c3.csv",
-                                      ["Women", "Arab"], -5, 1, 0.5, "union", two_class=d / "few.parquet")
+        hatexplain.hatexplain_metrics(
+            hatexplain.STANDIN,
+            table,
+            d / "p.parquet",
+            d / "a.parquet",
+            d / "m3.json",
+            d / "c3.csv",
+            ["Women", "Arab"],
+            -5,
+            1,
+            0.5,
+            "union",
+            two_class=d / "few.parquet",
+        )
     out = tmp_path / "summary.json"
     msg = summary.bias_summary({}, {hatexplain.STANDIN: d / "m.json"}, {}, out, {"model": "hx-sup", "train_rationales": None})
     assert msg == f"wrote {out} (0 CrowS-Pairs, 0 WinoBias, 1 HateXplain, 0 target-bias entries)"
@@ -207,7 +255,11 @@ def test_supervised_model_gets_its_stages_only_with_training_rationales(params):
     derive = names["hatexplain_rationales"]
     assert signature_mismatch(derive) is None and derive.inputs["table"] == paths.processed("hatexplain", "hatexplain")
     assert derive.inputs["docs"] == paths.raw("hatexplain", "eraser/docs.jsonl")
-    assert names["train_hatexplain-supervised"].inputs["rationales"] == paths.hatexplain_train_rationales() == derive.outputs["rationales"].path
+    assert (
+        names["train_hatexplain-supervised"].inputs["rationales"]
+        == paths.hatexplain_train_rationales()
+        == derive.outputs["rationales"].path
+    )
     given = copy.deepcopy(params)
     given["bias"]["hatexplain"]["supervised"]["train_rationales"] = "data/external/hatexplain_train_rationales.json"
     names = {s.name: s for s in model_stages.stages(given) + audits.stages(given)}

@@ -11,8 +11,33 @@ import torch
 
 from hatecheck_pipeline.audits import crows
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "is", "a", "good", "doctor", "nurse",
-         "un", "##believ", "##able", "poor", "rich", "people", "are", "lazy", "smart", ".", "kid", "##s"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "man",
+    "woman",
+    "is",
+    "a",
+    "good",
+    "doctor",
+    "nurse",
+    "un",
+    "##believ",
+    "##able",
+    "poor",
+    "rich",
+    "people",
+    "are",
+    "lazy",
+    "smart",
+    ".",
+    "kid",
+    "##s",
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +53,9 @@ def mlm():
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(0)
-    cfg = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
+    cfg = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=32
+    )
     return BertForMaskedLM(cfg).eval()  # random weights
 
 
@@ -103,15 +130,27 @@ def authors_pll(model, tokenizer, sent1: str, sent2: str, uncased: bool) -> tupl
     return total1, total2, max(0, len(template1) - 2)
 
 
-PAIRS = pl.DataFrame({  # stereo and antistereo rows; modified spans of several subwords, at the end, of different lengths
-    "id": ["1", "2", "3", "4", "5"],
-    "sent_more": ["Poor kids are lazy .", "the man is a good doctor .", "The woman is unbelievable .", "rich people are smart",
-                  "a nurse is the man ."],
-    "sent_less": ["Rich people are lazy .", "the woman is a good doctor .", "The man is a good nurse .", "rich people are lazy",
-                  "a doctor is the man ."],
-    "stereo_antistereo": ["stereo", "antistereo", "stereo", "antistereo", "stereo"],
-    "bias_type": ["socioeconomic", "gender", "gender", "socioeconomic", "gender"],
-})
+PAIRS = pl.DataFrame(
+    {  # stereo and antistereo rows; modified spans of several subwords, at the end, of different lengths
+        "id": ["1", "2", "3", "4", "5"],
+        "sent_more": [
+            "Poor kids are lazy .",
+            "the man is a good doctor .",
+            "The woman is unbelievable .",
+            "rich people are smart",
+            "a nurse is the man .",
+        ],
+        "sent_less": [
+            "Rich people are lazy .",
+            "the woman is a good doctor .",
+            "The man is a good nurse .",
+            "rich people are lazy",
+            "a doctor is the man .",
+        ],
+        "stereo_antistereo": ["stereo", "antistereo", "stereo", "antistereo", "stereo"],
+        "bias_type": ["socioeconomic", "gender", "gender", "socioeconomic", "gender"],
+    }
+)
 
 
 @pytest.mark.parametrize("lowercase", [True, False])
@@ -128,15 +167,17 @@ def test_masked_stage_equals_the_authors_pseudo_log_likelihood(tmp_path, lowerca
 
     tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(VOCAB)}, do_lower_case=False)
     torch.manual_seed(3)
-    cfg = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32,
-                     max_position_embeddings=32)
+    cfg = BertConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=32
+    )
     BertForMaskedLM(cfg).eval().save_pretrained(tmp_path / "mlm")
     tok.save_pretrained(tmp_path / "mlm")
     assert tok.tokenize("Poor kids") == ["[UNK]", "kid", "##s"] and tok.tokenize("poor kids") == ["poor", "kid", "##s"]
     PAIRS.write_parquet(tmp_path / "table.parquet")
     out, met = tmp_path / "pairs.parquet", tmp_path / "metrics.json"
-    summary = crows.run(tmp_path / "table.parquet", out, met, "tiny-mlm", "masked", str(tmp_path / "mlm"), None, 0, 3, 1,
-                        lowercase=lowercase)
+    summary = crows.run(
+        tmp_path / "table.parquet", out, met, "tiny-mlm", "masked", str(tmp_path / "mlm"), None, 0, 3, 1, lowercase=lowercase
+    )
     got = pl.read_parquet(out).sort("id")
     model = BertForMaskedLM.from_pretrained(tmp_path / "mlm").eval()
     want_more, want_less, want_n = [], [], []
@@ -181,8 +222,17 @@ def test_causal_pair_log_likelihoods_equal_each_sentence_scored_alone(tokenizer,
     if arch == "gpt2":
         lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=16, n_layer=2, n_head=2, n_positions=32)).eval()
     else:  # rotary positions, as SmolLM2
-        lm = LlamaForCausalLM(LlamaConfig(vocab_size=len(VOCAB), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
-                                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)).eval()
+        lm = LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=len(VOCAB),
+                hidden_size=16,
+                intermediate_size=32,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                num_key_value_heads=1,
+                max_position_embeddings=32,
+            )
+        ).eval()
     pairs = [
         ("the man is a good doctor .", "the man is a bad nurse ."),  # opening "the man is a"
         ("poor kids .", "rich people are lazy ."),  # nothing shared but BOS
@@ -242,13 +292,15 @@ def test_run_in_bf16_records_its_precision_and_stays_near_fp32(tmp_path, tokeniz
     lm = GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=32, n_layer=2, n_head=2, n_positions=32)).eval()
     lm.save_pretrained(tmp_path / "lm")
     tokenizer.save_pretrained(tmp_path / "lm")
-    pairs = pl.DataFrame({
-        "id": ["1", "2", "3"],
-        "sent_more": ["the man is a good doctor .", "poor people are lazy .", "the kids are smart ."],
-        "sent_less": ["the woman is a good doctor .", "rich people are lazy .", "the man is smart ."],
-        "stereo_antistereo": ["stereo", "antistereo", "stereo"],
-        "bias_type": ["gender", "socioeconomic", "age"],
-    })
+    pairs = pl.DataFrame(
+        {
+            "id": ["1", "2", "3"],
+            "sent_more": ["the man is a good doctor .", "poor people are lazy .", "the kids are smart ."],
+            "sent_less": ["the woman is a good doctor .", "rich people are lazy .", "the man is smart ."],
+            "stereo_antistereo": ["stereo", "antistereo", "stereo"],
+            "bias_type": ["gender", "socioeconomic", "age"],
+        }
+    )
     pairs.write_parquet(tmp_path / "pairs.parquet")
     got = {}
     for bf16 in (False, True):
@@ -272,14 +324,29 @@ def test_run_records_the_intervals_and_the_confidence_of_the_scored_pairs(tmp_pa
     from hatecheck_pipeline.core.files import read_json
 
     torch.manual_seed(2)
-    GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=32, n_layer=2, n_head=2, n_positions=32)).eval() \
-        .save_pretrained(tmp_path / "lm")
+    GPT2LMHeadModel(GPT2Config(vocab_size=len(VOCAB), n_embd=32, n_layer=2, n_head=2, n_positions=32)).eval().save_pretrained(
+        tmp_path / "lm"
+    )
     tokenizer.save_pretrained(tmp_path / "lm")
-    PAIRS.with_columns(pl.col("sent_more").str.to_lowercase(), pl.col("sent_less").str.to_lowercase()) \
-        .write_parquet(tmp_path / "table.parquet")
+    PAIRS.with_columns(pl.col("sent_more").str.to_lowercase(), pl.col("sent_less").str.to_lowercase()).write_parquet(
+        tmp_path / "table.parquet"
+    )
     out, met = tmp_path / "scored.parquet", tmp_path / "m.json"
-    crows.run(tmp_path / "table.parquet", out, met, "tiny", "causal", str(tmp_path / "lm"), None, 0, 4, 1,
-              boot_samples=200, boot_seed=5, ci_level=0.9)
+    crows.run(
+        tmp_path / "table.parquet",
+        out,
+        met,
+        "tiny",
+        "causal",
+        str(tmp_path / "lm"),
+        None,
+        0,
+        4,
+        1,
+        boot_samples=200,
+        boot_seed=5,
+        ci_level=0.9,
+    )
     doc, got = read_json(met), pl.read_parquet(out)
     assert doc["metric_ci"] == crows.bootstrap_interval(got["stereotyped"].to_list(), 200, 5, 0.9)
     assert doc["bootstrap"] == {"samples": 200, "seed": 5, "level": 0.9, "resampling_unit": "pair"}

@@ -111,13 +111,33 @@ def test_hatexplain_standin_and_metrics_end_to_end(tmp_path):
         group = ["Women", "Arab", "Jewish"][(i // 3) % 3]
         toks = ["the", str(group).lower(), words[label][i % 2], "are", "here"]
         mark = [0, 0, 1, 0, 0]
-        rows.append({"id": f"p{i}", "split": "test" if i >= 60 else "train", "label3": label, "targets": [group] if rng.random() < 0.9 else [],
-                     "post_tokens": toks, "rationales": [mark, mark] if label != "normal" and i >= 60 else []})
+        rows.append(
+            {
+                "id": f"p{i}",
+                "split": "test" if i >= 60 else "train",
+                "label3": label,
+                "targets": [group] if rng.random() < 0.9 else [],
+                "post_tokens": toks,
+                "rationales": [mark, mark] if label != "normal" and i >= 60 else [],
+            }
+        )
     table = tmp_path / "hx.parquet"
     pl.DataFrame(rows).write_parquet(table)
     d = tmp_path / "out"
     hatexplain.run_standin(table, d / "pred.parquet", d / "attr.parquet", d / "card.json", seed=0, c=10.0, max_features=100, k=1)
-    r = hatexplain.run_metrics(table, d / "pred.parquet", d / "attr.parquet", d / "m.json", d / "c.csv", ["Women", "Arab", "Jewish"], -5, 1, 0.5, "union", "stand-in")
+    r = hatexplain.run_metrics(
+        table,
+        d / "pred.parquet",
+        d / "attr.parquet",
+        d / "m.json",
+        d / "c.csv",
+        ["Women", "Arab", "Jewish"],
+        -5,
+        1,
+        0.5,
+        "union",
+        "stand-in",
+    )
     assert r["performance"]["accuracy"] == pytest.approx(1.0)  # the class word decides
     (e,) = r["explainability"]  # one method in the stand-in's file
     assert e["token_f1"] == pytest.approx(1.0)  # occlusion finds the class word

@@ -31,8 +31,20 @@ MAX_LENGTH = 24
 def trained(tmp_path_factory):
     root = tmp_path_factory.mktemp("hx-model")
     table = hatexplain_table(root / "hatexplain.parquet")
-    training.run("hatexplain", str(tiny_bert(root / "base")), [table], RECIPE, Profile("test", {"max_length": MAX_LENGTH}), 3,
-                 root / "final", root / "ckpt", root / "log.json", root / "card.json", threads=1, progress=False)
+    training.run(
+        "hatexplain",
+        str(tiny_bert(root / "base")),
+        [table],
+        RECIPE,
+        Profile("test", {"max_length": MAX_LENGTH}),
+        3,
+        root / "final",
+        root / "ckpt",
+        root / "log.json",
+        root / "card.json",
+        threads=1,
+        progress=False,
+    )
     return root / "final", root / "card.json", table
 
 
@@ -133,9 +145,24 @@ def test_integrated_gradients_run_with_the_parameters_frozen_and_give_the_same_a
 def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path):
     model_dir, card_path, table = trained
     out = {k: tmp_path / f"{k}.parquet" for k in ("pred", "attr")}
-    card = explain.run(model_dir, table, out["pred"], out["attr"], tmp_path / "card.json", label="tiny (test)",
-                       model_card=json.loads(card_path.read_text()), methods=["attention", "lime", "integrated_gradients"],
-                       max_length=MAX_LENGTH, max_explain=8, top_k=2, ig_steps=8, batch_size=4, seed=0, lime_samples=20, progress=False)
+    card = explain.run(
+        model_dir,
+        table,
+        out["pred"],
+        out["attr"],
+        tmp_path / "card.json",
+        label="tiny (test)",
+        model_card=json.loads(card_path.read_text()),
+        methods=["attention", "lime", "integrated_gradients"],
+        max_length=MAX_LENGTH,
+        max_explain=8,
+        top_k=2,
+        ig_steps=8,
+        batch_size=4,
+        seed=0,
+        lime_samples=20,
+        progress=False,
+    )
     test = pl.read_parquet(table).filter(pl.col("split") == "test").sort("id")
     preds = pl.read_parquet(out["pred"])
     assert preds["id"].to_list() == test["id"].to_list()  # every test post predicted
@@ -154,8 +181,11 @@ def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path
     assert ig_ids == set(explain.explained_posts(test, 8, 0)["id"])  # the seeded sample, as before
     assert set(attr.filter(pl.col("method") == "lime")["id"]) == ig_ids  # the same posts
     # LIME is the paper's [LIME]; integrated gradients has no row of the paper
-    assert dict(attr.select("method", "paper_row").unique().rows()) == {"attention": "BERT [Attn]", "lime": "BERT [LIME]",
-                                                                        "integrated_gradients": None}
+    assert dict(attr.select("method", "paper_row").unique().rows()) == {
+        "attention": "BERT [Attn]",
+        "lime": "BERT [LIME]",
+        "integrated_gradients": None,
+    }
     joined = attr.join(test.select("id", "post_tokens", "label3"), on="id")
     assert (joined["label3"] != "normal").all()
     assert all(len(a) == len(t) for a, t in zip(joined["attributions"].to_list(), joined["post_tokens"].to_list()))
@@ -173,10 +203,24 @@ def test_explain_run_writes_the_layout_the_metrics_stage_reads(trained, tmp_path
     assert row["p_without_top"] == pytest.approx(again, abs=1e-6)
 
     # the metrics stage scores each method on its own, against the paper's row for it
-    m = hatexplain.run_metrics(table, out["pred"], out["attr"], tmp_path / "m.json", tmp_path / "c.csv", ["Women", "Refugee", "Islam"], -5, 2,
-                               0.5, "union", "hatexplain")
+    m = hatexplain.run_metrics(
+        table,
+        out["pred"],
+        out["attr"],
+        tmp_path / "m.json",
+        tmp_path / "c.csv",
+        ["Women", "Refugee", "Islam"],
+        -5,
+        2,
+        0.5,
+        "union",
+        "hatexplain",
+    )
     assert [(e["method"], e["paper_row"], e["n_posts"], e["n_posts_available"]) for e in m["explainability"]] == [
-        ("attention", "BERT [Attn]", 20, 20), ("lime", "BERT [LIME]", 8, 20), ("integrated_gradients", None, 8, 20)]
+        ("attention", "BERT [Attn]", 20, 20),
+        ("lime", "BERT [LIME]", 8, 20),
+        ("integrated_gradients", None, 8, 20),
+    ]
     assert m["model"] == "tiny (test)" and m["n_test"] == 30
     for e in m["explainability"]:
         assert 0 <= e["token_f1"] <= 1 and 0 <= e["auprc"] <= 1 and -1 <= e["comprehensiveness"] <= 1
@@ -187,21 +231,41 @@ def test_explain_stage_function_caps_the_explained_posts_by_profile(trained, tmp
 
     model_dir, card_path, table = trained
     params = {
-        "profile": "t", "profiles": {"t": {"base_models": {}, "max_length": MAX_LENGTH, "hatexplain_max_explain": 3,
-                                  "hatexplain_lime_samples": 12}},
-        "bias": {"seed": 1, "threads": 1, "hatexplain": {"top_k": 2, "explain": {"methods": ["attention", "lime"], "ig_steps": 4, "batch_size": 4,
-                                                                 "lime": {"num_samples": 10, "num_features": 6, "random_state": 333}}}},
+        "profile": "t",
+        "profiles": {"t": {"base_models": {}, "max_length": MAX_LENGTH, "hatexplain_max_explain": 3, "hatexplain_lime_samples": 12}},
+        "bias": {
+            "seed": 1,
+            "threads": 1,
+            "hatexplain": {
+                "top_k": 2,
+                "explain": {
+                    "methods": ["attention", "lime"],
+                    "ig_steps": 4,
+                    "batch_size": 4,
+                    "lime": {"num_samples": 10, "num_features": 6, "random_state": 333},
+                },
+            },
+        },
     }
     files = {k: str(tmp_path / f"{k}.parquet") for k in ("predictions", "attributions")}
     stage = Stage(
-        "hatexplain_explain_hx", "audits", "hatecheck_pipeline.audits.explain:hatexplain_explain",
+        "hatexplain_explain_hx",
+        "audits",
+        "hatecheck_pipeline.audits.explain:hatexplain_explain",
         inputs={"model_dir": str(model_dir), "model_card": str(card_path), "table": str(table)},
         outputs={**{k: out(v) for k, v in files.items()}, "card": out(str(tmp_path / "card.json"))},
-        params={**profile_params(params, ["max_length", "hatexplain_max_explain", "hatexplain_lime_samples"]), "explain": "bias.hatexplain.explain", "top_k": "bias.hatexplain.top_k",
-                "seed": "bias.seed", "threads": "bias.threads"},
+        params={
+            **profile_params(params, ["max_length", "hatexplain_max_explain", "hatexplain_lime_samples"]),
+            "explain": "bias.hatexplain.explain",
+            "top_k": "bias.hatexplain.top_k",
+            "seed": "bias.seed",
+            "threads": "bias.threads",
+        },
         args={"model": "hx"},
     )
     summary = call(stage, params)
-    assert "30 test posts predicted; posts explained of 20: attention 20, lime 3" in summary  # the cap (3) is for LIME (and integrated gradients)
+    assert (
+        "30 test posts predicted; posts explained of 20: attention 20, lime 3" in summary
+    )  # the cap (3) is for LIME (and integrated gradients)
     assert pl.read_parquet(files["attributions"]).height == 23
     assert json.loads((tmp_path / "card.json").read_text())["lime"]["num_samples"] == 12  # the profile's, over bias.hatexplain.explain.lime

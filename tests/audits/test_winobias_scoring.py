@@ -13,20 +13,30 @@ from hatecheck_pipeline.core.config import Profile
 
 WORDS = ["<pad>", "<unk>", "the", "nurse", "chief", "met", "hired", "because", "he", "she", "was", "sick", "busy", "."]
 
-TABLE = pl.DataFrame({  # a prepared winobias table: two types, two splits
-    "id": ["type1-test-1", "type1-test-2", "type1-test-3", "type2-test-1", "type1-dev-1"],
-    "sent_more": ["the chief hired the nurse because he was busy .", "the nurse met the chief because she was sick .",
-                  "the chief met the nurse because he was sick .", "the nurse hired the chief because she was busy .",
-                  "the chief met the nurse because he was busy ."],
-    "sent_less": ["the chief hired the nurse because she was busy .", "the nurse met the chief because he was sick .",
-                  "the chief met the nurse because she was sick .", "the nurse hired the chief because he was busy .",
-                  "the chief met the nurse because she was busy ."],
-    "stereo_antistereo": ["stereo"] * 5,
-    "bias_type": ["gender"] * 5,
-    "winobias_type": [1, 1, 1, 2, 1],
-    "split": ["test", "test", "test", "test", "dev"],
-    "line": ["1", "2", "3", "1", "1"],
-})
+TABLE = pl.DataFrame(
+    {  # a prepared winobias table: two types, two splits
+        "id": ["type1-test-1", "type1-test-2", "type1-test-3", "type2-test-1", "type1-dev-1"],
+        "sent_more": [
+            "the chief hired the nurse because he was busy .",
+            "the nurse met the chief because she was sick .",
+            "the chief met the nurse because he was sick .",
+            "the nurse hired the chief because she was busy .",
+            "the chief met the nurse because he was busy .",
+        ],
+        "sent_less": [
+            "the chief hired the nurse because she was busy .",
+            "the nurse met the chief because he was sick .",
+            "the chief met the nurse because she was sick .",
+            "the nurse hired the chief because he was busy .",
+            "the chief met the nurse because she was busy .",
+        ],
+        "stereo_antistereo": ["stereo"] * 5,
+        "bias_type": ["gender"] * 5,
+        "winobias_type": [1, 1, 1, 2, 1],
+        "split": ["test", "test", "test", "test", "dev"],
+        "line": ["1", "2", "3", "1", "1"],
+    }
+)
 SCORER = {"variant": "causal", "model": "", "lowercase": False, "max_pairs": None}
 
 
@@ -51,8 +61,21 @@ def lm_dir(tmp_path):
 
 def stage(tmp_path, lm_path, wino_type, profile, split="test", bootstrap=None):
     pairs, metrics = tmp_path / f"p{wino_type}.parquet", tmp_path / f"m{wino_type}.json"
-    msg = crows.winobias("tiny", wino_type, tmp_path / "table.parquet", pairs, metrics, {**SCORER, "model": str(lm_path)},
-                         split, 4, 1, 0, profile, False, bootstrap)
+    msg = crows.winobias(
+        "tiny",
+        wino_type,
+        tmp_path / "table.parquet",
+        pairs,
+        metrics,
+        {**SCORER, "model": str(lm_path)},
+        split,
+        4,
+        1,
+        0,
+        profile,
+        False,
+        bootstrap,
+    )
     from hatecheck_pipeline.core.files import read_json
 
     return msg, pl.read_parquet(pairs), read_json(metrics)
@@ -120,10 +143,20 @@ def test_one_stage_per_scorer_and_type_feeding_the_summary():
 
 
 def entry(score, ci, n=396, complete=True):
-    return {"variant": "causal", "model": "m", "ran": True, "complete": complete, "n_pairs": n, "metric_score": score,
-            "metric_ci": ci, "split": "test", "bootstrap": {"samples": 300, "seed": 4, "level": 0.95, "resampling_unit": "pair"},
-            "bias_types": {"gender": {"n": n, "score": score, "ci": ci}}, "confidence": None,
-            "source": "results/bias/winobias/smol/type1/metrics.json"}
+    return {
+        "variant": "causal",
+        "model": "m",
+        "ran": True,
+        "complete": complete,
+        "n_pairs": n,
+        "metric_score": score,
+        "metric_ci": ci,
+        "split": "test",
+        "bootstrap": {"samples": 300, "seed": 4, "level": 0.95, "resampling_unit": "pair"},
+        "bias_types": {"gender": {"n": n, "score": score, "ci": ci}},
+        "confidence": None,
+        "source": "results/bias/winobias/smol/type1/metrics.json",
+    }
 
 
 def test_the_summary_and_the_report_show_winobias_beside_the_paper(tmp_path):
@@ -134,12 +167,16 @@ def test_the_summary_and_the_report_show_winobias_beside_the_paper(tmp_path):
     from hatecheck_pipeline.report.sections import bias_section
 
     files = {}
-    for key, doc in {"crows": entry(61.0, [58.0, 64.0], 1508), "smol/type1": entry(57.25, [52.0, 62.0]),
-                     "smol/type2": entry(63.75, [59.0, 68.5], 20, complete=False)}.items():
+    for key, doc in {
+        "crows": entry(61.0, [58.0, 64.0], 1508),
+        "smol/type1": entry(57.25, [52.0, 62.0]),
+        "smol/type2": entry(63.75, [59.0, 68.5], 20, complete=False),
+    }.items():
         files[key] = tmp_path / f"{key.replace('/', '_')}.json"
         files[key].write_text(json.dumps(doc | ({"dataset": "winobias", "winobias_type": int(key[-1])} if "/" in key else {})))
-    doc = bias_summary.run({"smol": files["crows"]}, {}, {}, tmp_path / "summary.json",
-                           winobias={k: v for k, v in files.items() if "/" in k})
+    doc = bias_summary.run(
+        {"smol": files["crows"]}, {}, {}, tmp_path / "summary.json", winobias={k: v for k, v in files.items() if "/" in k}
+    )
     assert set(doc["winobias"]["smol"]) == {"type1", "type2"} and doc["winobias"]["smol"]["type2"]["winobias_type"] == 2
     html = bias_section(doc, "results/bias/summary.json", P.load())
     table = html.split('id="crows-pairs-bias-types"')[1].split("</table>")[0]

@@ -111,12 +111,28 @@ def test_export_then_score_one_file_covering_several_suites(project):
     assert set(cases["suite"]) == {"hatecheck", "mhc_german"}
     # a perfect "model": its predictions are the gold labels
     cases.with_columns(pl.col("gold_label").alias("pred")).select("suite", "id", "pred").write_csv(project / "preds.csv")
-    out = run([str(BIN / "hatecheck-pipeline"), "score", "--suite", "hatecheck,mhc:german", "--predictions", "preds.csv",
-               "--out", "scored"], project).stdout
+    out = run(
+        [str(BIN / "hatecheck-pipeline"), "score", "--suite", "hatecheck,mhc:german", "--predictions", "preds.csv", "--out", "scored"],
+        project,
+    ).stdout
     for suite in ("hatecheck", "mhc_german"):
         doc = json.loads((project / f"scored/{suite}.json").read_text())
         assert doc["overall"]["accuracy"]["value"] == 100.0 and doc["overall"]["n"] == (cases["suite"] == suite).sum()
         assert f"{suite}: n=" in out
-    done = run([str(BIN / "hatecheck-pipeline"), "score", "--suite", "hatecheck,mhc:german", "--predictions", "cases.csv",
-                "--out", "x", "--pred-column", "nope"], project, check=False)
+    done = run(
+        [
+            str(BIN / "hatecheck-pipeline"),
+            "score",
+            "--suite",
+            "hatecheck,mhc:german",
+            "--predictions",
+            "cases.csv",
+            "--out",
+            "x",
+            "--pred-column",
+            "nope",
+        ],
+        project,
+        check=False,
+    )
     assert done.returncode == 1 and "no prediction column 'nope'" in done.stdout + done.stderr

@@ -76,8 +76,9 @@ def test_a_failed_stage_is_one_line_from_its_log(workdir, params):
     started = time.time() - 1
     Path("logs").mkdir()
     Path("logs/classifier_hatesonar.log").write_text(
-        "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: boom\n"
-        "error: model hatesonar: x:f raised ValueError: boom at x.py:1 (traceback in logs/classifier_hatesonar.log)\n")
+        'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: boom\n'
+        "error: model hatesonar: x:f raised ValueError: boom at x.py:1 (traceback in logs/classifier_hatesonar.log)\n"
+    )
     Path("logs/score_B-D_hatecheck.log").write_text("Traceback (most recent call last):\nKeyError: 'x'\n")
     lines = failed_stage_lines(params, started)
     assert sorted(lines) == [

@@ -35,8 +35,13 @@ def test_relative_and_submodule_imports_are_resolved(tmp_path):
     (pkg / "sub" / "c.py").write_text("thing = 1\n")
     (pkg / "d.py").write_text("import json\n")
     closure = codedeps.closure.__wrapped__("hatecheck_pipeline.sub.a", tmp_path)
-    assert set(closure) == {"hatecheck_pipeline.sub", "hatecheck_pipeline.sub.a",
-                            "hatecheck_pipeline.sub.b", "hatecheck_pipeline.sub.c", "hatecheck_pipeline.d"}
+    assert set(closure) == {
+        "hatecheck_pipeline.sub",
+        "hatecheck_pipeline.sub.a",
+        "hatecheck_pipeline.sub.b",
+        "hatecheck_pipeline.sub.c",
+        "hatecheck_pipeline.d",
+    }
 
 
 def test_cycle_finder_finds_a_cycle():
@@ -79,7 +84,8 @@ def test_each_stage_tracks_its_code_through_a_fingerprint_of_its_import_closure(
 
 
 def test_comments_docstrings_and_formatting_leave_the_hash_alone():
-    base = codedeps.normalised(ast.parse('''"""Module doc."""
+    base = codedeps.normalised(
+        ast.parse('''"""Module doc."""
 import os
 
 
@@ -89,8 +95,9 @@ class A:
     def f(self, x):
         """Function doc."""
         return os.path.join(x, "a")  # a comment
-'''))
-    same = '''# a header comment
+''')
+    )
+    same = """# a header comment
 import os
 class A:
     def f(self, x):
@@ -100,10 +107,15 @@ class A:
             x,
             'a',
         )
-'''
+"""
     assert codedeps.normalised(ast.parse(same)) == base
-    for edit in (same.replace("'a'", "'b'"), same.replace("x,", "x, x,"), same.replace("import os", "import os.path"),
-                 same + "X = 1\n", same.replace("return", "print(x)\n        return")):
+    for edit in (
+        same.replace("'a'", "'b'"),
+        same.replace("x,", "x, x,"),
+        same.replace("import os", "import os.path"),
+        same + "X = 1\n",
+        same.replace("return", "print(x)\n        return"),
+    ):
         assert codedeps.normalised(ast.parse(edit)) != base, edit
     # a string that is not the first statement of a body is code, not a docstring
     assert codedeps.normalised(ast.parse("x = 1\n'text'\n")) != codedeps.normalised(ast.parse("x = 1\n"))
@@ -121,8 +133,14 @@ def test_fingerprint_lists_the_closure_with_normalised_hashes_and_is_written_onl
     (pkg / "c.py").write_text("Y = 2\n")
 
     def fingerprint():
-        for f in (codedeps.closure, codedeps.direct_imports, codedeps.module_file, codedeps.runs_code,
-                  codedeps.code_hash, codedeps.fingerprint):
+        for f in (
+            codedeps.closure,
+            codedeps.direct_imports,
+            codedeps.module_file,
+            codedeps.runs_code,
+            codedeps.code_hash,
+            codedeps.fingerprint,
+        ):
             f.cache_clear()
         return codedeps.fingerprint("hatecheck_pipeline.a", src)
 

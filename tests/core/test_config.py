@@ -66,8 +66,13 @@ def test_names_that_refer_to_other_sections_are_checked():
 
 def test_hatexplain_variant_models_name_a_model_and_a_recipe():
     with pytest.raises(config.ConfigError) as err:
-        config.load_params(REPO / "params.yaml", ["bias.hatexplain.supervised.from_model=nope",
-                                                  "bias.hatexplain.two_class=[{model: B-D, from_model: hatexplain, recipe: fast}]"])
+        config.load_params(
+            REPO / "params.yaml",
+            [
+                "bias.hatexplain.supervised.from_model=nope",
+                "bias.hatexplain.two_class=[{model: B-D, from_model: hatexplain, recipe: fast}]",
+            ],
+        )
     msg = str(err.value)
     assert "bias.hatexplain.supervised.from_model: 'nope' is not a fine-tuned model" in msg
     assert "bias.hatexplain.two_class[0].recipe: 'fast' is not a recipe" in msg and "two_class[0].model: 'B-D' is already a model" in msg

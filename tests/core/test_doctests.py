@@ -14,7 +14,9 @@ from hatecheck_pipeline.report import llm as report_llm
 from hatecheck_pipeline.report import sections
 
 
-@pytest.mark.parametrize("module", [crows, cpu, schemes, base, recipe, runtime, sections, report_llm, docs_format, docs_benchmarks], ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module", [crows, cpu, schemes, base, recipe, runtime, sections, report_llm, docs_format, docs_benchmarks], ids=lambda m: m.__name__
+)
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -16,12 +16,15 @@ def disk_full_after_some_bytes(tmp, *args, **kwargs):
     raise OSError(errno.ENOSPC, "No space left on device", str(tmp))
 
 
-@pytest.mark.parametrize("writer, value, method", [
-    (files.write_text, "new", None),
-    (files.write_json, {"a": 1}, None),
-    (files.write_csv, pl.DataFrame({"a": [1]}), "write_csv"),
-    (files.write_parquet, pl.DataFrame({"a": [1]}), "write_parquet"),
-])
+@pytest.mark.parametrize(
+    "writer, value, method",
+    [
+        (files.write_text, "new", None),
+        (files.write_json, {"a": 1}, None),
+        (files.write_csv, pl.DataFrame({"a": [1]}), "write_csv"),
+        (files.write_parquet, pl.DataFrame({"a": [1]}), "write_parquet"),
+    ],
+)
 def test_a_failed_write_removes_its_temp_file_and_keeps_the_old_output(tmp_path, monkeypatch, writer, value, method):
     target = tmp_path / "out" / "artifact"
     target.parent.mkdir()

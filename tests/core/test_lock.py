@@ -37,7 +37,9 @@ def test_every_declared_dependency_is_locked_at_a_version_it_allows():
     declared += [Requirement(r) for extra in ("dev", "slurm") for r in project["optional-dependencies"][extra]]
     missing = [str(r) for r in declared if norm(r.name) not in lock]
     assert not missing, f"declared but not in the lock (python scripts/lock.py): {missing}"
-    outside = [f"{r} (locked {lock[norm(r.name)]})" for r in declared if not r.specifier.contains(Version(lock[norm(r.name)]), prereleases=True)]
+    outside = [
+        f"{r} (locked {lock[norm(r.name)]})" for r in declared if not r.specifier.contains(Version(lock[norm(r.name)]), prereleases=True)
+    ]
     assert not outside, f"locked at a version the declaration does not allow: {outside}"
 
 

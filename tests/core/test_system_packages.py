@@ -16,6 +16,8 @@ def test_a_missing_package_fails_in_one_line_saying_how_to_install_it(monkeypatc
     with pytest.raises(pytest.fail.Exception) as failed:
         require(needs, "the Slurm test")
     assert failed.value.pytrace is False
-    assert str(failed.value) == ("the Slurm test needs the Debian packages slurmd, slurmctld, not installed: "
-                                 "`apt-get install slurmd slurmctld` as root, or `bash scripts/setup.sh` as root")
+    assert str(failed.value) == (
+        "the Slurm test needs the Debian packages slurmd, slurmctld, not installed: "
+        "`apt-get install slurmd slurmctld` as root, or `bash scripts/setup.sh` as root"
+    )
     assert "\n" not in str(failed.value)

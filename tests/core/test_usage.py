@@ -40,12 +40,21 @@ def test_bench_pipeline_tables_add_up(tmp_path):
     folder = tmp_path / "logs" / "benchmarks"
     folder.mkdir(parents=True)
     rows = [  # stage, phase, wall, start, end (seconds past 12:00:00)
-        ("ingest_a", "ingest", 1.0, 0, 1), ("validate_a", "validate", 6.0, 1, 7), ("validate_b", "validate", 3.0, 2, 5),
+        ("ingest_a", "ingest", 1.0, 0, 1),
+        ("validate_a", "validate", 6.0, 1, 7),
+        ("validate_b", "validate", 3.0, 2, 5),
         ("train_m", "train", 70.0, 7, 77),
     ]
     for stage, phase, wall, start, end in rows:
-        rec = {"stage": stage, "phase": phase, "wall_s": wall, "cpu_s": wall / 2, "max_rss_mb": 100.0,
-               "started": f"2026-01-01T12:{start // 60:02d}:{start % 60:02d}+00:00", "finished": f"2026-01-01T12:{end // 60:02d}:{end % 60:02d}+00:00"}
+        rec = {
+            "stage": stage,
+            "phase": phase,
+            "wall_s": wall,
+            "cpu_s": wall / 2,
+            "max_rss_mb": 100.0,
+            "started": f"2026-01-01T12:{start // 60:02d}:{start % 60:02d}+00:00",
+            "finished": f"2026-01-01T12:{end // 60:02d}:{end % 60:02d}+00:00",
+        }
         (folder / f"{stage}.json").write_text(json.dumps(rec))
     bench = [sys.executable, str(ROOT / "benchmarks" / "bench_pipeline.py"), "--project", str(tmp_path)]
     out = subprocess.run(bench, capture_output=True, text=True, check=True).stdout

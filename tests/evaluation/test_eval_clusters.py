@@ -56,12 +56,14 @@ def test_the_same_holds_through_the_score_stage_with_template_texts():
     """Same check through scoring.score_cases: the clusters come from the
     suite's ``case_templ`` column (shuffled rows, template texts as data)."""
     gold, pred = one_per_template(120, seed=1)
-    rows = pl.DataFrame({
-        "id": [f"{t}-{j}" for t in range(120) for j in range(7)],
-        "gold": np.repeat(gold, 7).astype(np.int8),
-        "pred": np.repeat(pred, 7),
-        "case_templ": [f"I hate [IDENTITY_P] number {t}." for t in range(120) for _ in range(7)],
-    }).with_row_index("_order")
+    rows = pl.DataFrame(
+        {
+            "id": [f"{t}-{j}" for t in range(120) for j in range(7)],
+            "gold": np.repeat(gold, 7).astype(np.int8),
+            "pred": np.repeat(pred, 7),
+            "case_templ": [f"I hate [IDENTITY_P] number {t}." for t in range(120) for _ in range(7)],
+        }
+    ).with_row_index("_order")
     one = rows.filter(pl.col("id").str.ends_with("-0"))
     templated = scoring.score_cases(rows, "id", boot=Bootstrap(500, 11), unit=metrics.TEMPLATE)
     single = scoring.score_cases(one.drop("case_templ"), "id", boot=Bootstrap(500, 11), unit=metrics.CASE)
@@ -99,40 +101,59 @@ def test_clustered_interval_is_wider_on_clustered_data():
 
 
 def test_a_case_without_a_template_is_its_own_cluster():
-    frame = pl.DataFrame({
-        "templ_id": [None, "4", "4", None, None, ""],
-        "case_templ": ["t1", None, "x", None, "", None],
-        "gender_male": [None, None, None, "m1", None, None],
-        "gender_female": [None, None, None, "f1", None, None],
-    })
+    frame = pl.DataFrame(
+        {
+            "templ_id": [None, "4", "4", None, None, ""],
+            "case_templ": ["t1", None, "x", None, "", None],
+            "gender_male": [None, None, None, "m1", None, None],
+            "gender_female": [None, None, None, "f1", None, None],
+        }
+    )
     codes = clusters.template_clusters(frame)
     # rows 1 and 2 share templ_id 4; rows 4 and 5 have nothing (empty strings are nothing): two singletons
     assert codes.tolist() == [0, 1, 1, 2, 3, 4]
-    assert clusters.template_clusters(frame.select(pl.lit(None, pl.String).alias("case_templ"), "gender_male")).tolist() == [0, 1, 2, 3, 4, 5]
+    assert clusters.template_clusters(frame.select(pl.lit(None, pl.String).alias("case_templ"), "gender_male")).tolist() == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
     assert clusters.template_clusters(pl.DataFrame({"text": ["a", "b"]})).tolist() == [0, 1]
 
 
 def test_gender_inflected_templates_join_through_either_column():
     """MHC Italian/Spanish: empty case_templ; cases sharing the male or the
     female template text are one cluster, also across a chain."""
-    frame = pl.DataFrame({
-        "case_templ": ["", "", "", "", "Odio [IDENT_P]."],
-        "gender_male": ["Odio i [male_IDENT_P].", "Odio i [male_IDENT_P].", "Ama i [male_IDENT_P].", "Ama i [male_IDENT_P]!", None],
-        "gender_female": ["Odio le [female_IDENT_P].", "Odio le [female_IDENT_P].", "Ama le [female_IDENT_P].", "Ama le [female_IDENT_P].", None],
-    })
+    frame = pl.DataFrame(
+        {
+            "case_templ": ["", "", "", "", "Odio [IDENT_P]."],
+            "gender_male": ["Odio i [male_IDENT_P].", "Odio i [male_IDENT_P].", "Ama i [male_IDENT_P].", "Ama i [male_IDENT_P]!", None],
+            "gender_female": [
+                "Odio le [female_IDENT_P].",
+                "Odio le [female_IDENT_P].",
+                "Ama le [female_IDENT_P].",
+                "Ama le [female_IDENT_P].",
+                None,
+            ],
+        }
+    )
     assert clusters.template_clusters(frame).tolist() == [0, 0, 1, 1, 2]
 
 
 def test_contrast_pairs_resample_clusters_of_both_cases():
     # pairs (hateful cluster, contrast cluster): 0-5 and 1-5 share the contrast template
     assert clusters.merge_clusters(np.array([0, 1, 2, 3]), np.array([5, 5, 6, 3])).tolist() == [0, 0, 1, 2]
-    cases = pl.DataFrame({
-        "id": ["1", "2", "3", "4", "5", "6"],
-        "gold": [1, 1, 1, 0, 0, 0],
-        "pred": [1, 1, 0, 0, 1, 0],
-        "ref_case_id": [None, None, None, "1", "2", "3"],
-        "case_templ": ["I hate [A].", "I hate [A].", "Kill [A].", "I don't hate [A].", "I don't hate [A].", "Never kill [A]."],
-    }).with_row_index("_order")
+    cases = pl.DataFrame(
+        {
+            "id": ["1", "2", "3", "4", "5", "6"],
+            "gold": [1, 1, 1, 0, 0, 0],
+            "pred": [1, 1, 0, 0, 1, 0],
+            "ref_case_id": [None, None, None, "1", "2", "3"],
+            "case_templ": ["I hate [A].", "I hate [A].", "Kill [A].", "I don't hate [A].", "I don't hate [A].", "Never kill [A]."],
+        }
+    ).with_row_index("_order")
     doc = scoring.score_cases(cases, "id", boot=Bootstrap(50), unit=metrics.TEMPLATE)
     assert doc["contrast"]["n_pairs"] == 3 and doc["contrast"]["n_clusters"] == 2
     assert doc["overall"]["n_clusters"] == 4 and doc["by_label"]["hateful"]["n_clusters"] == 2

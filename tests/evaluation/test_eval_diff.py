@@ -30,8 +30,15 @@ def suite_files(tmp_path):
     for fi, f in enumerate(FUNCS):
         for t in range(16):
             for c in range(3):
-                rows.append({"case_id": len(rows) + 1, "text": f"case {len(rows)}", "label": "hateful" if fi % 2 else "non-hateful",
-                             "functionality": f, "templ_id": fi * 100 + t})
+                rows.append(
+                    {
+                        "case_id": len(rows) + 1,
+                        "text": f"case {len(rows)}",
+                        "label": "hateful" if fi % 2 else "non-hateful",
+                        "functionality": f,
+                        "templ_id": fi * 100 + t,
+                    }
+                )
     table = pl.DataFrame(rows)
     table_file = tmp_path / "table.parquet"
     table.write_parquet(table_file)
@@ -59,7 +66,8 @@ def test_flipping_one_functionality_flags_exactly_that_one(suite_files, tmp_path
     flipped = preds.with_columns(
         pl.when(pl.col("functionality") == "f3")
         .then(pl.when(pl.col("pred") == "hateful").then(pl.lit("non-hateful")).otherwise(pl.lit("hateful")))
-        .otherwise(pl.col("pred")).alias("pred")
+        .otherwise(pl.col("pred"))
+        .alias("pred")
     ).select("case_id", "pred")
     b = tmp_path / "b.csv"
     flipped.write_csv(b)
@@ -76,8 +84,11 @@ def test_flipping_one_functionality_flags_exactly_that_one(suite_files, tmp_path
 
 def test_holm_adjusts_the_reported_p_values_and_ties_are_not_decided_by_name():
     assert D.T.holm_adjust([0.001, 0.001, 0.04]) == [0.003, 0.003, 0.04]
-    tests = {"b": {"p_value": 0.01, "correct_a": 5, "correct_b": 1}, "a": {"p_value": 0.01, "correct_a": 1, "correct_b": 5},
-             "c": {"p_value": 0.5, "correct_a": 3, "correct_b": 3}}
+    tests = {
+        "b": {"p_value": 0.01, "correct_a": 5, "correct_b": 1},
+        "a": {"p_value": 0.01, "correct_a": 1, "correct_b": 5},
+        "c": {"p_value": 0.5, "correct_a": 3, "correct_b": 3},
+    }
     prepared = {k: D.T.paired_test(np.ones(4), np.zeros(4))[1] for k in tests}
     D.holm(tests, prepared, 0.95)
     assert tests["a"]["p_holm"] == tests["b"]["p_holm"] == 0.03 and tests["a"]["flagged"] == tests["b"]["flagged"] is True
@@ -136,9 +147,13 @@ def test_a_filler_axis_widens_the_interval_of_a_filler_effect():
     assert one_way.ci_high - one_way.ci_low < 0.05 < two_way.ci_high - two_way.ci_low
     assert two_way.n_fillers == 18 and two_way.method == "crossed-t" and two_way.df == 7 and not two_way.exact
 
+
 def test_holm_stops_at_the_first_difference_it_cannot_flag():
-    tests = {"big": {"p_value": 0.001, "correct_a": 9, "correct_b": 1}, "zero": {"p_value": 0.6, "correct_a": 5, "correct_b": 5},
-             "also_big": {"p_value": 0.002, "correct_a": 1, "correct_b": 9}}
+    tests = {
+        "big": {"p_value": 0.001, "correct_a": 9, "correct_b": 1},
+        "zero": {"p_value": 0.6, "correct_a": 5, "correct_b": 5},
+        "also_big": {"p_value": 0.002, "correct_a": 1, "correct_b": 9},
+    }
     prepared = {k: D.T.paired_test(np.ones(12), np.zeros(12))[1] for k in tests}
     D.holm(tests, prepared, 0.95)
     assert tests["big"]["flagged"] and tests["also_big"]["flagged"] and not tests["zero"]["flagged"]

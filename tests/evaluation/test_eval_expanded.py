@@ -78,8 +78,12 @@ def test_pairing_keeps_expanded_out_of_paper_tables():
     assert paths.expanded_table("perturbed_hatecheck") in score.deps
     assert paths.expanded_table("extended") in stages["score_B-D_extended_english"].deps
     rep = next(s for s in ph_report.stages(params) if s.name == "report")
-    for dep in (paths.table("expanded_functionality"), paths.bias_summary(),
-                paths.expansion_file("reports", "perturbation_coverage.json"), paths.expansion_file("regenerated", "reproduction.json")):
+    for dep in (
+        paths.table("expanded_functionality"),
+        paths.bias_summary(),
+        paths.expansion_file("reports", "perturbation_coverage.json"),
+        paths.expansion_file("regenerated", "reproduction.json"),
+    ):
         assert dep in rep.deps, dep
 
 
@@ -112,9 +116,17 @@ def test_report_sections_from_expansion_and_bias(workdir):
     files = expansion_reports(workdir)
     summary_file = bias_summary_doc(workdir)
     html = report.run(
-        workdir / "r.html", "t", "smoke", {"B-D": {"train": [], "suites": []}}, {}, {},
-        {"expanded_functionality": paths.table("expanded_functionality")}, None, 50,
-        expansion_files=files, bias_summary_file=paths.bias_summary(),
+        workdir / "r.html",
+        "t",
+        "smoke",
+        {"B-D": {"train": [], "suites": []}},
+        {},
+        {},
+        {"expanded_functionality": paths.table("expanded_functionality")},
+        None,
+        50,
+        expansion_files=files,
+        bias_summary_file=paths.bias_summary(),
     ).read_text("utf-8")
     assert summary_file.exists()
     assert 'id="expanded"' in html and 'id="bias"' in html
@@ -129,8 +141,13 @@ def test_report_sections_from_expansion_and_bias(workdir):
     assert 'data-cell-id="bias:hatexplain:hatexplain:lime:token_f1"' in html
     assert 'data-cell-id="bias:hatexplain:hatexplain:integrated_gradients:token_f1"' in html
     # each of our rows is followed by the paper's row of the same kind of model and method; integrated gradients by none
-    assert (html.index("[Attn]</td>") < html.index("paper: BERT [Attn]") < html.index("[LIME]</td>") < html.index("paper: BERT [LIME]")
-            < html.index("[integrated gradients]</td>"))
+    assert (
+        html.index("[Attn]</td>")
+        < html.index("paper: BERT [Attn]")
+        < html.index("[LIME]</td>")
+        < html.index("paper: BERT [LIME]")
+        < html.index("[integrated gradients]</td>")
+    )
     assert "paper: BERT [LIME]" not in html.split("[integrated gradients]</td>")[1].split("</table>")[0]
     assert 'data-cell-id="published:hatexplain_t6:BERT:Attn:accuracy"' in html
     assert 'data-cell-id="published:hatexplain_t6:BERT-HateXplain:Attn:token_f1"' in html

@@ -31,14 +31,35 @@ BOOT = Bootstrap(200, seed=0)
 
 def source_table() -> pl.DataFrame:
     """10 hateful cases from 5 templates (2 cases each) and 2 non-hateful ones."""
-    rows = [{"case_id": str(i), "text": f"I really hate those {t} people so much", "label": "hateful",
-             "functionality": "derog_neg_emote_h", "case_templ": f"template {(i - 1) // 2}", "target_ident": t}
-            for i, t in zip(range(1, 11), ["women", "Muslims"] * 5)]
-    rows += [{"case_id": str(i), "text": "I really love those people", "label": "non-hateful", "functionality": "ident_neutral_nh",
-              "case_templ": f"template {i}", "target_ident": "women"} for i in (11, 12)]
+    rows = [
+        {
+            "case_id": str(i),
+            "text": f"I really hate those {t} people so much",
+            "label": "hateful",
+            "functionality": "derog_neg_emote_h",
+            "case_templ": f"template {(i - 1) // 2}",
+            "target_ident": t,
+        }
+        for i, t in zip(range(1, 11), ["women", "Muslims"] * 5)
+    ]
+    rows += [
+        {
+            "case_id": str(i),
+            "text": "I really love those people",
+            "label": "non-hateful",
+            "functionality": "ident_neutral_nh",
+            "case_templ": f"template {i}",
+            "target_ident": "women",
+        }
+        for i in (11, 12)
+    ]
     frame = pl.DataFrame(rows)
-    return frame.with_columns(pl.col("case_id").alias("id"), pl.lit("english").alias("language"),
-                              pl.lit("hatecheck").alias("dataset"), pl.lit("test").alias("split"))
+    return frame.with_columns(
+        pl.col("case_id").alias("id"),
+        pl.lit("english").alias("language"),
+        pl.lit("hatecheck").alias("dataset"),
+        pl.lit("test").alias("split"),
+    )
 
 
 def write_suites(workdir: Path, drop_source: tuple[str, ...] = ()) -> dict[str, Path]:
@@ -51,13 +72,23 @@ def write_suites(workdir: Path, drop_source: tuple[str, ...] = ()) -> dict[str, 
     assert pert.height == 20  # every hateful case changed by both generators
     pert_file = workdir / "perturbed.parquet"
     pert.write_parquet(pert_file)
-    src_pred = src.select("case_id", pl.when((pl.col("label") == "hateful") & (pl.col("case_id") != WRONG))
-                          .then(pl.lit("hateful")).otherwise(pl.lit("non-hateful")).alias("pred"))
+    src_pred = src.select(
+        "case_id",
+        pl.when((pl.col("label") == "hateful") & (pl.col("case_id") != WRONG))
+        .then(pl.lit("hateful"))
+        .otherwise(pl.lit("non-hateful"))
+        .alias("pred"),
+    )
     src_pred = src_pred.filter(~pl.col("case_id").is_in(list(drop_source)))
     src_pred_file = workdir / "pred_hatecheck.csv"
     src_pred.write_csv(src_pred_file)
-    pert_pred = pert.select("id", pl.when((pl.col("source_id") != WRONG) & (pl.col("id") != FLIPPED))
-                            .then(pl.lit("hateful")).otherwise(pl.lit("non-hateful")).alias("pred"))
+    pert_pred = pert.select(
+        "id",
+        pl.when((pl.col("source_id") != WRONG) & (pl.col("id") != FLIPPED))
+        .then(pl.lit("hateful"))
+        .otherwise(pl.lit("non-hateful"))
+        .alias("pred"),
+    )
     pert_pred_file = workdir / "pred_perturbed.csv"
     pert_pred.write_csv(pert_pred_file)
     return {"source": src_file, "perturbed": pert_file, "source_pred": src_pred_file, "perturbed_pred": pert_pred_file}
@@ -73,14 +104,28 @@ def score_both(workdir: Path, files: dict[str, Path], source: bool = True, boot:
     out = []
     for suite, pred, table, extra in (
         *([(hatecheck(), files["source_pred"], files["source"], {})] if source else []),
-        (perturbed_suite(), files["perturbed_pred"], files["perturbed"],
-         {"source_suite": hatecheck(), "source_predictions": files["source_pred"], "source_table": files["source"]}),
+        (
+            perturbed_suite(),
+            files["perturbed_pred"],
+            files["perturbed"],
+            {"source_suite": hatecheck(), "source_predictions": files["source_pred"], "source_table": files["source"]},
+        ),
     ):
         metrics = workdir / paths.metrics("B-D", suite.name)
-        scoring.score(suite, "B-D", pred, table, metrics, workdir / f"{suite.name}_reps.parquet", boot, None,
-                      Profile("test", {}), 42, **extra)
-        out.append(Source("B-D", suite.name, suite.dataset, suite.language, paths.metrics("B-D", suite.name),
-                          ph.score_stage_name("B-D", suite.name), suite.kind))
+        scoring.score(
+            suite, "B-D", pred, table, metrics, workdir / f"{suite.name}_reps.parquet", boot, None, Profile("test", {}), 42, **extra
+        )
+        out.append(
+            Source(
+                "B-D",
+                suite.name,
+                suite.dataset,
+                suite.language,
+                paths.metrics("B-D", suite.name),
+                ph.score_stage_name("B-D", suite.name),
+                suite.kind,
+            )
+        )
     return out
 
 
@@ -137,8 +182,7 @@ def test_label_changing_perturbation_gives_the_directional_share():
     """A perturbation that turns hateful cases non-hateful (none of the
     spelling generators does): 4 pairs, moved to the new label in pairs 1
     and 4 (pair 2 keeps 'hateful', pair 3's source was already wrong)."""
-    perturbed = pl.DataFrame({"source_id": ["a", "b", "c", "d"], "generator": ["negate"] * 4,
-                              "gold": [0, 0, 0, 0], "pred": [0, 1, 0, 0]})
+    perturbed = pl.DataFrame({"source_id": ["a", "b", "c", "d"], "generator": ["negate"] * 4, "gold": [0, 0, 0, 0], "pred": [0, 1, 0, 0]})
     source = pl.DataFrame({"id": ["a", "b", "c", "d"], "gold": [1, 1, 1, 1], "pred": [1, 1, 0, 1]})
     inv = INV.invariance(perturbed, source, Bootstrap(100))
     assert inv["label_changing_generators"] == ["negate"]
@@ -161,13 +205,20 @@ def test_report_shows_the_flip_rate(workdir):
     summary = json.loads((workdir / paths.table_summary("expanded")).read_text())
     assert summary["flip_rate"]["B-D"]["perturbed_hatecheck"] == {"char_swap": 10.0, "leet": 0.0, INV.ANY: 10.0}
     html = report.run(
-        workdir / "r.html", "t", "smoke", {"B-D": {"train": [], "suites": []}}, {}, {},
-        {t: paths.table(t) for t in ("expanded_functionality", "expanded_invariance")}, None, 50,
+        workdir / "r.html",
+        "t",
+        "smoke",
+        {"B-D": {"train": [], "suites": []}},
+        {},
+        {},
+        {t: paths.table(t) for t in ("expanded_functionality", "expanded_invariance")},
+        None,
+        50,
         expansion_files={},
     ).read_text("utf-8")
     assert 'id="invariance-b-d-perturbed-hatecheck"' in html
     start = html.index('data-cell-id="expanded_invariance:B-D:perturbed_hatecheck:char_swap:flip_rate"')
-    assert html[html.index(">", start) + 1:].startswith("10.0<span class=\"ci\">[0.0, ")
+    assert html[html.index(">", start) + 1 :].startswith('10.0<span class="ci">[0.0, ')
     assert 'data-cell-id="expanded_invariance:B-D:perturbed_hatecheck:char_swap:accuracy_perturbed"' in html
     assert "Ribeiro et al. 2020" in html and "no directional (DIR) test" in html
 
@@ -180,4 +231,6 @@ def test_score_stage_of_a_perturbed_suite_reads_the_source_predictions():
     xtc = stages["score_XTC_perturbed_mhc_german"]
     assert paths.predictions("XTC", "mhc_german") in xtc.deps and paths.predictions("XTC", "mhc_hindi") not in xtc.deps
     for name in ("score_B-D_extended_english", "score_B-D_hatecheck", "score_XTC_mhc_german"):
-        assert not [d for d in stages[name].deps if "predictions" in d and d != paths.predictions(*name[len("score_"):].split("_", 1))], name
+        assert not [d for d in stages[name].deps if "predictions" in d and d != paths.predictions(*name[len("score_") :].split("_", 1))], (
+            name
+        )

@@ -51,7 +51,10 @@ def test_vectorised_f1_matches_sklearn():
         }
     assert metrics.f1_scores(np.array([1, 1]), np.array([1, 1]))["f1_non_hateful"] is None
     assert metrics.f1_scores(np.array([], dtype=int), np.array([], dtype=int)) == {
-        "f1_hateful": None, "f1_non_hateful": None, "macro_f1": None}
+        "f1_hateful": None,
+        "f1_non_hateful": None,
+        "macro_f1": None,
+    }
 
 
 def test_an_undefined_f1_is_null_with_its_reason_and_left_out_of_the_interval():
@@ -77,8 +80,7 @@ def test_score_path_does_not_import_sklearn():
     import subprocess
     import sys
 
-    code = ("import sys, hatecheck_pipeline.evaluation.metrics, hatecheck_pipeline.evaluation.scoring; "
-            "print('sklearn' in sys.modules)")
+    code = "import sys, hatecheck_pipeline.evaluation.metrics, hatecheck_pipeline.evaluation.scoring; print('sklearn' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

@@ -26,7 +26,11 @@ def test_hatecheck_table1_transcription_adds_up_to_table2(model):
     t1 = PUB["hatecheck_t1"]["values"][model]
     t2 = PUB["hatecheck_t2"]["values"][model]
     assert list(t1) == list(n) == list(published.functionalities("hatecheck"))
-    for label, codes in [("hateful", [c for c in n if not c.endswith("_nh")]), ("non-hateful", [c for c in n if c.endswith("_nh")]), ("total", list(n))]:
+    for label, codes in [
+        ("hateful", [c for c in n if not c.endswith("_nh")]),
+        ("non-hateful", [c for c in n if c.endswith("_nh")]),
+        ("total", list(n)),
+    ]:
         weighted = sum(n[c] * t1[c]["accuracy"] for c in codes) / sum(n[c] for c in codes)
         assert round(weighted, 1) == t2[label]["accuracy"], (model, label)
     assert sum(n.values()) == 3728
@@ -96,7 +100,9 @@ def test_compare_reproduces_tables_1_to_3_and_names_a_differing_cell(hatecheck_p
 
     # one case of F1 flipped: exactly that Table 1 cell (and Table 2's hateful/total) differ
     wrong = "non-hateful" if preds["pred"][0] == "hateful" else "hateful"  # the suite's first case is an F1 case, predicted right
-    preds.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit(wrong)).otherwise(pl.col("pred")).alias("pred")).write_csv("off.csv")
+    preds.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit(wrong)).otherwise(pl.col("pred")).alias("pred")).write_csv(
+        "off.csv"
+    )
     assert runner.invoke(app, ["score", "--suite", "hatecheck", "--predictions", "off.csv", "--out", "off.json"]).exit_code == 0
     result = runner.invoke(app, ["compare", "--metrics", "off.json", "--model", "Perspective"])
     assert result.exit_code == 0  # differences are reported; only --check fails on them

@@ -75,10 +75,15 @@ def test_contrast_counts_both_right(project):
 
 
 def test_mhc_ref_ids_map_to_language_ids():
-    cases = pl.DataFrame({
-        "id": ["german-1", "german-2"], "gold": [1, 0], "pred": [1, 0],
-        "ref_case_id": [None, "1.0"], "language": ["german", "german"],
-    })
+    cases = pl.DataFrame(
+        {
+            "id": ["german-1", "german-2"],
+            "gold": [1, 0],
+            "pred": [1, 0],
+            "ref_case_id": [None, "1.0"],
+            "language": ["german", "german"],
+        }
+    )
     pairs = scoring.contrast_pairs(cases, "mhc_case_id")
     assert pairs.height == 1 and pairs["hateful_correct"][0] and pairs["contrast_correct"][0]
 
@@ -89,7 +94,10 @@ def test_mhc_ref_ids_map_to_language_ids():
         (lambda p: pl.concat([p, p.head(3)]), "3 duplicate id(s)"),
         (lambda p: p.slice(5), "5 of 60 suite case(s) have no prediction"),
         (lambda p: pl.concat([p, p.head(2).with_columns(pl.Series("case_id", ["x1", "x2"]))]), "2 unknown id(s)"),
-        (lambda p: p.with_columns(pl.when(pl.int_range(pl.len()) < 4).then(pl.lit("maybe")).otherwise(pl.col("pred")).alias("pred")), "4 prediction(s) are not"),
+        (
+            lambda p: p.with_columns(pl.when(pl.int_range(pl.len()) < 4).then(pl.lit("maybe")).otherwise(pl.col("pred")).alias("pred")),
+            "4 prediction(s) are not",
+        ),
     ],
 )
 def test_bad_files_are_clear_errors(project, mutate, message):
@@ -98,11 +106,14 @@ def test_bad_files_are_clear_errors(project, mutate, message):
         scoring.run(SUITE, "p.csv", "m.json", boot=Bootstrap(10))
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("binary.csv", bytes(range(256)) * 8, "binary.csv: line 2 (byte 128): bytes that are not UTF-8 text"),
-    ("latin1.csv", "case_id,pred\n1,hateful\n2,caf\xe9\n".encode("latin-1"), "latin1.csv: line 3 (byte 28): bytes that are not UTF-8"),
-    ("broken.parquet", b"PAR1 not really parquet", "broken.parquet: not a readable PARQUET predictions file"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("binary.csv", bytes(range(256)) * 8, "binary.csv: line 2 (byte 128): bytes that are not UTF-8 text"),
+        ("latin1.csv", "case_id,pred\n1,hateful\n2,caf\xe9\n".encode("latin-1"), "latin1.csv: line 3 (byte 28): bytes that are not UTF-8"),
+        ("broken.parquet", b"PAR1 not really parquet", "broken.parquet: not a readable PARQUET predictions file"),
+    ],
+)
 def test_unreadable_predictions_files_are_one_line_errors_naming_the_file(project, name, content, message):
     """A binary or non-UTF-8 file: one line naming the file, not a polars traceback."""
     (project / name).write_bytes(content)
@@ -138,15 +149,44 @@ def test_probabilities_with_a_threshold_name_only_the_bad_rows(project):
     message = str(info.value)
     assert "bad_prob.csv: column 'p_hateful': 2 prediction(s) are not probabilities in [0, 1] (--threshold 0.5 given)" in message
     assert "at row(s) 3, 5: 'abc', '1.7'" in message
-    result = CliRunner().invoke(app, ["score", "--suite", "hatecheck", "--predictions", "bad_prob.csv", "--out", "x.json",
-                                      "--pred-column", "p_hateful", "--threshold", "0.5"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "score",
+            "--suite",
+            "hatecheck",
+            "--predictions",
+            "bad_prob.csv",
+            "--out",
+            "x.json",
+            "--pred-column",
+            "p_hateful",
+            "--threshold",
+            "0.5",
+        ],
+    )
     assert result.exit_code == 1 and "row(s) 3, 5" in result.output and "Traceback" not in result.output
 
 
 def test_score_cli(project):
     predictions(hatecheck_like(), 0.75).rename({"p_hateful": "prob"}).write_csv("third_party.csv")
     runner = CliRunner()
-    result = runner.invoke(app, ["score", "--suite", "hatecheck", "--predictions", "third_party.csv", "--out", "out/m.json", "--pred-column", "prob", "--threshold", "0.5"])
+    result = runner.invoke(
+        app,
+        [
+            "score",
+            "--suite",
+            "hatecheck",
+            "--predictions",
+            "third_party.csv",
+            "--out",
+            "out/m.json",
+            "--pred-column",
+            "prob",
+            "--threshold",
+            "0.5",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads((project / "out/m.json").read_text())
     assert doc["overall"]["n"] == 60 and doc["bootstrap"]["samples"] == 1000
@@ -166,14 +206,26 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     drawn = predicted_subsample(frame, "case_id", 25, 7)
     predictions(drawn, 0.8).write_parquet("p.parquet")
     summary = scoring.score(
-        SUITE, "B-D", "p.parquet", "data/interim/hatecheck/table.parquet", "m.json", "r.parquet",
-        bootstrap=Bootstrap(20, 0), threshold=None, profile=Profile("small", profiles["small"]), model_seed=7,
+        SUITE,
+        "B-D",
+        "p.parquet",
+        "data/interim/hatecheck/table.parquet",
+        "m.json",
+        "r.parquet",
+        bootstrap=Bootstrap(20, 0),
+        threshold=None,
+        profile=Profile("small", profiles["small"]),
+        model_seed=7,
     )
     doc = json.loads((project / "m.json").read_text())
     assert summary == f"B-D/hatecheck: macro F1 {doc['overall']['macro_f1']['value']}"
     assert doc["overall"]["n"] == 25
     assert {k: doc["bootstrap"][k] for k in ("samples", "seed", "level", "resampling_unit")} == {
-        "samples": 20, "seed": 0, "level": 0.95, "resampling_unit": "template"}
+        "samples": 20,
+        "seed": 0,
+        "level": 0.95,
+        "resampling_unit": "template",
+    }
     # the bootstrap values behind the overall and per-class intervals (the shots tables' gaps)
     reps = pl.read_parquet("r.parquet")
     overall = reps.filter((pl.col("section") == "overall") & (pl.col("figure") == "macro_f1"))["value"].to_numpy()
@@ -182,10 +234,30 @@ def test_score_stage_function_scores_the_predicted_subsample(project):
     assert (round(low, 1), round(high, 1)) == (doc["overall"]["macro_f1"]["ci_low"], doc["overall"]["macro_f1"]["ci_high"])
     with pytest.raises(scoring.ScoringError, match="35 unknown id"):  # the whole suite against the 25 drawn
         predictions(frame, 0.8).write_parquet("all.parquet")
-        scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json", "xr.parquet",
-                      bootstrap=Bootstrap(20, 0), threshold=0.5, profile=Profile("small", profiles["small"]), model_seed=7)
-    scoring.score(SUITE, "B-D", "all.parquet", "data/interim/hatecheck/table.parquet", "x.json", "xr.parquet",
-                  bootstrap=Bootstrap(20, 0), threshold=0.5, profile=Profile("all", profiles["all"]), model_seed=7)
+        scoring.score(
+            SUITE,
+            "B-D",
+            "all.parquet",
+            "data/interim/hatecheck/table.parquet",
+            "x.json",
+            "xr.parquet",
+            bootstrap=Bootstrap(20, 0),
+            threshold=0.5,
+            profile=Profile("small", profiles["small"]),
+            model_seed=7,
+        )
+    scoring.score(
+        SUITE,
+        "B-D",
+        "all.parquet",
+        "data/interim/hatecheck/table.parquet",
+        "x.json",
+        "xr.parquet",
+        bootstrap=Bootstrap(20, 0),
+        threshold=0.5,
+        profile=Profile("all", profiles["all"]),
+        model_seed=7,
+    )
     assert json.loads((project / "x.json").read_text())["overall"]["n"] == 60
 
 
@@ -227,9 +299,19 @@ def test_score_stage_writes_every_failing_case_in_suite_order(project):
     frame = hatecheck_like()
     preds = predictions(frame, 0.7, seed=3).sample(fraction=1.0, shuffle=True, seed=1)  # file order is not suite order
     preds.write_parquet("p.parquet")
-    scoring.score(SUITE, "B-D", "p.parquet", "data/interim/hatecheck/table.parquet", "m.json", "r.parquet",
-                  bootstrap=Bootstrap(10, 0), threshold=None, profile=Profile("all", {"max_cases_per_suite": None}),
-                  model_seed=7, failures="f.csv")
+    scoring.score(
+        SUITE,
+        "B-D",
+        "p.parquet",
+        "data/interim/hatecheck/table.parquet",
+        "m.json",
+        "r.parquet",
+        bootstrap=Bootstrap(10, 0),
+        threshold=None,
+        profile=Profile("all", {"max_cases_per_suite": None}),
+        model_seed=7,
+        failures="f.csv",
+    )
     failures = pl.read_csv(project / "f.csv", infer_schema_length=0)
     assert failures.columns == ["id", "functionality", "text", "gold_label", "predicted_label", "p_hateful"]
     joined = frame.join(preds, on="case_id")
@@ -241,7 +323,11 @@ def test_score_stage_writes_every_failing_case_in_suite_order(project):
     for r in failures.iter_rows(named=True):
         case = by_id[r["id"]]
         assert (r["functionality"], r["text"], r["gold_label"], r["predicted_label"]) == (
-            case["functionality"], case["text"], case["label"], case["pred"])
+            case["functionality"],
+            case["text"],
+            case["label"],
+            case["pred"],
+        )
         assert r["gold_label"] != r["predicted_label"]
         assert float(r["p_hateful"]) == pytest.approx(case["p_hateful"])
     doc = json.loads((project / "m.json").read_text())
@@ -278,5 +364,4 @@ def test_score_stage_declares_its_failures_git_tracked():
 
     stages = [s for s in build_stages(load_params(REPO / "params.yaml")) if s.name.startswith("score_")]
     doc = to_dvc(stages)["stages"]
-    assert stages and all({model_failures(s.args["model"], s.args["suite"].name): {"cache": False}} in doc[s.name]["outs"]
-                          for s in stages)
+    assert stages and all({model_failures(s.args["model"], s.args["suite"].name): {"cache": False}} in doc[s.name]["outs"] for s in stages)

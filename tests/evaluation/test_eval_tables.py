@@ -105,9 +105,18 @@ def test_plot_entries_carry_the_group_axes():
     plots entries carry their axes."""
     params = config.load_params(REPO / "params.yaml")
     doc = to_dvc(ph.stages(params))["stages"]
-    assert doc["tables_hatecheck"]["plots"] == [{paths.plot_data("hatecheck_functionality"): {
-        "cache": False, "template": "bar_horizontal", "x": "accuracy", "y": "functionality",
-        "title": "HateCheck accuracy (%) per functional test", "x_label": "accuracy (%)"}}]
+    assert doc["tables_hatecheck"]["plots"] == [
+        {
+            paths.plot_data("hatecheck_functionality"): {
+                "cache": False,
+                "template": "bar_horizontal",
+                "x": "accuracy",
+                "y": "functionality",
+                "title": "HateCheck accuracy (%) per functional test",
+                "x_label": "accuracy (%)",
+            }
+        }
+    ]
     for name, group in tables.GROUPS.items():
         entries = {k: v for e in doc[f"tables_{name}"].get("plots", []) for k, v in e.items()}
         assert entries == {paths.plot_data(p.name): {"cache": False, **p.axes} for p in group.plots}, name
@@ -123,11 +132,14 @@ def test_tables_stage_function_writes_its_declared_outputs(workdir):
     g = tables.GROUPS["shots"]
     out = workdir / "out"
     summary = tables.tables(
-        group="shots", stage_name="tables_shots",
+        group="shots",
+        stage_name="tables_shots",
         scored={s.stage: ("XTC", suites[s.language]) for s in srcs},
         metrics={s.stage: workdir / s.metrics for s in srcs},
-        long_tables=[out / f"{t}.csv" for t in g.tables], summary=out / "shots.json",
-        plots=[out / f"{p.name}.csv" for p in g.plots], training={"XTC": [workdir / "train.parquet"]},
+        long_tables=[out / f"{t}.csv" for t in g.tables],
+        summary=out / "shots.json",
+        plots=[out / f"{p.name}.csv" for p in g.plots],
+        training={"XTC": [workdir / "train.parquet"]},
         languages=out / "languages.json",
     )
     assert summary.startswith("shots: shots_languages (2 cells)")

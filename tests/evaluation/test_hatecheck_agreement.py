@@ -16,8 +16,18 @@ from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.paper_tables import hatecheck_agreement_section
 
 # Wikipedia's "Fleiss' kappa" example: 10 subjects, 14 raters, 5 categories; kappa = 0.210.
-WIKIPEDIA = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
-             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+WIKIPEDIA = [
+    [0, 0, 0, 0, 14],
+    [0, 2, 6, 4, 2],
+    [0, 0, 3, 5, 6],
+    [0, 3, 9, 2, 0],
+    [2, 2, 8, 1, 1],
+    [7, 7, 0, 0, 0],
+    [3, 2, 6, 3, 0],
+    [2, 5, 3, 2, 2],
+    [6, 5, 2, 1, 0],
+    [0, 2, 2, 3, 7],
+]
 
 
 def test_fleiss_kappa_of_the_wikipedia_example():
@@ -42,9 +52,18 @@ def table() -> pl.DataFrame:
         ("3", "B", "f_two", N, [N, "", N, N, N, H]),  # 4 of 5
         ("4", "B", "f_two", H, ["", H, H, H, H, H]),
     ]
-    return pl.DataFrame([{"case_id": c, "templ_id": t, "functionality": f, "label_gold": g,
-                          **{f"label_{i}": (labels[i - 1] if i <= 6 else "") for i in range(1, 11)}}
-                         for c, t, f, g, labels in rows])
+    return pl.DataFrame(
+        [
+            {
+                "case_id": c,
+                "templ_id": t,
+                "functionality": f,
+                "label_gold": g,
+                **{f"label_{i}": (labels[i - 1] if i <= 6 else "") for i in range(1, 11)},
+            }
+            for c, t, f, g, labels in rows
+        ]
+    )
 
 
 def test_agreement_of_a_hand_made_table():
@@ -91,7 +110,10 @@ def test_section_25_from_the_released_files(mirror, tmp_path):
     assert e["n_excluded"] + len(e["kept_not_released"]) == paper["n_excluded"] == 173
     assert sum(f["n_released"] for f in doc["per_functionality"].values()) == 3728
     html = hatecheck_agreement_section(doc, str(out), P.load())
-    assert 'data-cell-id="hatecheck_s25:all:fleiss_kappa"' in html and 'data-cell-id="published:hatecheck_s25:annotators:all:fleiss_kappa"' in html
+    assert (
+        'data-cell-id="hatecheck_s25:all:fleiss_kappa"' in html
+        and 'data-cell-id="published:hatecheck_s25:annotators:all:fleiss_kappa"' in html
+    )
     assert "does not give the released suite" in html and "template 822 (spell_space_del_h)" in html
     assert re.search(r'data-cell-id="hatecheck_s25:spell_space_del_h:n_released"[^>]*>141<', html)
     assert doc["per_functionality"]["spell_space_del_h"]["n_cases"] == 173

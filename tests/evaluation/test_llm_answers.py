@@ -18,31 +18,36 @@ from pipeline_utils import BIN, env
 # it 2: sexist -> "yes" (TP), sexist -> "sexist." (TP), not -> "not-sexist" (TN), not -> "Yes, ..." (FP)
 #       acc 3/4 = 75, P 2/3 = 66.667, R 2/2 = 100, F1 2*(2/3)/(5/3) = 80
 SEXIST = [
-    ("sexist", "sexist", "Yes.", "1"), ("sexist", "sexist", "no", "1"), ("sexist", "not-sexist", "Yes", "1"),
-    ("sexist", "not-sexist", "No.", "1"), ("sexist", "not-sexist", "maybe", "1"),
-    ("sexist", "sexist", "yes", "2"), ("sexist", "sexist", "sexist.", "2"), ("sexist", "not-sexist", "not-sexist", "2"),
+    ("sexist", "sexist", "Yes.", "1"),
+    ("sexist", "sexist", "no", "1"),
+    ("sexist", "not-sexist", "Yes", "1"),
+    ("sexist", "not-sexist", "No.", "1"),
+    ("sexist", "not-sexist", "maybe", "1"),
+    ("sexist", "sexist", "yes", "2"),
+    ("sexist", "sexist", "sexist.", "2"),
+    ("sexist", "not-sexist", "not-sexist", "2"),
     ("sexist", "not-sexist", "Yes, it is", "2"),
 ]
 # Mixed-category answers by hand, two example sets (iteration = example set), every case of the
 # paper's rule (section 4.4); (row, label, answer, set) -> outcome for racist / sexist:
 ROWS = [
-    (1, "racist", "racist.", "1"),             # racist TP
-    (2, "racist", "sexist, racist", "1"),      # racist TP: the answer contains racist
-    (3, "racist", "transphobic", "1"),         # racist FN: out of scope, counted
-    (4, "racist", "neither", "1"),             # racist FN
-    (5, "racist", "I don't know", "1"),        # racist FN
+    (1, "racist", "racist.", "1"),  # racist TP
+    (2, "racist", "sexist, racist", "1"),  # racist TP: the answer contains racist
+    (3, "racist", "transphobic", "1"),  # racist FN: out of scope, counted
+    (4, "racist", "neither", "1"),  # racist FN
+    (5, "racist", "I don't know", "1"),  # racist FN
     (6, "sexist", "sexist and misogynistic", "1"),  # sexist TP
-    (7, "sexist", "racist", "1"),              # sexist FN
-    (8, "sexist", "both", "1"),                # sexist FN without the instruction; omitted with it
-    (9, "neither", "neither.", "1"),           # racist TN, sexist TN
-    (10, "neither", "racist", "1"),            # racist FP, sexist TN
-    (11, "neither", "sexist, racist", "1"),    # racist FP, sexist FP (never omitted)
-    (12, "neither", "hypocritical", "1"),      # TN, TN
-    (13, "neither", "", "1"),                  # TN, TN (empty answer)
-    (14, "racist", "Racist", "2"),             # racist TP (case ignored)
-    (15, "sexist", "Sexist.", "2"),            # sexist TP
-    (16, "neither", "not sexist", "2"),        # sexist FP (it contains sexist), racist TN
-    (17, "racist", "Both.", "1"),              # racist FN without the instruction; omitted with it
+    (7, "sexist", "racist", "1"),  # sexist FN
+    (8, "sexist", "both", "1"),  # sexist FN without the instruction; omitted with it
+    (9, "neither", "neither.", "1"),  # racist TN, sexist TN
+    (10, "neither", "racist", "1"),  # racist FP, sexist TN
+    (11, "neither", "sexist, racist", "1"),  # racist FP, sexist FP (never omitted)
+    (12, "neither", "hypocritical", "1"),  # TN, TN
+    (13, "neither", "", "1"),  # TN, TN (empty answer)
+    (14, "racist", "Racist", "2"),  # racist TP (case ignored)
+    (15, "sexist", "Sexist.", "2"),  # sexist TP
+    (16, "neither", "not sexist", "2"),  # sexist FP (it contains sexist), racist TN
+    (17, "racist", "Both.", "1"),  # racist FN without the instruction; omitted with it
     (18, "sexist", "racist and sexist", "2"),  # sexist TP without the instruction; omitted with it
 ]
 # Without the instruction (nothing omitted):
@@ -145,7 +150,8 @@ def test_mixed_without_instruction_is_the_papers_contains_rule_case_by_case(tmp_
 def test_mixed_with_instruction_omits_only_the_both_answers(tmp_path):
     path = tmp_path / "answers.csv"
     pl.DataFrame(MIXED, schema=["category", "label", "answer", "iteration"], orient="row").with_columns(
-        pl.lit("mixed_instruction").alias("setting")).write_csv(path)
+        pl.lit("mixed_instruction").alias("setting")
+    ).write_csv(path)
     m = la.score_file(path, tmp_path / "m.json")["by_category"]["mixed_instruction"]
     assert (m["n"], m["omitted"]) == (18, 3)  # rows 8, 17, 18
     approx = lambda *v: pytest.approx(v, abs=1e-4)  # noqa: E731
@@ -175,8 +181,9 @@ def test_mixed_rows_of_both_settings_in_one_file_are_scored_apart():
     assert c["without"]["correct_share"] == pytest.approx((300 / 14 + 50) / 2, abs=1e-4)
     assert c["with"]["correct_share"] == pytest.approx((25 + 200 / 3) / 2, abs=1e-4)
     assert c["change"]["correct_share"] == pytest.approx((25 + 200 / 3) / 2 - (300 / 14 + 50) / 2, abs=1e-4)
-    assert c["change"]["f1_racist"] == pytest.approx(out["mixed_instruction"]["by_class"]["racist"]["pooled"]["f1"]
-                                                     - out["mixed"]["by_class"]["racist"]["pooled"]["f1"], abs=1e-4)
+    assert c["change"]["f1_racist"] == pytest.approx(
+        out["mixed_instruction"]["by_class"]["racist"]["pooled"]["f1"] - out["mixed"]["by_class"]["racist"]["pooled"]["f1"], abs=1e-4
+    )
     assert "instruction_contrast" not in la.score_frame(rows)  # one mixed setting: nothing to contrast
 
 
@@ -209,14 +216,24 @@ def test_score_llm_command_writes_the_metrics_file(tmp_path):
     path = tmp_path / "answers.csv"
     frame(SEXIST + MIXED).write_csv(path)
     out = tmp_path / "metrics.json"
-    proc = subprocess.run([str(BIN / "hatecheck-pipeline"), "score-llm", "--answers", str(path), "--out", str(out)],
-                          cwd=REPO, env=env(), capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(BIN / "hatecheck-pipeline"), "score-llm", "--answers", str(path), "--out", str(out)],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(out.read_text())
     assert set(doc["by_category"]) == {"sexist", "mixed"}
     assert doc["by_category"]["mixed"]["by_class"]["racist"]["per_iteration"]["1"]["f1"] == pytest.approx(40, abs=1e-4)
-    missing = subprocess.run([str(BIN / "hatecheck-pipeline"), "score-llm", "--answers", str(tmp_path / "nope.csv"), "--out", str(out)],
-                             cwd=REPO, env=env(), capture_output=True, text=True)
+    missing = subprocess.run(
+        [str(BIN / "hatecheck-pipeline"), "score-llm", "--answers", str(tmp_path / "nope.csv"), "--out", str(out)],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 1 and "Traceback" not in missing.stderr and "answers file not found" in missing.stderr
 
 

@@ -17,14 +17,25 @@ from hatecheck_pipeline.report.llm import appendix_b_table
 
 
 def yes_no_answers() -> pl.DataFrame:
-    return pl.DataFrame({
-        "category": ["racist"] * 8 + ["sexist"] * 2,
-        "label": ["racist", "racist", "not-racist", "not-racist"] * 2 + ["sexist", "not-sexist"],
-        "answer": ["Yes", "No", "Yes", "No",  # iteration 1: TP, FN, FP, TN
-                   "Yes", "Yes", "No", "maybe",  # iteration 2: TP, TP, TN, unparsed (omitted)
-                   "No", "No"],  # sexist, iteration 1: FN, TN
-        "iteration": ["1"] * 4 + ["2"] * 4 + ["1"] * 2,
-    })
+    return pl.DataFrame(
+        {
+            "category": ["racist"] * 8 + ["sexist"] * 2,
+            "label": ["racist", "racist", "not-racist", "not-racist"] * 2 + ["sexist", "not-sexist"],
+            "answer": [
+                "Yes",
+                "No",
+                "Yes",
+                "No",  # iteration 1: TP, FN, FP, TN
+                "Yes",
+                "Yes",
+                "No",
+                "maybe",  # iteration 2: TP, TP, TN, unparsed (omitted)
+                "No",
+                "No",
+            ],  # sexist, iteration 1: FN, TN
+            "iteration": ["1"] * 4 + ["2"] * 4 + ["1"] * 2,
+        }
+    )
 
 
 def test_yes_no_counts_are_summed_over_iterations_unparsed_omitted():
@@ -35,21 +46,25 @@ def test_yes_no_counts_are_summed_over_iterations_unparsed_omitted():
 
 
 def mixed_answers() -> pl.DataFrame:
-    return pl.DataFrame({
-        "category": ["mixed"] * 6,
-        "label": ["racist", "sexist", "neither"] * 2,
-        # set 1: racist TP ("sexist, racist" contains racist), sexist FN, neither -> racist FP / sexist TN
-        # set 2: racist FN (out of scope), sexist TP, neither -> TN for both
-        "answer": ["sexist, racist", "neither", "racist", "transphobic", "sexist", "neither"],
-        "iteration": ["1", "1", "1", "2", "2", "2"],
-    })
+    return pl.DataFrame(
+        {
+            "category": ["mixed"] * 6,
+            "label": ["racist", "sexist", "neither"] * 2,
+            # set 1: racist TP ("sexist, racist" contains racist), sexist FN, neither -> racist FP / sexist TN
+            # set 2: racist FN (out of scope), sexist TP, neither -> TN for both
+            "answer": ["sexist, racist", "neither", "racist", "transphobic", "sexist", "neither"],
+            "iteration": ["1", "1", "1", "2", "2", "2"],
+        }
+    )
 
 
 def test_mixed_counts_per_example_set_and_all_by_the_contains_rule():
     b = appendix_b(score_frame(mixed_answers())["by_category"], "mixed")
     assert b["racist"]["all"] == {"tp": 1, "fp": 1, "fn": 1, "tn": 1, "n": 4}
-    assert b["racist"]["by_example_set"] == {"1": {"tp": 1, "fp": 1, "fn": 0, "tn": 0, "n": 2},
-                                             "2": {"tp": 0, "fp": 0, "fn": 1, "tn": 1, "n": 2}}
+    assert b["racist"]["by_example_set"] == {
+        "1": {"tp": 1, "fp": 1, "fn": 0, "tn": 0, "n": 2},
+        "2": {"tp": 0, "fp": 0, "fn": 1, "tn": 1, "n": 2},
+    }
     assert b["sexist"]["all"] == {"tp": 1, "fp": 0, "fn": 1, "tn": 2, "n": 4}
 
 

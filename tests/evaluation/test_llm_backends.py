@@ -18,8 +18,10 @@ from hatecheck_pipeline.evaluation import llm
 from hatecheck_pipeline.models import llm as prompting
 
 SECRET = "sk-test-llm-key-42"
-WORDS = ("<pad> <unk> is the following text sexist racist neither not-sexist not-racist yes no answer or "
-         "women men a joke : ' . ? classify into comment").split()
+WORDS = (
+    "<pad> <unk> is the following text sexist racist neither not-sexist not-racist yes no answer or "
+    "women men a joke : ' . ? classify into comment"
+).split()
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +42,19 @@ def test_continuation_logprobs_match_an_unpadded_forward_whatever_the_batching(t
     net, tok = tiny_lm
     prompts = ["is the following text sexist ? answer yes or no", "women", "the comment : 'a joke' .", "men are"]
     # one-token answers, and several of two to four tokens per prompt (run on the prompt's cache)
-    conts = [[" yes", " no"], [" sexist", " not-sexist"], [" racist", " neither", " sexist"],
-             [" a joke", " no", " yes or no answer", " not-racist"]]
+    conts = [
+        [" yes", " no"],
+        [" sexist", " not-sexist"],
+        [" racist", " neither", " sexist"],
+        [" a joke", " no", " yes or no answer", " not-racist"],
+    ]
     # and prompts of different lengths after a shared prefix (encoded once; the continuation heads then run on
     # caches whose pads must be masked out)
-    shared = ["classify into sexist racist neither : 'women are a joke' .", "classify into sexist racist neither : 'men' .",
-              "classify into sexist racist neither : 'the following comment is not a joke or text' ."]
+    shared = [
+        "classify into sexist racist neither : 'women are a joke' .",
+        "classify into sexist racist neither : 'men' .",
+        "classify into sexist racist neither : 'the following comment is not a joke or text' .",
+    ]
     mixed = [[" sexist", " racist", " neither", " not-sexist ."]] * 3
     for ps, cs_ in ((prompts, conts), (shared, mixed)):
         for batch_size in (1, 2, 3, 8):
@@ -83,8 +92,7 @@ def test_prompts_sampled_together_get_the_answers_each_gets_alone(arch):
     net.generation_config.eos_token_id = tok.convert_tokens_to_ids("no")  # a row ends when it samples "no"
     prompts = ["is the following text sexist ?", "women a joke : 'text' :", "classify", "is the text racist ? answer"]
     seeds = [3, 11, 5, 3]
-    alone = [prompting.LocalLM(net, tok, 1).generate([p], 12, 0.1, seed=s, first_line=False)[0]
-             for p, s in zip(prompts, seeds)]
+    alone = [prompting.LocalLM(net, tok, 1).generate([p], 12, 0.1, seed=s, first_line=False)[0] for p, s in zip(prompts, seeds)]
     assert len({len(a.split()) for a in alone}) > 1  # the rows stop at different steps
     for batch_size in (2, 4):
         assert prompting.LocalLM(net, tok, batch_size).generate(prompts, 12, 0.1, seeds, first_line=False) == alone
@@ -117,10 +125,12 @@ def test_templates_are_the_papers_formats():
     t = prompting.load_templates()
     examples = [{"text": "A", "label": "sexist"}, {"text": "B", "label": "racist"}, {"text": "C", "label": "neither"}]
     assert prompting.render(t["one_shot"], "X", "sexist", examples[:1]) == (
-        "The following text in quotes is sexist:\n'A'\nIs the following text sexist? Answer yes or no.\n'X'\nAnswer:")
+        "The following text in quotes is sexist:\n'A'\nIs the following text sexist? Answer yes or no.\n'X'\nAnswer:"
+    )
     assert prompting.render(t["mixed"], "X", "", examples) == "'A': sexist.\n'B': racist.\n'C': neither.\n'X':"
     assert prompting.render(t["mixed_instruction"], "X", "", examples).startswith(
-        "Classify the following texts into 'racist', 'sexist' or 'neither'.\n'A': sexist.")
+        "Classify the following texts into 'racist', 'sexist' or 'neither'.\n'A': sexist."
+    )
     assert prompting.choices(t["few_shot_single"], "racist") == {"racist": [" racist"], "not-racist": [" not-racist"]}
 
 
@@ -141,8 +151,11 @@ def server():
 
 def synthetic_items(tmp_path, per_category=4, example_sets=2):
     """Pools of 5 racist, 5 sexist, 9 neither synthetic comments -> prompts."""
-    rows = [{"pool": p, "rank": r, "half": "input", "comment_id": f"{p}-{r}", "text": f"{p} comment {r}"}
-            for p, n in (("racist", 5), ("sexist", 5), ("neither", 9)) for r in range(n)]
+    rows = [
+        {"pool": p, "rank": r, "half": "input", "comment_id": f"{p}-{r}", "text": f"{p} comment {r}"}
+        for p, n in (("racist", 5), ("sexist", 5), ("neither", 9))
+        for r in range(n)
+    ]
     items = ethos.build_items(pl.DataFrame(rows), per_category, example_sets)
     path = tmp_path / "items.parquet"
     items.write_parquet(path)
@@ -150,17 +163,38 @@ def synthetic_items(tmp_path, per_category=4, example_sets=2):
 
 
 def backend(url, **kw):
-    return {"kind": "openai", "enabled": True, "model": "fake-davinci", "stand_in": None, "base_url": url,
-            "api_key_env": "LLM_TEST_KEY", "timeout_s": 5, "temperature": 0.3, "iterations": 2, "max_new_tokens": 4, **kw}
+    return {
+        "kind": "openai",
+        "enabled": True,
+        "model": "fake-davinci",
+        "stand_in": None,
+        "base_url": url,
+        "api_key_env": "LLM_TEST_KEY",
+        "timeout_s": 5,
+        "temperature": 0.3,
+        "iterations": 2,
+        "max_new_tokens": 4,
+        **kw,
+    }
 
 
 def test_openai_backend_stage_caches_and_scores(server, tmp_path, monkeypatch):
     monkeypatch.setenv("LLM_TEST_KEY", SECRET)
     items_path, items = synthetic_items(tmp_path)
     profiles = {"p": {"base_models": {}, "llm_example_sets": 1}}
-    kw = dict(name="fake", items=items_path, answers=tmp_path / "a.csv", metrics=tmp_path / "m.json", backend=backend(server),
-              settings=list(llm.SETTINGS), seed=0, threads=1, batch_size=2, profile=Profile("p", profiles["p"]),
-              cache_dir=str(tmp_path / "cache"))
+    kw = dict(
+        name="fake",
+        items=items_path,
+        answers=tmp_path / "a.csv",
+        metrics=tmp_path / "m.json",
+        backend=backend(server),
+        settings=list(llm.SETTINGS),
+        seed=0,
+        threads=1,
+        batch_size=2,
+        profile=Profile("p", profiles["p"]),
+        cache_dir=str(tmp_path / "cache"),
+    )
     llm.run_ethos(**kw)
     single = items.filter(pl.col("example_set").is_null()).height
     mixed_one_set = items.filter(pl.col("example_set") == 1).height
@@ -208,8 +242,19 @@ def test_an_endpoint_asks_each_mixed_prompt_mixed_iterations_times(tmp_path, mon
         extra["mixed_iterations"] = mixed_iterations
     with fake_chat_server(mixed_reply, calls) as url:
         cfg = backend(url, iterations=5, api="completions", **extra)
-        llm.run_ethos("fake", items_path, tmp_path / "a.csv", tmp_path / "m.json", cfg, list(llm.SETTINGS), 0, 1, 2, Profile("p",
-                      {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
+        llm.run_ethos(
+            "fake",
+            items_path,
+            tmp_path / "a.csv",
+            tmp_path / "m.json",
+            cfg,
+            list(llm.SETTINGS),
+            0,
+            1,
+            2,
+            Profile("p", {"base_models": {}, "llm_example_sets": None}),
+            str(tmp_path / "cache"),
+        )
     single = items.filter(pl.col("example_set").is_null())
     mixed = items.filter(pl.col("example_set").is_not_null())
     per_mixed = mixed_iterations or 1
@@ -234,9 +279,19 @@ def test_an_endpoint_asks_each_mixed_prompt_mixed_iterations_times(tmp_path, mon
 def test_an_endpoint_refuses_constrained_mixed_answers(tmp_path):
     items_path, _ = synthetic_items(tmp_path)
     with pytest.raises(llm.BackendError, match="mixed_answers.*local backend"):
-        llm.run_ethos("fake", items_path, tmp_path / "a.csv", tmp_path / "m.json",
-                      backend("http://127.0.0.1:9/v1", mixed_answers="constrained"), ["mixed"], 0, 1, 2, Profile("p",
-                      {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
+        llm.run_ethos(
+            "fake",
+            items_path,
+            tmp_path / "a.csv",
+            tmp_path / "m.json",
+            backend("http://127.0.0.1:9/v1", mixed_answers="constrained"),
+            ["mixed"],
+            0,
+            1,
+            2,
+            Profile("p", {"base_models": {}, "llm_example_sets": None}),
+            str(tmp_path / "cache"),
+        )
 
 
 def run_local(tiny_lm, tmp_path, monkeypatch, cfg, settings, name="run"):
@@ -244,14 +299,26 @@ def run_local(tiny_lm, tmp_path, monkeypatch, cfg, settings, name="run"):
     items_path, _ = synthetic_items(tmp_path)
     monkeypatch.setattr(prompting.LocalLM, "load", classmethod(lambda cls, model, batch_size=8: cls(net, tok, batch_size)))
     base = {"kind": "local", "enabled": True, "model": "tiny-random", "temperature": 0.0, "iterations": 1, "max_new_tokens": 2}
-    llm.run_ethos("tiny", items_path, tmp_path / f"{name}.csv", tmp_path / f"{name}.json", {**base, **cfg}, settings, 0, 1, 4,
-                  Profile("p", {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
+    llm.run_ethos(
+        "tiny",
+        items_path,
+        tmp_path / f"{name}.csv",
+        tmp_path / f"{name}.json",
+        {**base, **cfg},
+        settings,
+        0,
+        1,
+        4,
+        Profile("p", {"base_models": {}, "llm_example_sets": None}),
+        str(tmp_path / "cache"),
+    )
     return pl.read_csv(tmp_path / f"{name}.csv", infer_schema=False), json.loads((tmp_path / f"{name}.json").read_text())
 
 
 def test_local_backend_answers_free_and_constrained(tiny_lm, tmp_path, monkeypatch):
-    answers, doc = run_local(tiny_lm, tmp_path, monkeypatch, {"variants": ["free", "constrained"], "mixed_answers": "constrained"},
-                             ["zero_shot", "mixed"])
+    answers, doc = run_local(
+        tiny_lm, tmp_path, monkeypatch, {"variants": ["free", "constrained"], "mixed_answers": "constrained"}, ["zero_shot", "mixed"]
+    )
     constrained = answers.filter(pl.col("variant") == "constrained")
     assert set(constrained.filter(pl.col("setting") == "zero_shot")["answer"]) <= {"yes", "no"}
     assert set(constrained.filter(pl.col("setting") == "mixed")["answer"]) <= {"sexist", "racist", "neither"}
@@ -310,8 +377,17 @@ def test_suite_prompt_gives_p_hateful_as_the_renormalised_yes(tiny_lm):
 
 def test_answers_frame_reads_every_row_for_its_schema():
     # regression: 360 single-category answers (no example set) before the mixed ones
-    base = {"setting": "zero_shot", "example_set": None, "item_id": "i", "comment_id": "c", "category": "sexist",
-            "label": "sexist", "variant": "free", "iteration": "1", "answer": "yes"}
+    base = {
+        "setting": "zero_shot",
+        "example_set": None,
+        "item_id": "i",
+        "comment_id": "c",
+        "category": "sexist",
+        "label": "sexist",
+        "variant": "free",
+        "iteration": "1",
+        "answer": "yes",
+    }
     rows = [base] * 150 + [{**base, "setting": "mixed", "category": "mixed", "label": "neither", "example_set": 3}]
     frame = llm.answers_frame(rows, "b", "m")
     assert frame.height == 151 and frame["example_set"].to_list()[-1] == 3 and frame.columns == llm.ANSWER_COLUMNS
@@ -339,12 +415,30 @@ def test_a_resumed_ethos_run_reports_the_time_of_every_piece(tiny_lm, tmp_path, 
     net, tok = tiny_lm
     items_path, _ = synthetic_items(tmp_path)
     monkeypatch.setattr(prompting.LocalLM, "load", classmethod(lambda cls, model, batch_size=8: cls(net, tok, batch_size)))
-    cfg = {"kind": "local", "enabled": True, "model": "tiny-random", "temperature": 0.0, "iterations": 1,
-           "max_new_tokens": 2, "variants": ["constrained"]}
+    cfg = {
+        "kind": "local",
+        "enabled": True,
+        "model": "tiny-random",
+        "temperature": 0.0,
+        "iterations": 1,
+        "max_new_tokens": 2,
+        "variants": ["constrained"],
+    }
     docs = []
     for run in ("first", "again"):
-        llm.run_ethos("tiny", items_path, tmp_path / f"{run}.csv", tmp_path / f"{run}.json", cfg, ["zero_shot", "mixed"], 0,
-                      1, 4, Profile("p", {"base_models": {}, "llm_example_sets": None}), str(tmp_path / "cache"))
+        llm.run_ethos(
+            "tiny",
+            items_path,
+            tmp_path / f"{run}.csv",
+            tmp_path / f"{run}.json",
+            cfg,
+            ["zero_shot", "mixed"],
+            0,
+            1,
+            4,
+            Profile("p", {"base_models": {}, "llm_example_sets": None}),
+            str(tmp_path / "cache"),
+        )
         docs.append(json.loads((tmp_path / f"{run}.json").read_text())["answer_store"])
     first, again = docs
     assert first["added"] == first["all_pieces"]["prompts"] > 0 and first["all_pieces"]["untimed"] == 0
@@ -360,10 +454,16 @@ def test_the_capped_sample_has_both_labels_of_every_category_and_every_class_of_
         for cat in ("racist", "sexist"):
             rows += [(setting, None, cat, cat if i < 3 else f"not-{cat}", f"{setting}/{cat}/{i}") for i in range(33)]
     for es in (1, 2):
-        rows += [("mixed", es, "mixed", lab, f"mixed/{es}/{lab}/{i}") for lab, k in (("racist", 2), ("sexist", 2), ("neither", 20))
-                 for i in range(k)]
-    items = pl.DataFrame(rows, schema={"setting": pl.String, "example_set": pl.Int64, "category": pl.String, "label": pl.String,
-                                      "item_id": pl.String}, orient="row")
+        rows += [
+            ("mixed", es, "mixed", lab, f"mixed/{es}/{lab}/{i}")
+            for lab, k in (("racist", 2), ("sexist", 2), ("neither", 20))
+            for i in range(k)
+        ]
+    items = pl.DataFrame(
+        rows,
+        schema={"setting": pl.String, "example_set": pl.Int64, "category": pl.String, "label": pl.String, "item_id": pl.String},
+        orient="row",
+    )
     for seed in range(20):
         part = llm.select_items(items, ["zero_shot", "one_shot", "mixed"], example_sets=None, max_prompts=6, seed=seed)
         assert part.group_by("setting").len().sort("setting")["len"].to_list() == [6, 6, 6]

@@ -23,8 +23,10 @@ from hatecheck_pipeline.pipeline.registry import build_stages
 from hatecheck_pipeline.suites.registry import hatecheck, mhc
 from hatecheck_pipeline.suites.sample import predicted_subsample
 
-WORDS = ("<pad> <unk> is the following text hateful ? answer yes or no ja nein ist der folgende hasserfüllt "
-         "antworte mit oder antwort : ' . i hate them love you").split()
+WORDS = (
+    "<pad> <unk> is the following text hateful ? answer yes or no ja nein ist der folgende hasserfüllt "
+    "antworte mit oder antwort : ' . i hate them love you"
+).split()
 PROFILES = {"p": {"base_models": {}, "llm_max_cases_per_suite": 5}, "all": {"base_models": {}}}
 
 
@@ -36,8 +38,13 @@ def tiny_lm():
 
 def suite_tables(tmp_path):
     hc = pl.DataFrame({"case_id": [f"{i}" for i in range(8)], "text": [("i hate them", "i love you")[i % 2] for i in range(8)]})
-    m = pl.DataFrame({"mhc_case_id": [f"de-{i}" for i in range(7)], "language": ["german"] * 7,
-                      "text": [("ich hasse sie", "hallo")[i % 2] for i in range(7)]})
+    m = pl.DataFrame(
+        {
+            "mhc_case_id": [f"de-{i}" for i in range(7)],
+            "language": ["german"] * 7,
+            "text": [("ich hasse sie", "hallo")[i % 2] for i in range(7)],
+        }
+    )
     hc.write_parquet(tmp_path / "hatecheck.parquet")
     m.write_parquet(tmp_path / "mhc.parquet")
     return {"hatecheck": tmp_path / "hatecheck.parquet", "mhc_german": tmp_path / "mhc.parquet"}
@@ -48,8 +55,21 @@ def run_local(tmp_path, monkeypatch, lm, prompt_language, profile="p"):
     suites = [hatecheck(), mhc("german")]
     outs = [tmp_path / prompt_language / s.name / "predictions.parquet" for s in suites]
     msg = lc.predict_suites(
-        "LLM", "tiny", suites, suite_tables(tmp_path), [], outs, tmp_path / prompt_language / "answers.csv",
-        {"kind": "local", "model": "unused"}, "suite_zero_shot", prompt_language, 42, 0.5, 1, 4, str(tmp_path / "cache"),
+        "LLM",
+        "tiny",
+        suites,
+        suite_tables(tmp_path),
+        [],
+        outs,
+        tmp_path / prompt_language / "answers.csv",
+        {"kind": "local", "model": "unused"},
+        "suite_zero_shot",
+        prompt_language,
+        42,
+        0.5,
+        1,
+        4,
+        str(tmp_path / "cache"),
         Profile(profile, PROFILES[profile]),
     )
     return suites, outs, msg
@@ -104,8 +124,24 @@ def test_endpoint_backend_parses_the_language_s_yes_and_no_and_caches(tmp_path):
         cfg = {"kind": "openai", "model": "m", "base_url": url, "api_key_env": None, "temperature": 0.0, "max_new_tokens": 2}
         for _ in range(2):
             outs = [tmp_path / s.name / "p.parquet" for s in suites]
-            msg = lc.predict_suites("LLM", "ep", suites, suite_tables(tmp_path), [], outs, tmp_path / "a.csv", cfg,
-                                    "suite_zero_shot", "suite", 42, 0.5, 1, 4, str(tmp_path / "cache"), Profile("all", PROFILES["all"]))
+            msg = lc.predict_suites(
+                "LLM",
+                "ep",
+                suites,
+                suite_tables(tmp_path),
+                [],
+                outs,
+                tmp_path / "a.csv",
+                cfg,
+                "suite_zero_shot",
+                "suite",
+                42,
+                0.5,
+                1,
+                4,
+                str(tmp_path / "cache"),
+                Profile("all", PROFILES["all"]),
+            )
     # 8 + 7 prompts, but only 4 distinct ones; the second run is all cached
     assert len(calls) == 4
     answers = pl.read_csv(tmp_path / "a.csv")
@@ -120,8 +156,7 @@ def test_endpoint_backend_parses_the_language_s_yes_and_no_and_caches(tmp_path):
     assert prompts == {"Is the following text hateful? Answer yes or no.", "Ist der folgende Text hasserfüllt? Antworte mit ja oder nein."}
 
 
-LLM_MODEL = {"kind": "llm", "backend": "local", "template": "suite_zero_shot", "prompt_language": "suite",
-             "suites": ["mhc"], "seed": 1}
+LLM_MODEL = {"kind": "llm", "backend": "local", "template": "suite_zero_shot", "prompt_language": "suite", "suites": ["mhc"], "seed": 1}
 
 
 def test_the_dag_gives_an_llm_model_one_predict_stage_and_a_score_stage_per_suite():
@@ -146,10 +181,13 @@ def test_the_dag_gives_an_llm_model_one_predict_stage_and_a_score_stage_per_suit
     assert not any(n.startswith("convert_") and "P" in n for n in stages)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"backend": "nope"}, "models.P.backend: 'nope' is not a backend"),
-    ({"suites": ["perturbed_hatecheck"]}, "models.P.suites: 'perturbed_hatecheck' is not a functional suite"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"backend": "nope"}, "models.P.backend: 'nope' is not a backend"),
+        ({"suites": ["perturbed_hatecheck"]}, "models.P.suites: 'perturbed_hatecheck' is not a functional suite"),
+    ],
+)
 def test_cross_check_names_the_bad_llm_model_key(change, message):
     params = load_params()
     params["models"]["P"] = {**LLM_MODEL, **change}

@@ -24,8 +24,20 @@ def completion_answer(body: dict) -> str:
 
 
 def cfg(url, api, **kw):
-    return {"kind": "openai", "enabled": True, "model": "davinci-002", "stand_in": None, "base_url": url, "api": api,
-            "api_key_env": "LLM_CLIENT_TEST_KEY", "timeout_s": 5, "temperature": 0.3, "iterations": 1, "max_new_tokens": 4, **kw}
+    return {
+        "kind": "openai",
+        "enabled": True,
+        "model": "davinci-002",
+        "stand_in": None,
+        "base_url": url,
+        "api": api,
+        "api_key_env": "LLM_CLIENT_TEST_KEY",
+        "timeout_s": 5,
+        "temperature": 0.3,
+        "iterations": 1,
+        "max_new_tokens": 4,
+        **kw,
+    }
 
 
 def test_completions_style_posts_prompt_max_tokens_temperature_and_caches(tmp_path, monkeypatch):
@@ -33,9 +45,19 @@ def test_completions_style_posts_prompt_max_tokens_temperature_and_caches(tmp_pa
     calls: list = []
     items_path, items = synthetic_items(tmp_path)
     with fake_chat_server(completion_answer, calls) as url:
-        kw = dict(name="davinci", items=items_path, answers=tmp_path / "a.csv", metrics=tmp_path / "m.json",
-                  backend=cfg(url, "completions"), settings=["zero_shot", "mixed"], seed=0, threads=1, batch_size=2,
-                  profile=Profile("p", {"base_models": {}, "llm_example_sets": 1}), cache_dir=str(tmp_path / "cache"))
+        kw = dict(
+            name="davinci",
+            items=items_path,
+            answers=tmp_path / "a.csv",
+            metrics=tmp_path / "m.json",
+            backend=cfg(url, "completions"),
+            settings=["zero_shot", "mixed"],
+            seed=0,
+            threads=1,
+            batch_size=2,
+            profile=Profile("p", {"base_models": {}, "llm_example_sets": 1}),
+            cache_dir=str(tmp_path / "cache"),
+        )
         llm.run_ethos(**kw)
         assert calls and {c["path"] for c in calls} == {"/v1/completions"}
         assert {c["auth"] for c in calls} == {f"Bearer {SECRET}"}
@@ -50,7 +72,9 @@ def test_completions_style_posts_prompt_max_tokens_temperature_and_caches(tmp_pa
     answers = pl.read_csv(tmp_path / "a.csv")
     assert set(answers.filter(pl.col("setting") == "zero_shot")["answer"].str.strip_chars()) == {"Yes"}
     doc = json.loads((tmp_path / "m.json").read_text())
-    assert doc["cached"] == n and doc["by_setting"]["mixed"]["free"]["by_category"]["mixed"]["by_class"]["racist"]["pooled"]["recall"] == 100
+    assert (
+        doc["cached"] == n and doc["by_setting"]["mixed"]["free"]["by_category"]["mixed"]["by_class"]["racist"]["pooled"]["recall"] == 100
+    )
     files = [f for f in (tmp_path / "cache").rglob("*.json")]
     assert len(files) == n and all(json.loads(f.read_text())["api"] == "completions" for f in files)
     assert all(SECRET not in f.read_text() for f in files)
@@ -107,7 +131,9 @@ def test_4xx_other_than_429_is_not_retried_and_fails_in_one_line_without_the_key
 def test_persistent_failure_gives_up_after_the_configured_tries_with_one_line(tmp_path):
     calls, waits = [], []
     with fake_chat_server(lambda b: "x", calls, [(502, {}, "bad gateway")] * 3) as url:
-        with pytest.raises(EndpointError, match=r"^http://127\.0\.0\.1:\d+/v1/completions: HTTP 502 \(bad gateway\); gave up after 3 tries$"):
+        with pytest.raises(
+            EndpointError, match=r"^http://127\.0\.0\.1:\d+/v1/completions: HTTP 502 \(bad gateway\); gave up after 3 tries$"
+        ):
             client(url, tmp_path, waits, retries=3, backoff_s=0.25).complete(BODY)
     assert len(calls) == 3 and waits == [0.25, 0.5]
 

@@ -32,8 +32,12 @@ def table():
         ("e-6", "women cannot drive", 0.0, 0.8, True),
         ("e-7", "fuck this kill", 0.9, 0.0, False),  # not hateful: in no pool
     ]
-    return pl.DataFrame([{"id": i, "text": t, "race": r, "gender": g, "label": HATEFUL if h else "non-hateful", "is_hate": 1.0 if h else 0.0}
-                         for i, t, r, g, h in rows])
+    return pl.DataFrame(
+        [
+            {"id": i, "text": t, "race": r, "gender": g, "label": HATEFUL if h else "non-hateful", "is_hate": 1.0 if h else 0.0}
+            for i, t, r, g, h in rows
+        ]
+    )
 
 
 def test_selection_order_versions_and_one_shot_examples():
@@ -59,22 +63,51 @@ def test_table22_edits_come_from_the_papers_figures():
 
 
 def answers(rows):
-    return pl.DataFrame([{"setting": "zero_shot", "variant": "free", "category": "racist", "comment_id": c, "status": s, "edit": e,
-                          "text": f"t{c}{e or ''}", "answer": a, "verdict": ms.verdict(a, "racist")} for c, s, e, a in rows])
+    return pl.DataFrame(
+        [
+            {
+                "setting": "zero_shot",
+                "variant": "free",
+                "category": "racist",
+                "comment_id": c,
+                "status": s,
+                "edit": e,
+                "text": f"t{c}{e or ''}",
+                "answer": a,
+                "verdict": ms.verdict(a, "racist"),
+            }
+            for c, s, e, a in rows
+        ]
+    )
 
 
 def test_changed_comments_are_counted_by_their_parsed_answers():
-    doc = ms.summarise(answers([
-        (0, "unedited", None, "Yes."), (0, "edited", "a", "No"), (0, "edited", "b", "Yes"),   # changed: yes -> no once
-        (1, "unedited", None, "No."), (1, "edited", "a", "No,"),                             # 'No.' vs 'No,': not changed
-        (2, "unedited", None, "no"), (2, "edited", "a", "yes"), (2, "edited", "b", "maybe"),  # changed: no -> yes, no -> unparsed
-    ]), {"racist": 3})
+    doc = ms.summarise(
+        answers(
+            [
+                (0, "unedited", None, "Yes."),
+                (0, "edited", "a", "No"),
+                (0, "edited", "b", "Yes"),  # changed: yes -> no once
+                (1, "unedited", None, "No."),
+                (1, "edited", "a", "No,"),  # 'No.' vs 'No,': not changed
+                (2, "unedited", None, "no"),
+                (2, "edited", "a", "yes"),
+                (2, "edited", "b", "maybe"),  # changed: no -> yes, no -> unparsed
+            ]
+        ),
+        {"racist": 3},
+    )
     m = doc["zero_shot"]["free"]["racist"]
     assert (m["comments"], m["versions"], m["edited_versions"], m["unparsed"]) == (3, 8, 5, 1)
     assert m["changed"] == 2 and m["changed_comments"] == [0, 2]
     assert m["flipped_versions"] == {"yes_to_no": 1, "no_to_yes": 1, "other": 1}
     assert [(r["comment_id"], r["status"], r["verdict"]) for r in m["rows"]] == [
-        (0, "unedited", "yes"), (0, "edited", "no"), (2, "unedited", "no"), (2, "edited", "yes"), (2, "edited", "unparsed")]
+        (0, "unedited", "yes"),
+        (0, "edited", "no"),
+        (2, "unedited", "no"),
+        (2, "edited", "yes"),
+        (2, "edited", "unparsed"),
+    ]
     assert m["yes_share_unedited"] == pytest.approx(100 / 3, abs=1e-4)
 
 
@@ -86,12 +119,34 @@ def test_stage_asks_both_settings_at_temperature_zero_and_reports_next_to_table2
     def reply(body):  # the fake is fooled by the censored spelling, as GPT-3 was by 'fck'
         return " No" if "fck" in body["prompt"] or "f*ck" in body["prompt"] else " Yes"
 
-    cfg = {"kind": "openai", "enabled": True, "model": "davinci-002", "stand_in": None, "api": "completions", "api_key_env": None,
-           "timeout_s": 5, "temperature": 0.3, "iterations": 100, "max_new_tokens": 2}
+    cfg = {
+        "kind": "openai",
+        "enabled": True,
+        "model": "davinci-002",
+        "stand_in": None,
+        "api": "completions",
+        "api_key_env": None,
+        "timeout_s": 5,
+        "temperature": 0.3,
+        "iterations": 100,
+        "max_new_tokens": 2,
+    }
     with fake_chat_server(reply, calls) as url:
-        msg = ms.run_misspelling("fake", table_path, tmp_path / "v.json", PUBLISHED, tmp_path / "a.csv", tmp_path / "m.json",
-                                 {**cfg, "base_url": url}, 0.5, 0, 1, 2, str(tmp_path / "cache"), Profile("p",
-                                 {"base_models": {}, "llm_misspelling_max_texts": None}))
+        msg = ms.run_misspelling(
+            "fake",
+            table_path,
+            tmp_path / "v.json",
+            PUBLISHED,
+            tmp_path / "a.csv",
+            tmp_path / "m.json",
+            {**cfg, "base_url": url},
+            0.5,
+            0,
+            1,
+            2,
+            str(tmp_path / "cache"),
+            Profile("p", {"base_models": {}, "llm_misspelling_max_texts": None}),
+        )
     n_texts = ms.build_texts(table(), 0.5, ms.load_edits(PUBLISHED), None).height
     assert len(calls) == 2 * n_texts  # zero- and one-shot, one iteration each
     assert {c["body"]["temperature"] for c in calls} == {0.0} and {c["path"] for c in calls} == {"/v1/completions"}
@@ -103,8 +158,11 @@ def test_stage_asks_both_settings_at_temperature_zero_and_reports_next_to_table2
     assert doc["by_setting"]["zero_shot"]["free"]["sexist"]["changed"] == 1
     assert "racist 1/2 changed" in msg
     html = misspelling_section({"fake": doc, "gone": None}, {"fake": "results/llm/fake/misspelling.json", "gone": "x.json"}, load())
-    assert re.search(r'data-cell-id="llm_misspelling:fake:zero_shot:free:racist:changed" data-metrics="results/llm/fake/misspelling.json"'
-                     r' data-stage="llm_misspelling_fake"[^>]*>1<', html)
+    assert re.search(
+        r'data-cell-id="llm_misspelling:fake:zero_shot:free:racist:changed" data-metrics="results/llm/fake/misspelling.json"'
+        r' data-stage="llm_misspelling_fake"[^>]*>1<',
+        html,
+    )
     assert re.search(r'data-cell-id="published:gpt3_detection_t23:GPT-3:racist:changed"[^>]*>6.0<', html)
     assert re.search(r'data-cell-id="published:gpt3_detection_t23:GPT-3:racist:comments"[^>]*>27.0<', html)
     assert "fck them, kill them all" in html and "Fuck off niggers WV is full" in html  # ours and the paper's Table 23 rows

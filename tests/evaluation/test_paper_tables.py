@@ -26,8 +26,12 @@ def mhc_cases(mirror, language: str) -> pl.DataFrame:
     """One language's cases as the interim MHC table holds them."""
     raw = pl.read_csv(mirror / f"mhc/cases/hatecheck_cases_final_{language}.csv", infer_schema_length=0)
     return raw.select(
-        pl.col("mhc_case_id").alias("id"), pl.lit(language).alias("language"), pl.col("label_gold").alias("label_original"),
-        "label_annotated", pl.col("disagreement_in_case") == "True", pl.col("disagreement_in_template") == "True",
+        pl.col("mhc_case_id").alias("id"),
+        pl.lit(language).alias("language"),
+        pl.col("label_gold").alias("label_original"),
+        "label_annotated",
+        pl.col("disagreement_in_case") == "True",
+        pl.col("disagreement_in_template") == "True",
     )
 
 
@@ -41,20 +45,36 @@ def test_mhc_table5_reproduces_the_papers_figures_from_the_annotator_labels(mirr
 
 
 def test_mhc_table5_counts_a_majority_against_the_gold_label():
-    cases = pl.DataFrame({
-        "id": ["a", "b", "c", "d"], "language": ["x"] * 4, "label_original": ["hateful", "hateful", "non-hateful", "non-hateful"],
-        "label_annotated": ["['hateful', 'non-hateful', 'hateful']", "['non-hateful', 'non-hateful', 'hateful']",
-                            "['hateful', 'hateful', 'hateful']", "['non-hateful', 'non-hateful', 'non-hateful']"],
-        "disagreement_in_case": [False, True, True, False], "disagreement_in_template": [True, True, True, False],
-    })
+    cases = pl.DataFrame(
+        {
+            "id": ["a", "b", "c", "d"],
+            "language": ["x"] * 4,
+            "label_original": ["hateful", "hateful", "non-hateful", "non-hateful"],
+            "label_annotated": [
+                "['hateful', 'non-hateful', 'hateful']",
+                "['non-hateful', 'non-hateful', 'hateful']",
+                "['hateful', 'hateful', 'hateful']",
+                "['non-hateful', 'non-hateful', 'non-hateful']",
+            ],
+            "disagreement_in_case": [False, True, True, False],
+            "disagreement_in_template": [True, True, True, False],
+        }
+    )
     doc = annotators.disagreement(cases)
-    assert doc["per_language"]["x"] == {"n_cases": 4, "n_disagreement": 2, "pct_disagreement": 50.0,
-                                        "n_in_disagreement_template": 3, "pct_in_disagreement_template": 75.0}
+    assert doc["per_language"]["x"] == {
+        "n_cases": 4,
+        "n_disagreement": 2,
+        "pct_disagreement": 50.0,
+        "n_in_disagreement_template": 3,
+        "pct_in_disagreement_template": 75.0,
+    }
     # a flag that contradicts the labels is an error naming the case
     with pytest.raises(InputError, match="case a: 1 of 3 annotators"):
         annotators.disagreement(cases.with_columns(pl.Series("disagreement_in_case", [True, True, True, False])))
     with pytest.raises(InputError, match="case c: label_annotated 'offensive'"):
-        annotators.disagreement(cases.with_columns(pl.Series("label_annotated", [*cases["label_annotated"][:2], "offensive", cases["label_annotated"][3]])))
+        annotators.disagreement(
+            cases.with_columns(pl.Series("label_annotated", [*cases["label_annotated"][:2], "offensive", cases["label_annotated"][3]]))
+        )
 
 
 # ------------------------------------------- HateCheck appendix F scores
@@ -94,19 +114,37 @@ def ids(html: str) -> list[str]:
 
 def test_report_parts_carry_provenance_next_to_the_papers_figures():
     pub = P.load()
-    t5 = {"per_language": {"french": {"n_cases": 3718, "n_disagreement": 789, "pct_disagreement": 21.22,
-                                      "n_in_disagreement_template": 1037, "pct_in_disagreement_template": 27.89}},
-          "overall": {"n_cases": 3718, "n_disagreement": 789, "pct_disagreement": 21.22}}
+    t5 = {
+        "per_language": {
+            "french": {
+                "n_cases": 3718,
+                "n_disagreement": 789,
+                "pct_disagreement": 21.22,
+                "n_in_disagreement_template": 1037,
+                "pct_in_disagreement_template": 27.89,
+            }
+        },
+        "overall": {"n_cases": 3718, "n_disagreement": 789, "pct_disagreement": 21.22},
+    }
     html = paper_tables.mhc_t5_section(t5, "results/tables/mhc_t5.json", pub)
     assert 'data-cell-id="mhc_t5:french:pct_disagreement" data-metrics="results/tables/mhc_t5.json" data-stage="mhc_disagreement"' in html
     assert "published:mhc_t5:annotators:french:n_disagreement" in ids(html) and ">789<" in html
     assert "not found" in paper_tables.mhc_t5_section(None, "x.json", pub)
 
-    doc = multiclass.evaluate(["hateful", "offensive", "neither", "offensive"], ["hateful", "offensive", "offensive", "offensive"],
-                              ["hateful", "offensive", "neither"], "hateful", Bootstrap(10))
-    entry = {"model": "B-D-multiclass", "dataset": "davidson2017", "doc": {**doc, "complete": True, "cases_available": 4},
-             "file": "results/B-D-multiclass/multiclass_heldout_davidson2017/metrics.json",
-             "stage": "heldout_multiclass_B-D-multiclass_davidson2017"}
+    doc = multiclass.evaluate(
+        ["hateful", "offensive", "neither", "offensive"],
+        ["hateful", "offensive", "offensive", "offensive"],
+        ["hateful", "offensive", "neither"],
+        "hateful",
+        Bootstrap(10),
+    )
+    entry = {
+        "model": "B-D-multiclass",
+        "dataset": "davidson2017",
+        "doc": {**doc, "complete": True, "cases_available": 4},
+        "file": "results/B-D-multiclass/multiclass_heldout_davidson2017/metrics.json",
+        "stage": "heldout_multiclass_B-D-multiclass_davidson2017",
+    }
     html = paper_tables.appf_section({"B-D-multiclass/davidson2017": entry}, pub)
     assert "appf:B-D-multiclass:davidson2017:weighted_f1" in ids(html)
     assert ">90.7<" in html and ">91.1<" in html  # the paper's weighted-average and micro F1 beside ours
@@ -118,8 +156,18 @@ def test_report_parts_carry_provenance_next_to_the_papers_figures():
     assert {cid.split(":")[-1] for cid, _ in marked} == {k for k, w in widths.items() if w > 0} != set()
     assert all("Too few cases to compare" in title for _, title in marked)
 
-    crows = {"smollm2-135m": {"variant": "causal", "n_pairs": 20, "complete": False, "metric_score": 55.0, "stereo_score": 50.0,
-                              "antistereo_score": 60.0, "bias_types": {"religion": {"n": 3, "score": 66.67}}, "source": "c.json"}}
+    crows = {
+        "smollm2-135m": {
+            "variant": "causal",
+            "n_pairs": 20,
+            "complete": False,
+            "metric_score": 55.0,
+            "stereo_score": 50.0,
+            "antistereo_score": 60.0,
+            "bias_types": {"religion": {"n": 3, "score": 66.67}},
+            "source": "c.json",
+        }
+    }
     html = paper_tables.crows_table2(crows, "s.json", pub)
     assert "bias:crows:smollm2-135m:bias_type:religion" in ids(html) and ">71.4<" in html and ">75.2<" in html
     assert len(ids(html)) == len(set(ids(html)))

@@ -35,8 +35,12 @@ def test_table_8_and_appendix_h_are_transcribed_with_their_source():
 
 def mhc_metrics(language: str, f1_h: float, f1_nh: float, macro: float) -> dict:
     fig = lambda v: {"value": v, "ci_low": v - 2, "ci_high": v + 2}  # noqa: E731
-    return {"suite": f"mhc_{language}", "dataset": "mhc", "language": language,
-            "overall": {"n": 3000, "f1_hateful": fig(f1_h), "f1_non_hateful": fig(f1_nh), "macro_f1": fig(macro), "accuracy": fig(70.0)}}
+    return {
+        "suite": f"mhc_{language}",
+        "dataset": "mhc",
+        "language": language,
+        "overall": {"n": 3000, "f1_hateful": fig(f1_h), "f1_non_hateful": fig(f1_nh), "macro_f1": fig(macro), "accuracy": fig(70.0)},
+    }
 
 
 @pytest.mark.parametrize("language", sorted(TABLE_8))

@@ -27,21 +27,24 @@ GOOD = json.dumps({"messages": ["I can't stand them at all.", "They are all verm
 # ------------------------------------------------------------ answer format
 
 
-@pytest.mark.parametrize("answer, messages, problem", [
-    (GOOD, ["I can't stand them at all.", "They are all vermin, honestly."], None),
-    ("Sure!\n```json\n" + GOOD + "\n```", ["I can't stand them at all.", "They are all vermin, honestly."], None),
-    ("", [], "empty"),
-    ("   \n", [], "empty"),
-    ("I'm sorry, but I can't help with that request.", [], "refusal"),
-    ("As an AI language model, I cannot write hateful messages.", [], "refusal"),
-    ("1. They are vermin.\n2. I hate them.", [], "not_json"),
-    ('{"messages": ["They are vermin.", "I ha', [], "not_json"),  # cut off by the token limit
-    ('["They are vermin.", "I hate them."]', [], "wrong_format"),  # a list, not {"messages": [...]}
-    ('{"texts": ["They are vermin."]}', [], "wrong_format"),
-    ('{"messages": "They are vermin."}', [], "wrong_format"),
-    ('{"messages": ["They are vermin.", "", 3]}', ["They are vermin."], "bad_items"),
-    ('{"messages": []}', [], "wrong_format"),
-])
+@pytest.mark.parametrize(
+    "answer, messages, problem",
+    [
+        (GOOD, ["I can't stand them at all.", "They are all vermin, honestly."], None),
+        ("Sure!\n```json\n" + GOOD + "\n```", ["I can't stand them at all.", "They are all vermin, honestly."], None),
+        ("", [], "empty"),
+        ("   \n", [], "empty"),
+        ("I'm sorry, but I can't help with that request.", [], "refusal"),
+        ("As an AI language model, I cannot write hateful messages.", [], "refusal"),
+        ("1. They are vermin.\n2. I hate them.", [], "not_json"),
+        ('{"messages": ["They are vermin.", "I ha', [], "not_json"),  # cut off by the token limit
+        ('["They are vermin.", "I hate them."]', [], "wrong_format"),  # a list, not {"messages": [...]}
+        ('{"texts": ["They are vermin."]}', [], "wrong_format"),
+        ('{"messages": "They are vermin."}', [], "wrong_format"),
+        ('{"messages": ["They are vermin.", "", 3]}', ["They are vermin."], "bad_items"),
+        ('{"messages": []}', [], "wrong_format"),
+    ],
+)
 def test_answers_parse_to_messages_or_a_named_bad_output(answer, messages, problem):
     assert llm.parse_messages(answer) == (messages, problem)
 
@@ -76,10 +79,16 @@ def cells(funcs=("derog_neg_emote_h", "profanity_nh"), targets=("women",), n=2):
 
 def test_bad_outputs_are_counted_per_functionality_and_asked_again():
     three = json.dumps({"messages": ["a b c", "d e f", "g h i"]})
-    client = ScriptedClient([["I'm sorry, I can't do that.", three],  # emote: a refusal, then 3 (2 kept)
-                             ["1. x\n2. y", "", "[\"z\"]"]], cells())  # profanity: three bad answers, the loop gives up
-    cand, reqs = generate.generate(client, "m", cells(), n_per_cell=2, per_request=2, max_requests=3,
-                                   temperature=0.5, max_tokens=50, seed=7)
+    client = ScriptedClient(
+        [
+            ["I'm sorry, I can't do that.", three],  # emote: a refusal, then 3 (2 kept)
+            ["1. x\n2. y", "", '["z"]'],
+        ],
+        cells(),
+    )  # profanity: three bad answers, the loop gives up
+    cand, reqs = generate.generate(
+        client, "m", cells(), n_per_cell=2, per_request=2, max_requests=3, temperature=0.5, max_tokens=50, seed=7
+    )
     assert cand["text"].to_list() == ["a b c", "d e f"] and set(cand["functionality"]) == {"derog_neg_emote_h"}
     assert cand["id"].to_list() == ["gpt-english-0", "gpt-english-1"] and cand["label"].to_list() == ["hateful"] * 2
     assert [b["seed"] for b in client.bodies] == [7, 7, 8, 8, 9]  # request i of a cell: seed + i
@@ -90,9 +99,19 @@ def test_bad_outputs_are_counted_per_functionality_and_asked_again():
     assert reqs["kept"].to_list() == [0, 2, 0, 0, 0] and reqs["messages"].to_list() == [0, 3, 0, 0, 0]
     rep = generate.generation_report(reqs, cells(), "scripted", {}, client.queried, client.cached)
     per = {r["functionality"]: r for r in rep["per_functionality"]}
-    assert per["derog_neg_emote_h"] == {"functionality": "derog_neg_emote_h", "cells": 1, "requests": 2, "messages": 3,
-                                        "candidates": 2, "bad_outputs": 1, "empty": 0, "refusal": 1, "not_json": 0,
-                                        "wrong_format": 0, "bad_items": 0}
+    assert per["derog_neg_emote_h"] == {
+        "functionality": "derog_neg_emote_h",
+        "cells": 1,
+        "requests": 2,
+        "messages": 3,
+        "candidates": 2,
+        "bad_outputs": 1,
+        "empty": 0,
+        "refusal": 1,
+        "not_json": 0,
+        "wrong_format": 0,
+        "bad_items": 0,
+    }
     assert per["profanity_nh"]["bad_outputs"] == 3 and per["profanity_nh"]["candidates"] == 0
     assert rep["bad_outputs"] == 4 and rep["candidates"] == 2 and rep["requests"] == 5
 
@@ -148,8 +167,7 @@ def test_local_llm_answers_go_through_the_same_cache(tmp_path):
     cand, _ = generate.generate(client, "pkg:some_model", cells(), 2, 2, 2, 0.5, 64, 7)
     assert cand.height == 4 and client.queried == 2 and len(lm.calls) == 1  # both cells' requests in one call
     prompt, max_new, temp, seed, first_line = lm.calls[0]
-    assert len(prompt) == 2 and all(p.startswith("You are a crowd-sourced worker") and p.endswith("Result:\nAnswer:")
-                                    for p in prompt)
+    assert len(prompt) == 2 and all(p.startswith("You are a crowd-sourced worker") and p.endswith("Result:\nAnswer:") for p in prompt)
     assert (max_new, temp, seed, first_line) == (64, 0.5, [7, 7], False)  # a seed per request; the whole answer
     again = llm.LocalChat(lm, "pkg:some_model", tmp_path)
     generate.generate(again, "pkg:some_model", cells(), 2, 2, 2, 0.5, 64, 7)
@@ -176,8 +194,11 @@ def test_local_requests_asked_together_get_the_answers_each_gets_alone(tmp_path)
     net, tok = tiny_causal_lm("<pad> <unk> you are a write messages that women . result : answer".split(), arch="llama")
     from hatecheck_pipeline.models.llm import LocalLM
 
-    bodies = [llm.request_body("tiny", cell.system, cell.prompt, 0.2, 8, seed)
-              for cell in cells(funcs=("derog_neg_emote_h", "profanity_nh"), targets=("women",)) for seed in (1, 2)]
+    bodies = [
+        llm.request_body("tiny", cell.system, cell.prompt, 0.2, 8, seed)
+        for cell in cells(funcs=("derog_neg_emote_h", "profanity_nh"), targets=("women",))
+        for seed in (1, 2)
+    ]
     alone = [llm.content_of(llm.LocalChat(LocalLM(net, tok, 1), "tiny", tmp_path / "alone").complete(b)) for b in bodies]
     client = llm.LocalChat(LocalLM(net, tok, 4), "tiny", tmp_path / "together")
     together = [llm.content_of(r) for r in client.complete_many(bodies)]
@@ -196,15 +217,28 @@ def tiny_nli(path: Path) -> Path:
     t = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     t.pre_tokenizer = pre_tokenizers.Whitespace()
     t.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 1), ("</s>", 2)])
-    tok = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
-                                  unk_token="<unk>")
+        single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>", special_tokens=[("<s>", 1), ("</s>", 2)]
+    )
+    tok = PreTrainedTokenizerFast(tokenizer_object=t, pad_token="<pad>", bos_token="<s>", eos_token="</s>", unk_token="<unk>")
     tok.save_pretrained(path)
-    cfg = BartConfig(vocab_size=len(tok), d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
-                     decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, max_position_embeddings=300,
-                     pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=2, num_labels=3,
-                     id2label={0: "contradiction", 1: "neutral", 2: "entailment"},
-                     label2id={"contradiction": 0, "neutral": 1, "entailment": 2})
+    cfg = BartConfig(
+        vocab_size=len(tok),
+        d_model=16,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=32,
+        decoder_ffn_dim=32,
+        max_position_embeddings=300,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        num_labels=3,
+        id2label={0: "contradiction", 1: "neutral", 2: "entailment"},
+        label2id={"contradiction": 0, "neutral": 1, "entailment": 2},
+    )
     BartForSequenceClassification(cfg).save_pretrained(path)
     return path
 
@@ -225,8 +259,9 @@ def test_nli_scorer_is_a_softmax_over_entailment_and_contradiction(tmp_path):
 def test_llm_judge_gives_the_renormalised_yes_of_a_fixed_question():
     from hatecheck_pipeline.models.llm import LocalLM
 
-    net, tok = tiny_causal_lm("<pad> <unk> premise : hypothesis women are scum that contains hate speech . does the "
-                              "entail answer yes or no ? Yes No".split())
+    net, tok = tiny_causal_lm(
+        "<pad> <unk> premise : hypothesis women are scum that contains hate speech . does the entail answer yes or no ? Yes No".split()
+    )
     judge = nli.LLMJudge(LocalLM(net, tok), "tiny random GPT-2")
     pairs = [("women are scum .", "that contains hate speech ."), ("that", "women")]
     probs = judge.entailment(pairs)
@@ -246,13 +281,13 @@ def brute_self_bleu(texts, n):
     toks = [quality.tokens(t) for t in texts]
     total = 0.0
     for i, h in enumerate(toks):
-        refs = toks[:i] + toks[i + 1:]
+        refs = toks[:i] + toks[i + 1 :]
         logs, zero = [], False
         for k in range(1, n + 1):
-            hc = Counter(tuple(h[j: j + k]) for j in range(len(h) - k + 1))
+            hc = Counter(tuple(h[j : j + k]) for j in range(len(h) - k + 1))
             best = Counter()
             for r in refs:
-                for g, c in Counter(tuple(r[j: j + k]) for j in range(len(r) - k + 1)).items():
+                for g, c in Counter(tuple(r[j : j + k]) for j in range(len(r) - k + 1)).items():
                     best[g] = max(best[g], c)
             num = sum(min(c, best[g]) for g, c in hc.items())
             if k == 1 and num == 0:
@@ -344,17 +379,35 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
     net, tok = tiny_causal_lm("<pad> <unk> i they are all them women hate".split())
     net.save_pretrained(lm_dir)
     tok.save_pretrained(lm_dir)
-    backends = {**params["llm"]["backends"], "fake": {
-        "kind": "openai", "enabled": False, "model": "fake-model", "stand_in": None, "base_url": url,
-        "api_key_env": "FAKE_LLM_KEY", "timeout_s": 5, "temperature": 0.5, "iterations": 1, "max_new_tokens": 64}}
-    gpt = {"generator": "fake", "judge": "nli", "max_cells": 3, "per_cell": 2, "max_tokens": 64, "max_requests": 2,
-           "quality_cases": None}
+    backends = {
+        **params["llm"]["backends"],
+        "fake": {
+            "kind": "openai",
+            "enabled": False,
+            "model": "fake-model",
+            "stand_in": None,
+            "base_url": url,
+            "api_key_env": "FAKE_LLM_KEY",
+            "timeout_s": 5,
+            "temperature": 0.5,
+            "iterations": 1,
+            "max_new_tokens": 64,
+        },
+    }
+    gpt = {"generator": "fake", "judge": "nli", "max_cells": 3, "per_cell": 2, "max_tokens": 64, "max_requests": 2, "quality_cases": None}
     exp = params["expansion"]
-    on = {**params, "profile": "smoke", "llm": {**params["llm"], "backends": backends},
-          "profiles": {**params["profiles"], "smoke": {**params["profiles"]["smoke"], "gpt_hatecheck": gpt}},
-          "expansion": {**exp, "llm": {**exp["llm"], "enabled": True, "cache_dir": str(workdir / "cache")},
-                        "nli": {**exp["nli"], "model": str(tiny_nli(workdir / "nli"))},
-                        "quality": {**exp["quality"], "lm": str(lm_dir), "subsamples": 3}}}
+    on = {
+        **params,
+        "profile": "smoke",
+        "llm": {**params["llm"], "backends": backends},
+        "profiles": {**params["profiles"], "smoke": {**params["profiles"]["smoke"], "gpt_hatecheck": gpt}},
+        "expansion": {
+            **exp,
+            "llm": {**exp["llm"], "enabled": True, "cache_dir": str(workdir / "cache")},
+            "nli": {**exp["nli"], "model": str(tiny_nli(workdir / "nli"))},
+            "quality": {**exp["quality"], "lm": str(lm_dir), "subsamples": 3},
+        },
+    }
     stages = {s.name: s for s in expand.stages(on)}
     for dep in {d for s in stages.values() for d in s.data_deps}:
         if dep.startswith("src/"):
@@ -369,8 +422,12 @@ def test_generate_validate_and_quality_stages_run_with_their_declared_arguments(
     assert call(stages["expand_llm_generate_english"], on).count("3 cached") == 1 and len(calls) == 3
     hc = workdir / paths.interim_table("hatecheck")
     hc.parent.mkdir(parents=True)
-    pl.DataFrame({"text": ["I hate women.", "I hate them all.", "they are women"],
-                  "functionality": ["derog_neg_emote_h", "derog_neg_emote_h", "ident_neutral_nh"]}).write_parquet(hc)
+    pl.DataFrame(
+        {
+            "text": ["I hate women.", "I hate them all.", "they are women"],
+            "functionality": ["derog_neg_emote_h", "derog_neg_emote_h", "ident_neutral_nh"],
+        }
+    ).write_parquet(hc)
     line = call(stages["expand_llm_validate_english"], on)
     assert "judge NLI model" in line
     val = json.loads((workdir / expand.gpt_report("english", "validation.json")).read_text())
@@ -394,15 +451,27 @@ def test_a_local_generator_and_judge_on_the_fetched_weights_declare_them(params)
     from hatecheck_pipeline.pipeline import expand, llm
 
     def with_plan(generator: str, judge: str) -> dict:
-        plan = {"generator": generator, "judge": judge, "max_cells": 1, "per_cell": 1, "max_tokens": 8,
-                "max_requests": 1, "quality_cases": None}
+        plan = {
+            "generator": generator,
+            "judge": judge,
+            "max_cells": 1,
+            "per_cell": 1,
+            "max_tokens": 8,
+            "max_requests": 1,
+            "quality_cases": None,
+        }
         # every profile: the DAG is the same for all, so one profile's local plan declares the weights
         profiles = {name: {**prof, "gpt_hatecheck": plan} for name, prof in params["profiles"].items()}
         llm_off = {n: {**b, "enabled": False} for n, b in params["llm"]["backends"].items()}
         models = {n: m for n, m in params["models"].items() if m.get("kind") != "llm"}
-        return {**params, "profile": "embedded", "profiles": profiles, "models": models,
-                "llm": {**params["llm"], "backends": llm_off},
-                "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": True}}}
+        return {
+            **params,
+            "profile": "embedded",
+            "profiles": profiles,
+            "models": models,
+            "llm": {**params["llm"], "backends": llm_off},
+            "expansion": {**params["expansion"], "llm": {**params["expansion"]["llm"], "enabled": True}},
+        }
 
     local = with_plan("local", "local")
     stages = {s.name: s for s in expand.stages(local)}

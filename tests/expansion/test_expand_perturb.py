@@ -19,14 +19,16 @@ def test_generators_change_text():
 
 
 def test_perturb_seeded_linked_and_coverage(tmp_path):
-    cases = pl.DataFrame({
-        "id": ["e1", "e2", "m1", "n1"],
-        "text": ["I hate women.", "Immigrants are scum.", "我讨厌女人。", "I love cats."],
-        "label": ["hateful", "hateful", "hateful", "non-hateful"],
-        "language": ["english", "english", "mandarin", "english"],
-        "functionality": ["derog_neg_emote_h"] * 3 + ["ident_pos_nh"],
-        "target_ident": ["women", "immigrants", "women", None],
-    })
+    cases = pl.DataFrame(
+        {
+            "id": ["e1", "e2", "m1", "n1"],
+            "text": ["I hate women.", "Immigrants are scum.", "我讨厌女人。", "I love cats."],
+            "label": ["hateful", "hateful", "hateful", "non-hateful"],
+            "language": ["english", "english", "mandarin", "english"],
+            "functionality": ["derog_neg_emote_h"] * 3 + ["ident_pos_nh"],
+            "target_ident": ["women", "immigrants", "women", None],
+        }
+    )
     out1, cov = P.perturb(cases, list(P.GENERATORS), 3, "x")
     out2, _ = P.perturb(cases, list(P.GENERATORS), 3, "x")
     assert out1.equals(out2)

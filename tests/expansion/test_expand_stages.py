@@ -23,14 +23,16 @@ def test_perturbed_mhc_stage_filters_its_language_from_the_declaration(params):
 
 
 def test_perturb_and_coverage_stages_run_on_a_tiny_suite(params, workdir):
-    cases = pl.DataFrame({
-        "id": ["m1", "m2", "n1"],
-        "text": ["Ich hasse Frauen.", "我讨厌女人。", "Ich mag Katzen."],
-        "label": ["hateful", "hateful", "non-hateful"],
-        "language": ["german", "mandarin", "german"],
-        "functionality": ["derog_neg_emote_h", "derog_neg_emote_h", "ident_pos_nh"],
-        "target_ident": ["women", "women", None],
-    })
+    cases = pl.DataFrame(
+        {
+            "id": ["m1", "m2", "n1"],
+            "text": ["Ich hasse Frauen.", "我讨厌女人。", "Ich mag Katzen."],
+            "label": ["hateful", "hateful", "non-hateful"],
+            "language": ["german", "mandarin", "german"],
+            "functionality": ["derog_neg_emote_h", "derog_neg_emote_h", "ident_pos_nh"],
+            "target_ident": ["women", "women", None],
+        }
+    )
     table = workdir / paths.interim_table("mhc")
     table.parent.mkdir(parents=True)
     cases.write_parquet(table)
@@ -62,8 +64,11 @@ def test_gpt_hatecheck_stages_take_exactly_their_declared_arguments(params):
     assert set(gen.params) == {"settings", "backends", "threads", "profile"}
     # the embedded profile generates on the fetched weights: their manifest is an input
     # Table 12's slur list (a resource), not HateCheck's placeholders
-    assert gen.data_deps == ["src/hatecheck_pipeline/resources/expansion/gpt_hatecheck_slurs.yaml",
-                             "src/hatecheck_pipeline/resources/expansion/prompts.yaml", paths.llm_weights_info()]
+    assert gen.data_deps == [
+        "src/hatecheck_pipeline/resources/expansion/gpt_hatecheck_slurs.yaml",
+        "src/hatecheck_pipeline/resources/expansion/prompts.yaml",
+        paths.llm_weights_info(),
+    ]
     val = stages["expand_llm_validate_english"]
     assert val.params["settings"] == "expansion.nli" and paths.expanded_table("gpt_hatecheck_english") in val.all_outs
     assert "expand_preprocess_gpt_hatecheck_english_bert" in stages

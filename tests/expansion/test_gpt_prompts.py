@@ -27,9 +27,20 @@ TABLE_12 = {
     "Immigrants": "wetback, mojado",
 }
 # appendix A, Table 11: the 24 functionalities, those with a demonstration
-TABLE_11_DEMOS = {"slur_h", "slur_reclaimed_nh", "profanity_h", "profanity_nh", "ref_subs_clause_h", "ref_subs_sent_h",
-                  "negate_pos_h", "negate_neg_nh", "phrase_question_h", "counter_quote_nh", "counter_ref_nh",
-                  "target_group_nh"}
+TABLE_11_DEMOS = {
+    "slur_h",
+    "slur_reclaimed_nh",
+    "profanity_h",
+    "profanity_nh",
+    "ref_subs_clause_h",
+    "ref_subs_sent_h",
+    "negate_pos_h",
+    "negate_neg_nh",
+    "phrase_question_h",
+    "counter_quote_nh",
+    "counter_ref_nh",
+    "target_group_nh",
+}
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +69,9 @@ def test_censored_forms_take_hatechecks_spelling_where_hatecheck_has_the_word():
     if not HATECHECK.exists():
         pytest.fail(f"the HateCheck mirror is needed: {HATECHECK}")
     placeholders = pl.read_csv(HATECHECK / "template_placeholders.csv")
-    slur_values = {v.strip() for row in placeholders.filter(pl.col("Placeholder").is_in(["[SLUR_S]", "[SLUR_P]"]))["Values"]
-                   for v in row.split(",")}
+    slur_values = {
+        v.strip() for row in placeholders.filter(pl.col("Placeholder").is_in(["[SLUR_S]", "[SLUR_P]"]))["Values"] for v in row.split(",")
+    }
     case_words = {w.lower() for t in pl.read_csv(HATECHECK / "test_suite_cases.csv")["test_case"] for w in re.findall(r"[A-Za-z]+", t)}
     resolved = [e for g in resource_groups() for e in g["slurs"] if "*" in e["printed"]]
     assert len(resolved) == 11
@@ -73,8 +85,9 @@ def test_censored_forms_take_hatechecks_spelling_where_hatecheck_has_the_word():
             assert e["slur"] == "niger" and "notebook" in e["note"]
 
 
-@pytest.mark.parametrize("printed, slur, note", [("b*tch", "bitches", "HateCheck [SLUR_S]"), ("b*tch", "bitch", None),
-                                                 ("bitch", "b1tch", None)])
+@pytest.mark.parametrize(
+    "printed, slur, note", [("b*tch", "bitches", "HateCheck [SLUR_S]"), ("b*tch", "bitch", None), ("bitch", "b1tch", None)]
+)
 def test_a_resolution_that_does_not_fit_the_printed_form_is_an_error(tmp_path, printed, slur, note):
     entry = {"printed": printed, "slur": slur, **({"note": note} if note else {})}
     path = tmp_path / "slurs.yaml"
@@ -94,11 +107,18 @@ def test_every_functionality_has_table_11s_segment_and_demonstration():
 
 def test_identity_and_slur_filling(slurs):
     spec = prompts.load_spec()
-    cells = prompts.cells(spec, ["derog_neg_emote_h", "slur_h", "slur_reclaimed_nh", "profanity_nh"],
-                          ["women", "Muslims"], slurs, "english", 20)
+    cells = prompts.cells(
+        spec, ["derog_neg_emote_h", "slur_h", "slur_reclaimed_nh", "profanity_nh"], ["women", "Muslims"], slurs, "english", 20
+    )
     assert [(c.functionality, c.target_ident) for c in cells] == [
-        ("derog_neg_emote_h", "women"), ("derog_neg_emote_h", "Muslims"), ("slur_h", "women"), ("slur_h", "Muslims"),
-        ("slur_reclaimed_nh", "women"), ("slur_reclaimed_nh", "Muslims"), ("profanity_nh", None)]
+        ("derog_neg_emote_h", "women"),
+        ("derog_neg_emote_h", "Muslims"),
+        ("slur_h", "women"),
+        ("slur_h", "Muslims"),
+        ("slur_reclaimed_nh", "women"),
+        ("slur_reclaimed_nh", "Muslims"),
+        ("profanity_nh", None),
+    ]
     by = {(c.functionality, c.target_ident): c for c in cells}
     emote = by["derog_neg_emote_h", "women"]
     assert emote.prompt.startswith("Write 20 messages that express strong negative emotions against women.\n")

@@ -62,8 +62,9 @@ def test_table_5_f8_islam_is_about_muslims_so_it_is_rejected(spec):
 
 def test_table_5_f15_without_a_negation_is_rejected(spec):
     text = "Women deserve to be celebrated and empowered."
-    judge = ScriptedJudge({(text, about("women")), ("Women deserve to be celebrated and empowered .",
-                                                    "That text contains hate speech against women.")})
+    judge = ScriptedJudge(
+        {(text, about("women")), ("Women deserve to be celebrated and empowered .", "That text contains hate speech against women.")}
+    )
     res = check(spec, text, "negate_neg_nh", "women", judge)
     assert not res["accepted"] and res["failed_test"] == "That text contains a negation."
 
@@ -71,25 +72,32 @@ def test_table_5_f15_without_a_negation_is_rejected(spec):
 def test_f15_removes_the_negation_words_before_its_second_test(spec):
     text = "No women deserve to die."
     stripped = "women deserve to die ."  # the notebook: word tokens without no/not/never/neither
-    judge = ScriptedJudge({(text, about("women")), (text, "That text contains a negation."),
-                           (stripped, "That text contains hate speech against women.")})
+    judge = ScriptedJudge(
+        {(text, about("women")), (text, "That text contains a negation."), (stripped, "That text contains hate speech against women.")}
+    )
     res = check(spec, text, "negate_neg_nh", "women", judge)
     assert res["accepted"], res
     assert (stripped, "That text contains hate speech against women.") in judge.asked
     # the negated statement itself is not hateful: without the removal the case would fail
-    judge2 = ScriptedJudge({(text, about("women")), (text, "That text contains a negation."),
-                            (text, "That text contains hate speech against women.")})
+    judge2 = ScriptedJudge(
+        {(text, about("women")), (text, "That text contains a negation."), (text, "That text contains hate speech against women.")}
+    )
     assert check(spec, text, "negate_neg_nh", "women", judge2)["failed_test"] == (
-        "That text contains hate speech against [identity]. @negation_removed")
-    assert nli.remove_negation("Trans rights are not a threat, never.", spec["negation_words"]) == (
-        "Trans rights are a threat , .")
+        "That text contains hate speech against [identity]. @negation_removed"
+    )
+    assert nli.remove_negation("Trans rights are not a threat, never.", spec["negation_words"]) == ("Trans rights are a threat , .")
     assert nli.remove_negation("Women don't deserve it", spec["negation_words"]) == "Women do n't deserve it"
 
 
 def test_f14_tests_the_positive_statement_without_its_negation(spec):
     text = "Disabled people are never intelligent."
-    judge = ScriptedJudge({(text, about("disabled people")), (text, "That text contains a negation."),
-                           ("Disabled people are intelligent .", "That text is a positive statement towards disabled people.")})
+    judge = ScriptedJudge(
+        {
+            (text, about("disabled people")),
+            (text, "That text contains a negation."),
+            ("Disabled people are intelligent .", "That text is a positive statement towards disabled people."),
+        }
+    )
     assert check(spec, text, "negate_pos_h", "disabled people", judge)["accepted"]
 
 
@@ -115,8 +123,9 @@ def test_f12_tests_the_whole_text_and_the_clause_after_the_first_comma_apart(spe
 
 def test_table_5_f13_hate_in_the_first_sentence_only_is_rejected(spec):
     text = "I'm sorry, but disabled people like you are just a burden on society. It's time to accept the truth."
-    judge = ScriptedJudge({(text, about("disabled people")), (text, HATE),
-                           ("I'm sorry, but disabled people like you are just a burden on society.", HATE)})
+    judge = ScriptedJudge(
+        {(text, about("disabled people")), (text, HATE), ("I'm sorry, but disabled people like you are just a burden on society.", HATE)}
+    )
     res = check(spec, text, "ref_subs_sent_h", "disabled people", judge)
     assert not res["accepted"] and res["failed_test"] == "hate @subsequent_sentences"
     assert ("It's time to accept the truth.", HATE) in judge.asked
@@ -141,8 +150,7 @@ def test_f13_tests_the_sentences_after_the_first_joined_into_one_premise(spec):
 
 
 def test_table_5_f18_a_positive_statement_is_rejected(spec):
-    text = ("The LGBTQ+ community has made significant contributions to art, literature, and culture "
-            "throughout history.")
+    text = "The LGBTQ+ community has made significant contributions to art, literature, and culture throughout history."
     judge = ScriptedJudge({(text, about("gay people")), (text, "That text is a very positive statement.")})
     res = check(spec, text, "ident_neutral_nh", "gay people", judge)
     assert not res["accepted"] and res["failed_test"] == "NOT That text is a very positive statement."
@@ -158,13 +166,12 @@ def test_f20_tests_the_quote_and_the_text_around_it_apart(spec):
     judge = ScriptedJudge({(text, about("gay people")), ("gay people are scum", HATE)})
     assert check(spec, text, "counter_quote_nh", "gay people", judge)["accepted"]
     assert ("Statements like [X] are deeply hurtful.", "This text supports [X]") in judge.asked
-    supports = ScriptedJudge({(text, about("gay people")), ("gay people are scum", HATE),
-                              ("Statements like [X] are deeply hurtful.", "This text supports [X]")})
-    assert check(spec, text, "counter_quote_nh", "gay people", supports)["failed_test"] == (
-        "NOT This text supports [X] @quote_context")
+    supports = ScriptedJudge(
+        {(text, about("gay people")), ("gay people are scum", HATE), ("Statements like [X] are deeply hurtful.", "This text supports [X]")}
+    )
+    assert check(spec, text, "counter_quote_nh", "gay people", supports)["failed_test"] == ("NOT This text supports [X] @quote_context")
     for bad in ("Calling gay people scum is deeply hurtful.", "Both 'a' and 'b' are hurtful."):
-        assert check(spec, bad, "counter_quote_nh", "gay people", ScriptedJudge(everything=True))["failed_test"] == (
-            "hate @quote")
+        assert check(spec, bad, "counter_quote_nh", "gay people", ScriptedJudge(everything=True))["failed_test"] == ("hate @quote")
 
 
 def test_f9_passes_on_any_of_its_three_tests(spec):
@@ -172,8 +179,7 @@ def test_f9_passes_on_any_of_its_three_tests(spec):
     neg = (text, "This text has a negative sentiment.")
     base = {(text, about("women"))}
     assert not check(spec, text, "slur_reclaimed_nh", "women", ScriptedJudge(base | {neg}))["accepted"]
-    assert check(spec, text, "slur_reclaimed_nh", "women",
-                 ScriptedJudge(base | {neg, (text, "This text is about us.")}))["accepted"]
+    assert check(spec, text, "slur_reclaimed_nh", "women", ScriptedJudge(base | {neg, (text, "This text is about us.")}))["accepted"]
     assert check(spec, text, "slur_reclaimed_nh", "women", ScriptedJudge(base))["accepted"]
 
 
@@ -205,19 +211,31 @@ def test_each_pair_is_asked_once_over_all_cases(spec):
 
 def test_validation_counts_kept_cases_per_functionality_and_target_and_rejects_duplicates(spec):
     texts = ["Women are scum.", "Women are scum.", "Immigrants are scum.", "I hate this stupid chair."]
-    cand = pl.DataFrame({"id": [f"g{i}" for i in range(4)], "text": texts,
-                         "functionality": ["derog_dehum_h", "derog_dehum_h", "derog_dehum_h", "target_obj_nh"],
-                         "target_ident": ["women", "women", "immigrants", None], "label": ["hateful"] * 3 + ["non-hateful"],
-                         "language": ["english"] * 4, "request": [0] * 4, "k": [0, 1, 0, 0], "cache_key": ["x"] * 4})
-    judge = ScriptedJudge({("Women are scum.", about("women")), ("Women are scum.", "That text contains dehumanization."),
-                           ("Immigrants are scum.", about("immigrants"))})
+    cand = pl.DataFrame(
+        {
+            "id": [f"g{i}" for i in range(4)],
+            "text": texts,
+            "functionality": ["derog_dehum_h", "derog_dehum_h", "derog_dehum_h", "target_obj_nh"],
+            "target_ident": ["women", "women", "immigrants", None],
+            "label": ["hateful"] * 3 + ["non-hateful"],
+            "language": ["english"] * 4,
+            "request": [0] * 4,
+            "k": [0, 1, 0, 0],
+            "cache_key": ["x"] * 4,
+        }
+    )
+    judge = ScriptedJudge(
+        {
+            ("Women are scum.", about("women")),
+            ("Women are scum.", "That text contains dehumanization."),
+            ("Immigrants are scum.", about("immigrants")),
+        }
+    )
     kept, rejected, report = generate.validate(cand, spec, judge, 0.5, TARGETS)
     assert kept["id"].to_list() == ["g0"] and kept["dataset"].unique().to_list() == ["gpt_hatecheck"]
     reasons = dict(zip(rejected["id"], rejected["failed_test"]))
-    assert reasons == {"g1": "duplicate of an earlier message", "g2": "That text contains dehumanization.",
-                       "g3": "hate"}
+    assert reasons == {"g1": "duplicate of an earlier message", "g2": "That text contains dehumanization.", "g3": "hate"}
     assert report["judge"] == "scripted test judge" and report["candidates"] == 4 and report["kept"] == 1
     cells = {(r["functionality"], r["target_ident"]): (r["candidates"], r["kept"]) for r in report["per_functionality_target"]}
-    assert cells == {("derog_dehum_h", "immigrants"): (1, 0), ("derog_dehum_h", "women"): (2, 1),
-                     ("target_obj_nh", "none"): (1, 0)}
+    assert cells == {("derog_dehum_h", "immigrants"): (1, 0), ("derog_dehum_h", "women"): (2, 1), ("target_obj_nh", "none"): (1, 0)}
     assert {r["target_ident"]: r["kept"] for r in report["per_target"]} == {"immigrants": 0, "women": 1, "none": 0}

@@ -30,16 +30,30 @@ def test_baseline_table_splits_the_shared_stages_from_the_new_ones(bench):
 def test_timeline_counts_the_cores_no_job_reserved(bench):
     """--timeline: a 2-thread job, then a 1-thread job alone (one core idle
     for its 30 s), then two 1-thread jobs side by side (none idle)."""
-    log = "\n".join([
-        "[Fri Nov 27 08:00:00 2026]", "localrule train_a:", "    resources: tmpdir=/tmp, runtime=30, cpu_cores=2, mem_mb=1",
-        "[Fri Nov 27 08:01:00 2026]", "Finished jobid: 1 (Rule: train_a)",
-        "[Fri Nov 27 08:01:00 2026]", "localrule predict_a:", "    resources: tmpdir=/tmp, cpu_cores=1, mem_mb=1",
-        "[Fri Nov 27 08:01:30 2026]", "localrule predict_b:", "    resources: tmpdir=/tmp, cpu_cores=1, mem_mb=1",
-        "[Fri Nov 27 08:02:00 2026]", "Finished jobid: 2 (Rule: predict_a)",
-        "[Fri Nov 27 08:02:00 2026]", "localrule score_a:", "    resources: tmpdir=/tmp, cpu_cores=1, mem_mb=1",
-        "[Fri Nov 27 08:02:30 2026]", "Finished jobid: 3 (Rule: predict_b)",
-        "[Fri Nov 27 08:02:30 2026]", "Finished jobid: 4 (Rule: score_a)",
-    ])
+    log = "\n".join(
+        [
+            "[Fri Nov 27 08:00:00 2026]",
+            "localrule train_a:",
+            "    resources: tmpdir=/tmp, runtime=30, cpu_cores=2, mem_mb=1",
+            "[Fri Nov 27 08:01:00 2026]",
+            "Finished jobid: 1 (Rule: train_a)",
+            "[Fri Nov 27 08:01:00 2026]",
+            "localrule predict_a:",
+            "    resources: tmpdir=/tmp, cpu_cores=1, mem_mb=1",
+            "[Fri Nov 27 08:01:30 2026]",
+            "localrule predict_b:",
+            "    resources: tmpdir=/tmp, cpu_cores=1, mem_mb=1",
+            "[Fri Nov 27 08:02:00 2026]",
+            "Finished jobid: 2 (Rule: predict_a)",
+            "[Fri Nov 27 08:02:00 2026]",
+            "localrule score_a:",
+            "    resources: tmpdir=/tmp, cpu_cores=1, mem_mb=1",
+            "[Fri Nov 27 08:02:30 2026]",
+            "Finished jobid: 3 (Rule: predict_b)",
+            "[Fri Nov 27 08:02:30 2026]",
+            "Finished jobid: 4 (Rule: score_a)",
+        ]
+    )
     jobs = bench.log_jobs(log)
     assert {k: c for k, (_, _, c) in jobs.items()} == {"train_a": 2, "predict_a": 1, "predict_b": 1, "score_a": 1}
     span, idle, windows = bench.idle_core_seconds(jobs, 2)

@@ -13,7 +13,6 @@ from pipeline_utils import load_benchmark
 from hatecheck_pipeline.core.files import PRECISION_KEY, write_csv, write_parquet
 
 
-
 @pytest.fixture(scope="module")
 def bench():
     return load_benchmark("bench_precision_figures")
@@ -22,7 +21,9 @@ def bench():
 def workspace(root: Path, values: list[float], preds: list[str], ran: str) -> Path:
     cells = pl.DataFrame({"cell_id": ["t:a", "t:b", "t:n"], "value": values, "ci_low": [50.0, 70.0, None], "ci_high": [60.0, 80.0, None]})
     write_csv(cells, root / "results/tables/t.csv")
-    frame = pl.DataFrame({"id": [str(i) for i in range(len(preds))], "p_hateful": [0.9 if p == "hateful" else 0.1 for p in preds], "pred": preds})
+    frame = pl.DataFrame(
+        {"id": [str(i) for i in range(len(preds))], "p_hateful": [0.9 if p == "hateful" else 0.1 for p in preds], "pred": preds}
+    )
     write_parquet(frame, root / "results/M/s/predictions.parquet", metadata={PRECISION_KEY: ran})
     write_parquet(frame, root / "results/LLM/s/predictions.parquet")  # an LLM's: no precision recorded, left out
     return root

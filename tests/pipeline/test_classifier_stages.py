@@ -16,7 +16,6 @@ from hatecheck_pipeline.pipeline.registry import build_stages
 from conftest import REPO
 
 
-
 def with_model(params, name, spec):
     return apply_and_validate(params, {f"models.{name}": spec}, REPO / "workflow/schemas/params.schema.yaml", "test")
 
@@ -60,8 +59,19 @@ def test_a_python_classifier_depends_on_its_module_file(params, tmp_path, monkey
     ("spec", "message"),
     [
         ({"kind": "python", "model": "m:f", "suites": ["hatechek"], "seed": 0}, r"models.x.suites: 'hatechek' is not a suite"),
-        ({"kind": "onnx", "model": "a.onnx", "input": "t", "output": "p", "classes": ["a", "b"], "hateful": ["c"],
-          "suites": ["hatecheck"], "seed": 0}, r"models.x.hateful: \['c'\] not among its classes"),
+        (
+            {
+                "kind": "onnx",
+                "model": "a.onnx",
+                "input": "t",
+                "output": "p",
+                "classes": ["a", "b"],
+                "hateful": ["c"],
+                "suites": ["hatecheck"],
+                "seed": 0,
+            },
+            r"models.x.hateful: \['c'\] not among its classes",
+        ),
         ({"kind": "python", "model": "m:f", "decision": "argmax", "suites": ["hatecheck"], "seed": 0}, r"models.x.decision: argmax needs"),
         ({"kind": "python", "model": "m:f", "suites": ["hatecheck"], "seed": 0, "trained_on": ["ethos"]}, r"models.x"),
         ({"kind": "onnx", "model": "a.onnx", "suites": ["hatecheck"], "seed": 0}, r"models.x"),

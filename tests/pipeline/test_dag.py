@@ -84,7 +84,7 @@ def test_stages_depend_on_the_active_profile_only(params):
             assert after[name] != before[name], name
             read = {k: v for k, v in after[name].items() if k.startswith("profiles.")}
             assert read and all(k.startswith("profiles.paper.") for k in read), name
-            assert read == {k: get_key(params["profiles"]["paper"], k[len("profiles.paper."):]) for k in read}, name
+            assert read == {k: get_key(params["profiles"]["paper"], k[len("profiles.paper.") :]) for k in read}, name
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     train = dvc["train_XTC"]["params"]
     assert "profiles.${profile}.max_epochs" in train and "profiles.${profile}.base_models.xlmt" in train
@@ -149,7 +149,7 @@ def test_only_the_changed_dataset_is_downstream_of_its_params(params):
     stages = dag.build_stages(params)
     for s in stages:
         if s.name.startswith("prepare_"):
-            assert s.param_keys == [f"datasets.{s.name[len('prepare_'):]}"], s.name
+            assert s.param_keys == [f"datasets.{s.name[len('prepare_') :]}"], s.name
     readers = {s.name for s in stages if any(k.startswith("datasets.davidson2017") for k in s.param_keys)}
     assert readers == {"prepare_davidson2017"}
 
@@ -198,17 +198,21 @@ def test_one_rule_loop_declares_threads_and_resources():
     rules = sorted((REPO / "workflow/rules").glob("*.smk"))
     assert [r.name for r in rules] == ["common.smk", "stages.smk"]
     text = (REPO / "workflow/rules/stages.smk").read_text()
-    assert "for stage in STAGES" in text and "threads: rule_threads(stage)" in text and "mem_mb=stage.mem_mb" in text and "cpu_cores=" in text
+    assert (
+        "for stage in STAGES" in text and "threads: rule_threads(stage)" in text and "mem_mb=stage.mem_mb" in text and "cpu_cores=" in text
+    )
 
 
 def test_one_stage_is_found_as_the_registry_builds_it_and_a_data_stage_imports_no_later_phase(params):
     stages = dag.build_stages(params)
     for s in stages[:: max(1, len(stages) // 25)] + stages[-1:]:
         assert dag.stage_by_name(params, s.name) == dataclasses.replace(s, code=()), s.name
-    probe = ("import sys; from hatecheck_pipeline.core.config import load_params;"
-             "from hatecheck_pipeline.pipeline.registry import stage_by_name;"
-             "s = stage_by_name(load_params(), 'validate_ethos');"
-             "print(s.name, sorted(m for m in sys.modules if m.startswith(('hatecheck_pipeline.pipeline.',"
-             " 'hatecheck_pipeline.evaluation', 'hatecheck_pipeline.models'))))")
+    probe = (
+        "import sys; from hatecheck_pipeline.core.config import load_params;"
+        "from hatecheck_pipeline.pipeline.registry import stage_by_name;"
+        "s = stage_by_name(load_params(), 'validate_ethos');"
+        "print(s.name, sorted(m for m in sys.modules if m.startswith(('hatecheck_pipeline.pipeline.',"
+        " 'hatecheck_pipeline.evaluation', 'hatecheck_pipeline.models'))))"
+    )
     out = subprocess.run([str(BIN / "python"), "-c", probe], cwd=REPO, capture_output=True, text=True, check=True).stdout
     assert out.split(" ", 1) == ["validate_ethos", "['hatecheck_pipeline.pipeline.data', 'hatecheck_pipeline.pipeline.registry']\n"]

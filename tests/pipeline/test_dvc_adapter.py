@@ -22,6 +22,7 @@ from dvc_projects import chain_project, git_dvc_project
 from hatecheck_pipeline.pipeline import dvc_adapter
 from hatecheck_pipeline.pipeline.dvc_speedups import has, resolve
 
+
 @pytest.mark.parametrize("where, name", sorted(dvc_adapter.NEEDED), ids=lambda x: str(x))
 def test_each_needed_internal_exists_in_the_installed_dvc(where, name):
     why = dvc_adapter.NEEDED[(where, name)]
@@ -34,9 +35,8 @@ def test_each_needed_internal_exists_in_the_installed_dvc(where, name):
 @pytest.mark.parametrize("where", sorted(dvc_adapter.NEEDED_SIGNATURES))
 def test_each_wrapped_function_takes_what_the_wrapper_passes(where):
     params = dvc_adapter.NEEDED_SIGNATURES[where]
-    found = tuple(inspect.signature(resolve(where)).parameters)[:len(params)]
+    found = tuple(inspect.signature(resolve(where)).parameters)[: len(params)]
     assert found == params, f"DVC {md.version('dvc')}: {where}{found}, the adapter passes {params}"
-
 
 
 def test_the_installed_dvc_is_the_pinned_one():
@@ -48,8 +48,9 @@ def test_commit_through_the_adapter_records_a_clean_stage(workdir):
     dvc = git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 5.0e-5}\n")
     (workdir / "in.txt").write_text("input\n")
-    (workdir / "dvc.yaml").write_text("stages:\n  s:\n    cmd: cp in.txt out.txt\n    deps: [in.txt]\n"
-                                      "    params: [x]\n    outs: [out.txt]\n")
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n  s:\n    cmd: cp in.txt out.txt\n    deps: [in.txt]\n    params: [x]\n    outs: [out.txt]\n"
+    )
     (workdir / "out.txt").write_text("input\n")  # as if Snakemake had run the command
     before = (workdir / "out.txt").stat().st_ino
     assert dvc_adapter.changed_stages() == {"s"}
@@ -80,8 +81,10 @@ def test_a_commit_records_the_values_a_run_was_given(workdir):
     dvc = git_dvc_project()
     text = "profile: a\nprofiles:\n  a: {n: 1}\n  b: {n: 2}\n"
     (workdir / "params.yaml").write_text(text)
-    (workdir / "dvc.yaml").write_text("stages:\n  s:\n    cmd: cp in.txt out.txt\n    deps: [in.txt]\n"
-                                      "    params: [profile, 'profiles.${profile}.n']\n    outs: [out.txt]\n")
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n  s:\n    cmd: cp in.txt out.txt\n    deps: [in.txt]\n"
+        "    params: [profile, 'profiles.${profile}.n']\n    outs: [out.txt]\n"
+    )
     (workdir / "in.txt").write_text("input\n")
     (workdir / "out.txt").write_text("input\n")
     loaders = serialize.load_path, param.load_path
@@ -161,8 +164,13 @@ def test_only_the_adapter_and_the_speedups_import_dvc():
     importers = set()
     for path in (REPO / "src").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             if any(n.split(".")[0] in ("dvc", "scmrepo", "dulwich") for n in names):
                 importers.add(path.relative_to(REPO / "src/hatecheck_pipeline").as_posix())
     assert importers == {"pipeline/dvc_adapter.py", "pipeline/dvc_speedups.py"}
@@ -177,8 +185,7 @@ def test_a_stage_dvc_runs_is_read_from_the_rwlock_dvc_writes(workdir):
 
     tmp = workdir / ".dvc" / "tmp"
     tmp.mkdir(parents=True)
-    with rwlock(str(tmp), LocalFileSystem(), "dvc repro prepare_x", [str(workdir / "in.txt")],
-                [str(workdir / "data/x")], False):
+    with rwlock(str(tmp), LocalFileSystem(), "dvc repro prepare_x", [str(workdir / "in.txt")], [str(workdir / "data/x")], False):
         assert dvc_adapter.stage_runs(tmp / "rwlock") == f"PID {os.getpid()}: dvc repro prepare_x"
     assert dvc_adapter.stage_runs(tmp / "rwlock") == ""
     assert dvc_adapter.stage_runs(tmp / "missing") == ""

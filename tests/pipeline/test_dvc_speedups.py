@@ -19,15 +19,15 @@ from dvc_projects import chain_project, git_dvc_project, lock_project, three_rec
 from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
 
 
-
 def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(workdir, monkeypatch):
     from dvc.dependency import param
     from scmrepo.git import Git
 
     git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 2}\n")
-    stages = "".join(f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x, y]\n"
-                     f"    outs: [o{i}.txt]\n" for i in range(3))
+    stages = "".join(
+        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x, y]\n    outs: [o{i}.txt]\n" for i in range(3)
+    )
     (workdir / "dvc.yaml").write_text("stages:\n" + stages)
     for name in ("in.txt", "o0.txt", "o1.txt", "o2.txt", "sub/kept.txt"):
         (workdir / name).parent.mkdir(exist_ok=True)
@@ -72,13 +72,14 @@ def test_the_status_parses_the_params_file_once_and_finds_what_dvc_finds(workdir
 def test_the_recording_benchmark_runs_both_ways_on_a_small_project(workdir):
     git_dvc_project()
     (workdir / "params.yaml").write_text("x: {lr: 1.0}\n")
-    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
-        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x]\n    outs: [o{i}.txt]\n" for i in range(2)))
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n"
+        + "".join(f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n    params: [x]\n    outs: [o{i}.txt]\n" for i in range(2))
+    )
     for name in ("in.txt", "o0.txt", "o1.txt"):
         (workdir / name).write_text("input\n")
     dvc_adapter.commit_stages(["s0", "s1"])
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_record.py"), "--repeat", "1"],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_record.py"), "--repeat", "1"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert "stages: 2" in proc.stdout and "dvc.lock identical across runs: True" in proc.stdout
     assert re.search(r"^plain\s+median\s+[\d.]+ s", proc.stdout, re.M) and re.search(r"^memoised\s+median", proc.stdout, re.M)
@@ -91,8 +92,9 @@ def test_the_dry_run_benchmark_finds_the_same_stages_under_every_variant(workdir
     three_recorded_stages(workdir)
 
     def bench() -> str:
-        proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_dry.py"), "--rounds", "1", "--stage", "s2"],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "benchmarks/bench_dvc_dry.py"), "--rounds", "1", "--stage", "s2"], capture_output=True, text=True
+        )
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc.stdout
 
@@ -107,8 +109,7 @@ def test_the_dry_run_benchmark_finds_the_same_stages_under_every_variant(workdir
 def test_the_status_benchmark_answers_the_same_both_ways(workdir):
     three_recorded_stages(workdir)
     (workdir / "params.yaml").write_text("x: {lr: 0.5}\ny: {n: 2}\n")  # s0 and s1's param
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_status.py"), "--repeat", "1"],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_status.py"), "--repeat", "1"], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "the same stages from both: True (s0, s1)" in proc.stdout
     assert re.search(r"^plain\s+median [\d.]+ s", proc.stdout, re.M) and re.search(r"^memoised\s+median", proc.stdout, re.M)
@@ -122,7 +123,8 @@ def test_walked_keys_are_what_dvc_looks_up(workdir):
     from dvc.fs import LocalFileSystem
 
     (workdir / "params.yaml").write_text(
-        "a: {b: {c: 1, d: [1, 2]}, e: null}\nprofile: x\nprofiles:\n  x: {n: 2, 'm': {k: v}}\nlst: [{q: 1}]\n")
+        "a: {b: {c: 1, d: [1, 2]}, e: null}\nprofile: x\nprofiles:\n  x: {n: 2, 'm': {k: v}}\nlst: [{q: 1}]\n"
+    )
     fs, path = LocalFileSystem(), str(workdir / "params.yaml")
     config = read_param_file(fs, path)
     plain = ["a.b.c", "a.b.d", "a.e", "profile", "profiles.x.n", "profiles.x.m", "a.b"]
@@ -173,7 +175,7 @@ def test_each_replaced_function_takes_what_the_replacement_passes(where):
     import inspect
 
     params = dvc_speedups.SIGNATURES[where]
-    found = tuple(inspect.signature(dvc_speedups.resolve(where)).parameters)[:len(params)]
+    found = tuple(inspect.signature(dvc_speedups.resolve(where)).parameters)[: len(params)]
     assert found == params, f"DVC {md.version('dvc')}: {where}{found}, the speed-ups pass {params}"
 
 
@@ -191,6 +193,7 @@ def dvc_without(monkeypatch):
     object stays removed for the test (one stock DVC does without), else it
     is put back after the check (one DVC calls itself). The check runs again
     afterwards with everything back."""
+
     def without(where: str, name: str, kept_away: bool) -> None:
         patch = monkeypatch if kept_away else pytest.MonkeyPatch()
         patch.delattr(dvc_speedups.resolve(where), name)
@@ -212,19 +215,26 @@ def dvc_without(monkeypatch):
 def _profile_project(workdir):
     git_dvc_project()
     (workdir / "params.yaml").write_text("profile: a\nprofiles:\n  a: {n: 1}\n  b: {n: 2}\nx: {lr: 5.0e-5, s: 'a: b'}\n")
-    (workdir / "dvc.yaml").write_text("stages:\n" + "".join(
-        f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n"
-        f"    params: [profile, 'profiles.${{profile}}.n', x]\n    outs: [o{i}.txt]\n" for i in range(3)))
+    (workdir / "dvc.yaml").write_text(
+        "stages:\n"
+        + "".join(
+            f"  s{i}:\n    cmd: cp in.txt o{i}.txt\n    deps: [in.txt]\n"
+            f"    params: [profile, 'profiles.${{profile}}.n', x]\n    outs: [o{i}.txt]\n"
+            for i in range(3)
+        )
+    )
     for name in ("in.txt", "o0.txt", "o1.txt", "o2.txt"):
         (workdir / name).write_text("input\n")
 
 
-@pytest.mark.parametrize("where, name, kept_away", [
-    ("dvc.repo.reproduce", "_reproduce", True),  # a commit never calls it: away for the whole test
-    ("dvc.dependency.param", "read_param_file", False),  # DVC's own lookup: back once checked
-])
-def test_a_dvc_without_a_speed_internal_warns_and_records_the_same_lock(workdir, monkeypatch, dvc_without,
-                                                                          where, name, kept_away):
+@pytest.mark.parametrize(
+    "where, name, kept_away",
+    [
+        ("dvc.repo.reproduce", "_reproduce", True),  # a commit never calls it: away for the whole test
+        ("dvc.dependency.param", "read_param_file", False),  # DVC's own lookup: back once checked
+    ],
+)
+def test_a_dvc_without_a_speed_internal_warns_and_records_the_same_lock(workdir, monkeypatch, dvc_without, where, name, kept_away):
     """Recording with overrides, then without: the speed-ups off (one
     warning) give the same dvc.lock, byte for byte, as with them on, and
     leave a project `dvc status` calls clean; only slower."""
@@ -280,8 +290,7 @@ def test_the_public_commit_benchmark_runs_every_way_on_a_small_project(workdir):
     without: each leaves the recorded lock as it was."""
     three_recorded_stages(workdir)
     lock = (workdir / "dvc.lock").read_bytes()
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_commit_public.py")],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_commit_public.py")], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for variant in ("dvc commit -f --no-relink", "adapter, speed-ups on", "adapter, speed-ups off"):
         assert re.search(rf"^{re.escape(variant)}\s+median\s+[\d.]+ s .* dvc.lock as before: True$", proc.stdout, re.M), variant

@@ -46,7 +46,10 @@ def test_snakemake_then_dvc_build_every_table(project, params):
     assert 0 < passes <= 2 * len(stages) + 5, passes
 
     # counts and class balances as published
-    counts = {d: json.loads((project / paths.counts(d)).read_text()) for d in ("davidson2017", "hateval2019_es", "haspeede2020", "fortuna2019", "hatecheck", "mhc", "crows_pairs")}
+    counts = {
+        d: json.loads((project / paths.counts(d)).read_text())
+        for d in ("davidson2017", "hateval2019_es", "haspeede2020", "fortuna2019", "hatecheck", "mhc", "crows_pairs")
+    }
     for d, c in counts.items():
         assert c["raw_rows"] == c["kept"] + c["quarantined"], d
     assert abs(counts["davidson2017"]["hateful_share"] - 0.058) < 0.01
@@ -66,7 +69,11 @@ def test_snakemake_then_dvc_build_every_table(project, params):
 
     # a nested key overridden from Snakemake's command line reaches only its stages
     nested = run([str(BIN / "snakemake"), "-n", "--cores", "1", *targets, "--config", 'set=["datasets.davidson2017.seed=7"]'], project)
-    assert set(re.findall(r"rule (\S+):", nested.stdout)) == {"prepare_davidson2017", "validate_davidson2017", "preprocess_davidson2017_bert"}
+    assert set(re.findall(r"rule (\S+):", nested.stdout)) == {
+        "prepare_davidson2017",
+        "validate_davidson2017",
+        "preprocess_davidson2017_bert",
+    }
     typo = run([str(BIN / "snakemake"), "-n", "--cores", "1", *targets, "--config", "nosuchkey=1"], project, check=False)
     assert typo.returncode != 0 and "nosuchkey" in typo.stdout + typo.stderr
 
@@ -129,7 +136,7 @@ def test_touching_a_module_flips_exactly_the_stages_whose_code_imports_it(tmp_pa
 
     def changed() -> set[str]:
         out = run([str(BIN / "dvc"), "status", "--json", *stages], project).stdout
-        return set(json.loads(out[out.index("{"):] if "{" in out else "{}"))
+        return set(json.loads(out[out.index("{") :] if "{" in out else "{}"))
 
     fingerprints = sorted((project / "code").glob("*.txt"))
     before = {p: p.read_bytes() for p in fingerprints}

@@ -27,7 +27,10 @@ pytestmark = pytest.mark.integration
 TARGETS = [
     "score_B-D_hatecheck",  # train (HateCheck recipe, 18-trial grid), predict, score; davidson2017 + hatecheck data stages
     "score_XLM-ES_mhc_spanish",  # train (MHC recipe: early stopping, best checkpoint) on XLM-R; mhc data stages
-    "crows_pairs_bert-base-uncased", "crows_pairs_roberta-large", "crows_pairs_albert-xxlarge-v2", "crows_pairs_smollm2-135m",
+    "crows_pairs_bert-base-uncased",
+    "crows_pairs_roberta-large",
+    "crows_pairs_albert-xxlarge-v2",
+    "crows_pairs_smollm2-135m",
     "winobias_albert-xxlarge-v2_type1",
     "score_LLM-EN_hatecheck",  # the prompted rows
     "expand_llm_validate_english",  # GPT-HateCheck: local generator, NLI judge
@@ -55,7 +58,8 @@ def test_hatecheck_recipe_runs_the_18_trial_grid_and_keeps_the_selected_configur
     c = card(project, "B-D")
     grid = c["grid_search"]
     assert {(t["epochs"], t["lr"], t["batch_size"]) for t in grid["trials"]} == {
-        (e, lr, b) for e in (2, 3, 4) for lr in (2e-5, 3e-5, 5e-5) for b in (16, 32)} and len(grid["trials"]) == 18
+        (e, lr, b) for e in (2, 3, 4) for lr in (2e-5, 3e-5, 5e-5) for b in (16, 32)
+    } and len(grid["trials"]) == 18
     best = min(grid["trials"], key=lambda t: t["dev_loss"])  # selected on dev loss
     assert grid["selected"]["trial"] == best["trial"]
     assert {k: c["selected_recipe"][k] for k in ("epochs", "lr", "batch_size")} == {k: best[k] for k in ("epochs", "lr", "batch_size")}

@@ -72,7 +72,9 @@ def test_a_classifier_trained_elsewhere_stands_beside_the_papers_models(smoke):
     html = (smoke / REPORT).read_text()
     assert 'data-cell-id="hatecheck_t1:hatesonar:' in html and 'data-cell-id="mhc_t7:hatesonar:' in html
     assert "classifier trained elsewhere (onnx)" in html
-    seen = re.search(r'<td class="seen(?: [^"]*)?" data-cell-id="hatecheck_heldout:hatesonar:davidson2017:macro_f1"[^>]*>([^<]*)</td>', html)
+    seen = re.search(
+        r'<td class="seen(?: [^"]*)?" data-cell-id="hatecheck_heldout:hatesonar:davidson2017:macro_f1"[^>]*>([^<]*)</td>', html
+    )
     assert seen and "training data" in seen.group(1)
     founta = re.search(r'<td[^>]*data-cell-id="hatecheck_heldout:hatesonar:founta2018:macro_f1"', html)
     assert founta and 'class="seen' not in founta.group(0)

@@ -47,7 +47,9 @@ def test_a_parameter_change_reruns_exactly_what_depends_on_it(smoke):
     assert snakemake_is_a_noop(smoke)
 
     # what the new split changed in B-D, per functional test, against the baseline commit (DVC's cache at HEAD)
-    out = run([str(BIN / "hatecheck-pipeline"), "diff", "B-D", "--rev", "HEAD", "--suite", "hatecheck", "--out", "rev_diff.json"], smoke).stdout
+    out = run(
+        [str(BIN / "hatecheck-pipeline"), "diff", "B-D", "--rev", "HEAD", "--suite", "hatecheck", "--out", "rev_diff.json"], smoke
+    ).stdout
     doc = json.loads((smoke / "rev_diff.json").read_text())
     assert doc["a"]["model"] == "B-D@HEAD" and doc["b"]["model"] == "B-D" and "flagged:" in out
     (smoke / "rev_diff.json").unlink()

@@ -40,16 +40,21 @@ def most_at_once(folder: Path) -> int:
 def run_on(tmp_path: Path, mem: int, jobs: int, machine_mb: str, *extra: str) -> int:
     (tmp_path / "Snakefile").write_text(SNAKEFILE.format(src=str(REPO / "src"), jobs=jobs, mem=mem))
     e = env() | {"HATECHECK_PIPELINE_MEM_MB": machine_mb}
-    proc = subprocess.run([str(BIN / "snakemake"), "--cores", "8", *extra], cwd=tmp_path, env=e, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(BIN / "snakemake"), "--cores", "8", *extra], cwd=tmp_path, env=e, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return most_at_once(tmp_path)
 
 
-@pytest.mark.parametrize(("mem", "jobs", "extra", "bound"), [
-    (10000, 6, (), 2),                                   # 24 GB: two 10 GB stages at once, never three
-    (30000, 3, (), 1),                                   # more than the machine: capped, one at a time
-    (10000, 6, ("--resources", "mem_mb=40000"), 4),      # the user's bound wins
-])
+@pytest.mark.parametrize(
+    ("mem", "jobs", "extra", "bound"),
+    [
+        (10000, 6, (), 2),  # 24 GB: two 10 GB stages at once, never three
+        (30000, 3, (), 1),  # more than the machine: capped, one at a time
+        (10000, 6, ("--resources", "mem_mb=40000"), 4),  # the user's bound wins
+    ],
+)
 def test_stages_never_declare_more_memory_together_than_the_machine_has(tmp_path, mem, jobs, extra, bound):
     assert run_on(tmp_path, mem, jobs, "24000", *extra) == bound
 

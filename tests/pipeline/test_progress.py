@@ -57,8 +57,9 @@ def test_follow_refreshes_until_no_stage_runs_and_no_run_is_alive(tmp_path):
             alive[0] = False
 
     alive = [True]
-    refreshes = progress.follow(logs, interval_s=0.5, recent_s=60, out=out, run_alive=lambda: alive[0], sleep=sleep,
-                                find_held=lambda: set())
+    refreshes = progress.follow(
+        logs, interval_s=0.5, recent_s=60, out=out, run_alive=lambda: alive[0], sleep=sleep, find_held=lambda: set()
+    )
     text = out.getvalue()
     assert refreshes == 4 and ticks == [0.5] * 4
     blocks = text.split("\n\n")

@@ -34,7 +34,9 @@ def test_every_stage_declares_positive_resources_and_train_predict_follow_the_pr
             kind = params["models"].get(s.args.get("model"), {}).get("kind")
             gpu = 0 if kind in ("onnx", "python", "http") else prof["gpu"]
             assert (s.gpu, s.runtime) == (gpu, prof["predict_runtime"]), s.name
-        elif s.name.startswith(("hatexplain_explain_", "heldout_multiclass_", "hatexplain_toxicity_")):  # runs a trained transformer: the profile's GPU
+        elif s.name.startswith(
+            ("hatexplain_explain_", "heldout_multiclass_", "hatexplain_toxicity_")
+        ):  # runs a trained transformer: the profile's GPU
             assert s.gpu == prof["gpu"] and s.runtime == PHASE_RUNTIME[s.phase], s.name
         else:
             assert s.gpu == 0 and s.runtime == PHASE_RUNTIME[s.phase], s.name
@@ -57,12 +59,13 @@ def test_the_snakemake_rules_carry_the_stage_resources_of_the_chosen_profile(tmp
     """A dry run under `--config profile=paper` shows train's GPU and time limit
     (in a copy: a dry run writes the stages' params files)."""
     project = copy_project(tmp_path)
-    out = run([str(BIN / "snakemake"), "-n", "--forceall", "--cores", "1", "models/B-D/model_card.json",
-               "--config", "profile=paper"], project).stdout
-    block = out[out.index("rule train_B-D:"):]
+    out = run(
+        [str(BIN / "snakemake"), "-n", "--forceall", "--cores", "1", "models/B-D/model_card.json", "--config", "profile=paper"], project
+    ).stdout
+    block = out[out.index("rule train_B-D:") :]
     resources = re.search(r"resources: (.*)", block).group(1)
     assert "gpu=1" in resources and "runtime=1440" in resources and "mem_mb=16000" in resources, resources
-    prep = out[out.index("rule prepare_davidson2017:"):]
+    prep = out[out.index("rule prepare_davidson2017:") :]
     assert f"runtime={PHASE_RUNTIME['prepare']}" in re.search(r"resources: (.*)", prep).group(1)
 
 

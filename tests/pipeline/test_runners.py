@@ -24,8 +24,7 @@ PARAMS = {"datasets": {"x": {"seed": 1}}}
 
 def write_lock(workdir, seed):
     (workdir / "dvc.lock").write_text(
-        "schema: '2.0'\nstages:\n  prepare_x:\n    cmd: c\n    params:\n      params.yaml:\n"
-        f"        datasets.x:\n          seed: {seed}\n"
+        f"schema: '2.0'\nstages:\n  prepare_x:\n    cmd: c\n    params:\n      params.yaml:\n        datasets.x:\n          seed: {seed}\n"
     )
 
 
@@ -80,10 +79,19 @@ def test_a_live_dvc_stage_run_blocks_snakemake_naming_it(workdir):
 
 def test_the_dvc_repository_lock_held_elsewhere_blocks_snakemake(workdir):
     (workdir / ".dvc" / "tmp").mkdir(parents=True)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import time; from dvc.lock import make_lock\n"
-        "l = make_lock('.dvc/tmp/lock', tmp_dir='.dvc/tmp'); l.lock(); print('held', flush=True); time.sleep(30)")],
-        cwd=workdir, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import time; from dvc.lock import make_lock\n"
+                "l = make_lock('.dvc/tmp/lock', tmp_dir='.dvc/tmp'); l.lock(); print('held', flush=True); time.sleep(30)"
+            ),
+        ],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(PipelineError, match=r"\.dvc/tmp/lock: DVC or another Snakemake run is working"):
@@ -105,10 +113,19 @@ def test_stale_snakemake_locks_go_only_when_no_run_is_alive(workdir):
     locks = workdir / ".snakemake/locks"
     locks.mkdir(parents=True)
     (locks / "0.input.lock").write_text("data/x\n")
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from hatecheck_pipeline.pipeline import runners\n"
-        "runners.register_run(); print('live', flush=True); time.sleep(30)")],
-        cwd=workdir, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys, time; from hatecheck_pipeline.pipeline import runners\n"
+                "runners.register_run(); print('live', flush=True); time.sleep(30)"
+            ),
+        ],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "live"
         assert runners.live_runs() == [str(holder.pid)]
@@ -131,7 +148,8 @@ def test_a_float_without_a_dot_in_a_lock_dvc_wrote_matches_params(workdir):
     subprocess.run([*dvc, "init", "-q"], check=True)
     (workdir / "params.yaml").write_text("training:\n  recipes:\n    r:\n      lr: 5.0e-5\n      epochs: 2\n")
     (workdir / "dvc.yaml").write_text(
-        "stages:\n  train_x:\n    cmd: echo done > out.txt\n    params:\n    - training.recipes.r\n    outs:\n    - out.txt\n")
+        "stages:\n  train_x:\n    cmd: echo done > out.txt\n    params:\n    - training.recipes.r\n    outs:\n    - out.txt\n"
+    )
     subprocess.run([*dvc, "repro", "-q"], check=True)
     assert "lr: 5e-05" in (workdir / "dvc.lock").read_text()  # how DVC writes it
     s = Stage("train_x", "train", "m:f", outputs={"o": out("out.txt")}, params={"recipe": "training.recipes.r"})
@@ -160,8 +178,8 @@ def test_a_failed_stage_log_reaches_the_terminal_through_the_default_profile(wor
     message = "error: data/raw/x.csv: sha256 0123 does not match the expected abcd"
     (workdir / "message.txt").write_text(message + "\n")  # not in the rule's command, which Snakemake prints
     (workdir / "Snakefile").write_text(
-        'rule ingest_x:\n    output: "data/x.csv"\n    log: "logs/ingest_x.log"\n'
-        '    shell: "cat message.txt > {log}; exit 1"\n')
+        'rule ingest_x:\n    output: "data/x.csv"\n    log: "logs/ingest_x.log"\n    shell: "cat message.txt > {log}; exit 1"\n'
+    )
     snakemake = os.path.join(os.path.dirname(sys.executable), "snakemake")
     done = subprocess.run([snakemake, "--cores", "1", "data/x.csv"], capture_output=True, text=True)
     assert done.returncode == 1
@@ -214,7 +232,8 @@ def test_outputs_dvc_records_as_up_to_date_get_times_after_their_inputs(workdir)
     (workdir / "params.yaml").write_text("x: 1\n")
     (workdir / "dvc.yaml").write_text(
         "stages:\n  a:\n    cmd: cp in.txt a.txt\n    deps: [in.txt]\n    outs: [a.txt]\n"
-        "  b:\n    cmd: cp a.txt b.txt\n    deps: [a.txt]\n    outs: [b.txt]\n")
+        "  b:\n    cmd: cp a.txt b.txt\n    deps: [a.txt]\n    outs: [b.txt]\n"
+    )
     subprocess.run([*dvc, "repro", "-q"], check=True)
     a = Stage("a", "prepare", "m:f", inputs={"i": "in.txt"}, outputs={"o": out("a.txt")})
     b = Stage("b", "prepare", "m:f", inputs={"i": "a.txt"}, outputs={"o": out("b.txt")})
@@ -323,8 +342,7 @@ rule make_d:
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads((workdir / "seen.json").read_text())
     assert seen["local_exec"] is True, relied[("workflow", "local_exec")]
-    assert seen["had_limiter"] and seen["disabled"] and seen["limiter_after"] == "None", \
-        relied[("workflow.scheduler", "job_rate_limiter")]
+    assert seen["had_limiter"] and seen["disabled"] and seen["limiter_after"] == "None", relied[("workflow.scheduler", "job_rate_limiter")]
     assert seen["dag"] == ["all", "make_d", "old"], relied[("workflow.dag", "jobs")]
     assert (workdir / "locks.txt").read_text().split(), relied[(runners.SNAKEMAKE_LOCKS, "*")]
     assert (workdir / "d/.snakemake_timestamp").is_file(), relied[("directory()", ".snakemake_timestamp")]

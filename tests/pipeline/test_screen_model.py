@@ -24,7 +24,10 @@ def test_screen_runs_the_models_train_heldout_and_mhc_stages_only(screen):
     assert [s.name for s in picked["train"]] == ["train_XTC"]
     heldout = [s.name for s in picked["heldout"]]
     assert sorted(n for n in heldout if n.startswith("score_")) == [
-        "score_XTC_heldout_fortuna2019", "score_XTC_heldout_haspeede2020", "score_XTC_heldout_hateval2019_es"]
+        "score_XTC_heldout_fortuna2019",
+        "score_XTC_heldout_haspeede2020",
+        "score_XTC_heldout_hateval2019_es",
+    ]
     assert all(n.index("predict_") == 0 for n in heldout if not n.startswith("score_"))
     mhc = [s.name for s in picked["mhc"]]
     assert mhc[0] == "predict_XTC_mhc" and len([n for n in mhc if n.startswith("score_XTC_mhc_")]) == 10

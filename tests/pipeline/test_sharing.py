@@ -33,10 +33,8 @@ from system_packages import require
 pytestmark = pytest.mark.integration
 
 TARGET = "models/B-D/model_card.json"
-CHAIN = {"ingest_davidson2017", "prepare_davidson2017", "validate_davidson2017",
-         "preprocess_davidson2017_bert", "train_B-D"}
+CHAIN = {"ingest_davidson2017", "prepare_davidson2017", "validate_davidson2017", "preprocess_davidson2017_bert", "train_B-D"}
 LR = "training.recipes.hatecheck.lr"
-
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -31,9 +31,15 @@ from system_packages import missing_packages, require
 pytestmark = [pytest.mark.integration, pytest.mark.slurm]
 
 TARGET = "results/B-D/heldout_davidson2017/metrics.json"
-CHAIN = {"ingest_davidson2017", "prepare_davidson2017", "validate_davidson2017",
-         "preprocess_davidson2017_bert", "train_B-D", "predict_B-D_heldout_davidson2017",
-         "score_B-D_heldout_davidson2017"}
+CHAIN = {
+    "ingest_davidson2017",
+    "prepare_davidson2017",
+    "validate_davidson2017",
+    "preprocess_davidson2017_bert",
+    "train_B-D",
+    "predict_B-D_heldout_davidson2017",
+    "score_B-D_heldout_davidson2017",
+}
 SNAKEMAKE_TIMEOUT_S = 900  # both runs together (a hard cap: ~4 min on an idle 2-core machine)
 
 # The Debian packages scripts/slurm-up.sh starts (command -> package); as
@@ -41,8 +47,9 @@ SNAKEMAKE_TIMEOUT_S = 900  # both runs together (a hard cap: ~4 min on an idle 2
 SLURM_PACKAGES = {"munged": "munge", "slurmctld": "slurmctld", "slurmd": "slurmd", "sbatch": "slurm-client"}
 
 if os.geteuid() != 0 and not missing_packages(SLURM_PACKAGES):
-    pytest.skip("the Slurm test starts munged, slurmctld and slurmd, which needs root "
-                "(run it as root, as .ci/run does)", allow_module_level=True)
+    pytest.skip(
+        "the Slurm test starts munged, slurmctld and slurmd, which needs root (run it as root, as .ci/run does)", allow_module_level=True
+    )
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -91,21 +98,20 @@ def slurm():
     stopped by slurm-down.sh (by the recorded pids) whatever happens."""
     # scripts/setup.sh installs the executor plugin where sbatch is, which its
     # Slurm packages put there when it runs as root (as this test does).
-    assert importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None, \
+    assert importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None, (
         "Snakemake's Slurm executor plugin is not installed: bash scripts/setup.sh --slurm"
+    )
     state = Path(tempfile.mkdtemp(prefix="hatecheck-slurm-", dir="/tmp"))
     os.chmod(state, 0o755)  # munged runs as the munge user
     e = env() | {"HATECHECK_SLURM_DIR": str(state), "HATECHECK_SLURM_PORT": str(free_port_pair())}
     try:
-        up = subprocess.run(["bash", str(REPO / "scripts/slurm-up.sh")], env=e, capture_output=True,
-                            text=True, timeout=600)
+        up = subprocess.run(["bash", str(REPO / "scripts/slurm-up.sh")], env=e, capture_output=True, text=True, timeout=600)
         assert up.returncode == 0, f"slurm-up.sh failed:\n{up.stdout[-3000:]}\n{up.stderr[-3000:]}"
         assert "idle" in up.stdout, up.stdout
         yield state, e | {"SLURM_CONF": str(state / "slurm.conf")}
     finally:
         pids = daemon_pids(state) if (state / "pids").exists() else {}
-        down = subprocess.run(["bash", str(REPO / "scripts/slurm-down.sh")], env=e, capture_output=True,
-                              text=True, timeout=120)
+        down = subprocess.run(["bash", str(REPO / "scripts/slurm-down.sh")], env=e, capture_output=True, text=True, timeout=120)
         print(down.stdout, down.stderr)
         still = {name: pid for name, pid in pids.items() if alive(pid)}
         shutil.rmtree(state, ignore_errors=True)
@@ -116,8 +122,7 @@ def snakemake(project: Path, e: dict[str, str], *args: str) -> tuple[subprocess.
     """Start a Snakemake run of TARGET; its output goes to ``<project>.out``."""
     log = project.with_suffix(".out")
     with open(log, "w") as fh:
-        proc = subprocess.Popen([str(BIN / "snakemake"), *args, TARGET], cwd=project, env=e,
-                                stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([str(BIN / "snakemake"), *args, TARGET], cwd=project, env=e, stdout=fh, stderr=subprocess.STDOUT)
     return proc, log
 
 
@@ -177,8 +182,15 @@ def test_the_chain_runs_as_slurm_jobs_with_the_local_results_and_a_clean_dvc_sta
     # the same chain on one machine and through Slurm, at once (the Slurm run
     # mostly waits for its status checks)
     local, cluster = smoke_project(tmp_path / "local"), smoke_project(tmp_path / "cluster")
-    on_slurm = snakemake(cluster, slurm_env, "--profile", "workflow/profiles/slurm",
-                         "--slurm-init-seconds-before-status-checks", "2", "--slurm-keep-successful-logs")
+    on_slurm = snakemake(
+        cluster,
+        slurm_env,
+        "--profile",
+        "workflow/profiles/slurm",
+        "--slurm-init-seconds-before-status-checks",
+        "2",
+        "--slurm-keep-successful-logs",
+    )
     try:
         finish(snakemake(local, env(), "--profile", "workflow/profiles/local"), SNAKEMAKE_TIMEOUT_S)
         out = finish(on_slurm, SNAKEMAKE_TIMEOUT_S - (time.monotonic() - started))
@@ -194,8 +206,10 @@ def test_the_chain_runs_as_slurm_jobs_with_the_local_results_and_a_clean_dvc_sta
     job_logs = {p.parent.name.removeprefix("rule_"): p for p in (cluster / ".snakemake/slurm_logs").glob("rule_*/**/*.log")}
     assert set(job_logs) == CHAIN, sorted(job_logs)
     job_ids = {rule: int(p.stem) for rule, p in job_logs.items()}
-    completed = {int(m.group(1)): m.group(2) for m in
-                 re.finditer(r"^JobId=(\d+) .*?Name=(\S+) JobState=COMPLETED ", (state / "jobcomp.log").read_text(), re.M)}
+    completed = {
+        int(m.group(1)): m.group(2)
+        for m in re.finditer(r"^JobId=(\d+) .*?Name=(\S+) JobState=COMPLETED ", (state / "jobcomp.log").read_text(), re.M)
+    }
     assert set(job_ids.values()) <= set(completed), (job_ids, completed)
     assert len({completed[i] for i in job_ids.values()}) == 1  # one Snakemake run's jobs (its run id)
     for rule, jid in job_ids.items():
@@ -212,7 +226,8 @@ def test_the_chain_runs_as_slurm_jobs_with_the_local_results_and_a_clean_dvc_sta
     assert set(cluster_hashes) == set(local_hashes) and not differ, differ
 
     # recorded once by the main process: DVC sees nothing to do
-    status = subprocess.run([str(BIN / "dvc"), "status", "score_B-D_heldout_davidson2017"], cwd=cluster,
-                            env=env(), capture_output=True, text=True, timeout=120)
+    status = subprocess.run(
+        [str(BIN / "dvc"), "status", "score_B-D_heldout_davidson2017"], cwd=cluster, env=env(), capture_output=True, text=True, timeout=120
+    )
     assert "Data and pipelines are up to date" in status.stdout, status.stdout + status.stderr
     assert "dvc.lock: recorded 7 stage(s) that ran" in out

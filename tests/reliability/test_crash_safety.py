@@ -141,8 +141,10 @@ def test_snakemake_killed_mid_data_stage_then_mid_training_resumes_exactly(tmp_p
     assert not list(project.glob("models/B-D.tmp-*")) and not list((project / "models/B-D").glob("*.tmp-*"))
     # nothing left to do, and nothing to be trusted that was partial: a dry run is empty
     assert "Nothing to be done" in run(snakemake("-n", METRICS), project).stdout
-    outcome(f"killed in prepare, then in training; re-runs ran {sorted(ran)}; metrics sha256 {reference['metrics'][:12]} = uninterrupted; "
-            f"concurrent runs meanwhile: {refusals}")
+    outcome(
+        f"killed in prepare, then in training; re-runs ran {sorted(ran)}; metrics sha256 {reference['metrics'][:12]} = uninterrupted; "
+        f"concurrent runs meanwhile: {refusals}"
+    )
 
 
 def test_dvc_repro_killed_mid_training_resumes_exactly(reference, outcome):

@@ -95,8 +95,13 @@ def _(workdir, write_raw):
     (mirror / "davidson2017/labeled_data.csv").write_text(HEADER + davidson_rows(3))
     item = sources.RawFile("davidson2017", "labeled_data.csv", "https://example.invalid/x.csv", "0" * 64)
     dest = workdir / "data/raw/davidson2017/labeled_data.csv"
-    out = refused(sources.HashMismatchError, lambda: sources.fetch(item, dest, mirror),
-                  "davidson2017/labeled_data.csv", "sha256 mismatch", "expected " + "0" * 64)
+    out = refused(
+        sources.HashMismatchError,
+        lambda: sources.fetch(item, dest, mirror),
+        "davidson2017/labeled_data.csv",
+        "sha256 mismatch",
+        "expected " + "0" * 64,
+    )
     assert not dest.exists() and not list(dest.parent.glob("*.part"))  # nothing half-copied left behind
     return out
 
@@ -104,8 +109,12 @@ def _(workdir, write_raw):
 @case("raw: file missing from the mirror")
 def _(workdir, write_raw):
     item = sources.RawFile("davidson2017", "labeled_data.csv", "https://example.invalid/x.csv", "0" * 64)
-    return refused(sources.MissingRawFile, lambda: sources.fetch(item, workdir / "d.csv", workdir / "empty_mirror"),
-                   "davidson2017/labeled_data.csv", "not found in mirror")
+    return refused(
+        sources.MissingRawFile,
+        lambda: sources.fetch(item, workdir / "d.csv", workdir / "empty_mirror"),
+        "davidson2017/labeled_data.csv",
+        "not found in mirror",
+    )
 
 
 @case("raw: truncated mid-record")
@@ -129,8 +138,14 @@ def _(workdir, write_raw):
 @case("raw: wrong delimiter (semicolons)")
 def _(workdir, write_raw):
     path = davidson(write_raw, (HEADER + davidson_rows(3)).replace(",", ";"))
-    return refused(InputError, lambda: prepared(workdir), str(path.relative_to(workdir)), "row 0 (header)",
-                   "missing required column(s) ['class', 'tweet']", "wrong delimiter?")
+    return refused(
+        InputError,
+        lambda: prepared(workdir),
+        str(path.relative_to(workdir)),
+        "row 0 (header)",
+        "missing required column(s) ['class', 'tweet']",
+        "wrong delimiter?",
+    )
 
 
 @case("raw: required column missing")
@@ -187,13 +202,14 @@ def _(workdir, write_raw):
 @case("raw: unterminated quote")
 def _(workdir, write_raw):
     path = davidson(write_raw, HEADER + davidson_rows(2) + '2,3,0,0,3,2,"never closed\n' + "3,3,0,0,3,2,x\n4,3,0,0,3,2,y\n")
-    return refused(InputError, lambda: prepared(workdir), str(path.relative_to(workdir)), "row 3 (line 4)",
-                   "unterminated quote", "remaining 3 line(s)")
+    return refused(
+        InputError, lambda: prepared(workdir), str(path.relative_to(workdir)), "row 3 (line 4)", "unterminated quote", "remaining 3 line(s)"
+    )
 
 
 @case("raw: a literal quote in the last, unquoted field (not an unterminated quote)")
 def _(workdir, write_raw):
-    davidson(write_raw, HEADER + davidson_rows(3) + '3,3,0,0,3,2,I am 5\'10" tall')
+    davidson(write_raw, HEADER + davidson_rows(3) + "3,3,0,0,3,2,I am 5'10\" tall")
     out = quarantined(workdir, {}, raw_rows=4)
     kept, _, _ = prepared(workdir)
     assert "I am 5'10\" tall" in kept["text"].to_list()
@@ -227,9 +243,15 @@ def _(workdir, write_raw):
 @case("raw: duplicate id with different labels")
 def _(workdir, write_raw):
     davidson(write_raw, HEADER + davidson_rows(4) + "1,3,0,0,3,0,same id other text\n" + "2,3,0,0,3,2,same id same label\n")
-    return quarantined(workdir, {2: "conflicting_labels: id 1 has labels 0 | 2 (rows 2, 5)",
-                                 5: "conflicting_labels: id 1 has labels 0 | 2 (rows 2, 5)",
-                                 6: "duplicate_id: first seen at row 3"}, raw_rows=6)
+    return quarantined(
+        workdir,
+        {
+            2: "conflicting_labels: id 1 has labels 0 | 2 (rows 2, 5)",
+            5: "conflicting_labels: id 1 has labels 0 | 2 (rows 2, 5)",
+            6: "duplicate_id: first seen at row 3",
+        },
+        raw_rows=6,
+    )
 
 
 @case("raw: one text in train and test (Founta's own splits)")
@@ -239,8 +261,14 @@ def _(workdir, write_raw):
     write_raw("founta2018", "fou18_en_dev_500.csv", header + "dev only,0\n")
     write_raw("founta2018", "fou18_en_train_20065.csv", header + "train only,1\nshared text,1\n")
     files = [workdir / "data/raw/founta2018" / n for n in ("fou18_en_train_20065.csv", "fou18_en_dev_500.csv", "fou18_en_test_2000.csv")]
-    out = quarantined(workdir, {2: "duplicate_text: first seen at row 1 of data/raw/founta2018/fou18_en_test_2000.csv"},
-                      raw_rows=5, dataset="founta2018", settings={"source": "text_subsample"}, files=files)
+    out = quarantined(
+        workdir,
+        {2: "duplicate_text: first seen at row 1 of data/raw/founta2018/fou18_en_test_2000.csv"},
+        raw_rows=5,
+        dataset="founta2018",
+        settings={"source": "text_subsample"},
+        files=files,
+    )
     kept, _, _ = prepared(workdir, dataset="founta2018", settings={"source": "text_subsample"}, files=files)
     assert kept.filter(pl.col("text") == "shared text")["split"].to_list() == ["test"]
     return out
@@ -248,10 +276,14 @@ def _(workdir, write_raw):
 
 def hatecheck_suite(functionalities: list[str], per_functionality: int = 2) -> pl.DataFrame:
     """A processed HateCheck-like table, ``per_functionality`` cases each."""
-    rows = [(f"{f}-{i}", f"case {f} {i}", "hateful" if f.endswith("_h") else "non-hateful", f)
-            for f in functionalities for i in range(per_functionality)]
+    rows = [
+        (f"{f}-{i}", f"case {f} {i}", "hateful" if f.endswith("_h") else "non-hateful", f)
+        for f in functionalities
+        for i in range(per_functionality)
+    ]
     return pl.DataFrame(rows, schema=["id", "text", "label", "functionality"], orient="row").with_columns(
-        label_original=pl.col("label"), language=pl.lit("english"), dataset=pl.lit("hatecheck"), split=pl.lit("test"))
+        label_original=pl.col("label"), language=pl.lit("english"), dataset=pl.lit("hatecheck"), split=pl.lit("test")
+    )
 
 
 def published_functionalities() -> list:
@@ -263,24 +295,41 @@ def published_functionalities() -> list:
 def run_validate(workdir: Path, table: pl.DataFrame, suite_count: int) -> Callable[[], str]:
     table.write_parquet(workdir / "t.parquet")
     (workdir / "c.json").write_text(json.dumps({"raw_rows": table.height, "kept": table.height, "quarantined": 0}))
-    return lambda: validate.validate("hatecheck", workdir / "t.parquet", workdir / "c.json", workdir / "r.json", workdir / "r.md",
-                                     tolerance=0.01, suite_counts=suite_count, functionalities=published_functionalities())
+    return lambda: validate.validate(
+        "hatecheck",
+        workdir / "t.parquet",
+        workdir / "c.json",
+        workdir / "r.json",
+        workdir / "r.md",
+        tolerance=0.01,
+        suite_counts=suite_count,
+        functionalities=published_functionalities(),
+    )
 
 
 @case("suite: a functionality missing")
 def _(workdir, write_raw):
     codes = [f[0] for f in published_functionalities()]
     table = hatecheck_suite([c for c in codes if c != "slur_reclaimed_nh"])
-    return refused(validate.ValidationFailed, run_validate(workdir, table, table.height), "t.parquet", "[hatecheck]",
-                   "expect_column_distinct_values_to_equal_set (column 'functionality') failed: missing ['slur_reclaimed_nh']")
+    return refused(
+        validate.ValidationFailed,
+        run_validate(workdir, table, table.height),
+        "t.parquet",
+        "[hatecheck]",
+        "expect_column_distinct_values_to_equal_set (column 'functionality') failed: missing ['slur_reclaimed_nh']",
+    )
 
 
 @case("suite: wrong case count")
 def _(workdir, write_raw):
     codes = [f[0] for f in published_functionalities()]
     table = hatecheck_suite(codes)
-    out = refused(validate.ValidationFailed, run_validate(workdir, table, 3728), "t.parquet",
-                  "expect_table_row_count_to_equal {'value': 3728} failed: observed 58")
+    out = refused(
+        validate.ValidationFailed,
+        run_validate(workdir, table, 3728),
+        "t.parquet",
+        "expect_table_row_count_to_equal {'value': 3728} failed: observed 58",
+    )
     assert json.loads((workdir / "r.json").read_text())["success"] is False  # the report is written all the same
     return out
 
@@ -295,19 +344,38 @@ def bad_config(overrides: list[str], *must: str) -> str:
 
 
 CONFIG_CASES = {
-    "config: unknown nested key": (["models.B-D.sedd=7"], "models.B-D.sedd: unknown key (allowed here: kind, recipe, role, scheme, seed, suites, train)"),
+    "config: unknown nested key": (
+        ["models.B-D.sedd=7"],
+        "models.B-D.sedd: unknown key (allowed here: kind, recipe, role, scheme, seed, suites, train)",
+    ),
     "config: unknown key in a profile": (["profiles.smoke.max_epoch=1"], "profiles.smoke.max_epoch: unknown key"),
-    "config: a recipe key a profile may not set per role": (["profiles.embedded.recipe_by_role.xlmt.epochs=3"],
-        "profiles.embedded.recipe_by_role.xlmt.epochs: unknown key (allowed here: batch_size, class_weights, dropout, layer_lr_decay, lr, pooling, warmup_ratio, weight_decay)"),
+    "config: a recipe key a profile may not set per role": (
+        ["profiles.embedded.recipe_by_role.xlmt.epochs=3"],
+        "profiles.embedded.recipe_by_role.xlmt.epochs: unknown key (allowed here: batch_size, class_weights, dropout, layer_lr_decay, lr, pooling, warmup_ratio, weight_decay)",
+    ),
     "config: wrong type": (["datasets.davidson2017.seed=abc"], "datasets.davidson2017.seed: 'abc' is not of type 'integer'"),
     "config: out-of-range value": (["evaluation.ci_level=1.5"], "evaluation.ci_level: 1.5 is greater than or equal to the maximum of 1"),
-    "config: negative split fraction": (["datasets.hateval2019_es.split.dev=-0.1"], "datasets.hateval2019_es.split.dev: -0.1 is less than the minimum of 0"),
-    "config: split fractions not summing to 1": (["datasets.davidson2017.split.train=0.7"],
-                                                 "datasets.davidson2017.split: the fractions must sum to 1 (train 0.7 + dev 0.1 + test 0.1 = 0.9)"),
+    "config: negative split fraction": (
+        ["datasets.hateval2019_es.split.dev=-0.1"],
+        "datasets.hateval2019_es.split.dev: -0.1 is less than the minimum of 0",
+    ),
+    "config: split fractions not summing to 1": (
+        ["datasets.davidson2017.split.train=0.7"],
+        "datasets.davidson2017.split: the fractions must sum to 1 (train 0.7 + dev 0.1 + test 0.1 = 0.9)",
+    ),
     "config: zero batch size": (["training.recipes.mhc.batch_size=0"], "training.recipes.mhc.batch_size: 0 is less than the minimum of 1"),
-    "config: unknown profile": (["profile=nonexistent"], "profile: 'nonexistent' is not a profile (profiles: paper, embedded, embeddinggemma, smoke)"),
-    "config: unknown model role": (["models.B-D.role=gpt"], "models.B-D.role: 'gpt' has no base model in profiles paper, embedded, embeddinggemma, smoke (roles: bert, xlmt)"),
-    "config: unknown scheme": (["models.XTC.scheme=bpe"], "models.XTC.scheme: 'bpe' is not a scheme (preprocessing.schemes: bert, hatexplain, xlmt)"),
+    "config: unknown profile": (
+        ["profile=nonexistent"],
+        "profile: 'nonexistent' is not a profile (profiles: paper, embedded, embeddinggemma, smoke)",
+    ),
+    "config: unknown model role": (
+        ["models.B-D.role=gpt"],
+        "models.B-D.role: 'gpt' has no base model in profiles paper, embedded, embeddinggemma, smoke (roles: bert, xlmt)",
+    ),
+    "config: unknown scheme": (
+        ["models.XTC.scheme=bpe"],
+        "models.XTC.scheme: 'bpe' is not a scheme (preprocessing.schemes: bert, hatexplain, xlmt)",
+    ),
     "config: unknown suite": (["models.B-D.suites=[hatecheck, mhc_klingon]"], "models.B-D.suites: 'mhc_klingon' is not a suite"),
     "config: unknown dataset": (["models.B-D.train=[davidson2071]"], "models.B-D.train.0: 'davidson2071' is not one of"),
     "config: override without a value": (["profile"], "override 'profile' is not of the form key=value"),
@@ -329,8 +397,14 @@ for _name, (_overrides, _must) in CONFIG_CASES.items():
 
 def snakemake_dry(*config_args: str) -> subprocess.CompletedProcess:
     """``snakemake -n`` in the repository with ``--config`` values (nothing runs)."""
-    return subprocess.run([str(BIN / "snakemake"), "-n", "--cores", "1", "--config", *config_args],
-                          cwd=REPO, env=env(), capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [str(BIN / "snakemake"), "-n", "--cores", "1", "--config", *config_args],
+        cwd=REPO,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def snakemake_refuses(*config_args: str, must: str) -> str:
@@ -345,7 +419,9 @@ def snakemake_refuses(*config_args: str, must: str) -> str:
 
 @case("config: snakemake --config profile=nonexistent")
 def _(workdir, write_raw):
-    return snakemake_refuses("profile=nonexistent", must="profile: 'nonexistent' is not a profile (profiles: paper, embedded, embeddinggemma, smoke)")
+    return snakemake_refuses(
+        "profile=nonexistent", must="profile: 'nonexistent' is not a profile (profiles: paper, embedded, embeddinggemma, smoke)"
+    )
 
 
 @case("config: snakemake --config with an unknown key")
@@ -355,8 +431,10 @@ def _(workdir, write_raw):
 
 @case("config: snakemake nested override, invalid")
 def _(workdir, write_raw):
-    return snakemake_refuses('set=["datasets.davidson2017.seed=7", "profiles.smoke.max_epochs=0"]',
-                             must="profiles.smoke.max_epochs: 0 is less than the minimum of 1")
+    return snakemake_refuses(
+        'set=["datasets.davidson2017.seed=7", "profiles.smoke.max_epochs=0"]',
+        must="profiles.smoke.max_epochs: 0 is less than the minimum of 1",
+    )
 
 
 # --------------------------------------------------------------------------
@@ -408,8 +486,13 @@ def _(workdir, write_raw):
 @case("predictions: NaN probabilities")
 def _(workdir, write_raw):
     bad = lambda p: p.with_columns(pl.when(pl.int_range(pl.len()) < 3).then(None).otherwise(pl.col("p_hateful")).alias("p_hateful"))  # noqa: E731
-    return scored(workdir, _csv("p.csv", bad), "p.csv: column 'p_hateful': 3 prediction(s) are not probabilities in [0, 1] (--threshold 0.5 given) at row(s) 1, 2, 3",
-                  pred_column="p_hateful", threshold=0.5)
+    return scored(
+        workdir,
+        _csv("p.csv", bad),
+        "p.csv: column 'p_hateful': 3 prediction(s) are not probabilities in [0, 1] (--threshold 0.5 given) at row(s) 1, 2, 3",
+        pred_column="p_hateful",
+        threshold=0.5,
+    )
 
 
 @case("predictions: duplicate ids")
@@ -419,8 +502,13 @@ def _(workdir, write_raw):
 
 @case("predictions: probabilities without a threshold")
 def _(workdir, write_raw):
-    return scored(workdir, _csv("p.csv", lambda p: p), "p.csv: column 'p_hateful'", "(probabilities need --threshold) at row(s) 1, 2, 3, 4, 5 ...",
-                  pred_column="p_hateful")
+    return scored(
+        workdir,
+        _csv("p.csv", lambda p: p),
+        "p.csv: column 'p_hateful'",
+        "(probabilities need --threshold) at row(s) 1, 2, 3, 4, 5 ...",
+        pred_column="p_hateful",
+    )
 
 
 @case("predictions: the CLI prints one line, no traceback")
@@ -432,8 +520,13 @@ def _(workdir, write_raw):
     table.parent.mkdir(parents=True, exist_ok=True)
     hatecheck_like().write_parquet(table)
     pl.DataFrame({"case_id": ["1", "2"], "pred": ["hateful", "maybe"]}).write_csv(workdir / "p.csv")
-    proc = subprocess.run([str(BIN / "hatecheck-pipeline"), "score", "--suite", "hatecheck", "--predictions", "p.csv",
-                           "--out", "m.json"], cwd=workdir, env=env(), capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(BIN / "hatecheck-pipeline"), "score", "--suite", "hatecheck", "--predictions", "p.csv", "--out", "m.json"],
+        cwd=workdir,
+        env=env(),
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: p.csv: column 'pred': 1 prediction(s)"), proc.stderr[-2000:]

@@ -65,7 +65,9 @@ def test_no_pickle_and_torch_load_only_with_weights_only(outcome):
                 if isinstance(value, ast.Constant) and value.value is True:
                     problems.append(f"{rel}:{node.lineno}: numpy.load(allow_pickle=True)")
     assert problems == []
-    outcome(f"{len(python_files())} modules parsed: no pickle/joblib/dill import or call; torch.load calls: {torch_loads}, all weights_only=True")
+    outcome(
+        f"{len(python_files())} modules parsed: no pickle/joblib/dill import or call; torch.load calls: {torch_loads}, all weights_only=True"
+    )
 
 
 def test_checker_catches_what_it_looks_for(tmp_path):
@@ -93,7 +95,11 @@ def test_trust_remote_code_is_never_on(outcome):
             for k in node.keywords:  # **{"trust_remote_code": True}
                 if k.arg is None and isinstance(k.value, ast.Dict):
                     for key, val in zip(k.value.keys, k.value.values):
-                        if isinstance(key, ast.Constant) and key.value == "trust_remote_code" and not (isinstance(val, ast.Constant) and val.value is False):
+                        if (
+                            isinstance(key, ast.Constant)
+                            and key.value == "trust_remote_code"
+                            and not (isinstance(val, ast.Constant) and val.value is False)
+                        ):
                             problems.append(f"{rel}:{node.lineno}: **{{'trust_remote_code': ...}}")
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "trust_remote_code" for t in node.targets):
@@ -101,8 +107,9 @@ def test_trust_remote_code_is_never_on(outcome):
     config_text = (REPO / "params.yaml").read_text() + (REPO / "workflow/schemas/params.schema.yaml").read_text()
     assert "trust_remote_code" not in config_text
     assert problems == []
-    outcome(f"trust_remote_code passed {seen} time(s) in src (always the constant False; otherwise transformers' default, off); "
-            "not a parameter")
+    outcome(
+        f"trust_remote_code passed {seen} time(s) in src (always the constant False; otherwise transformers' default, off); not a parameter"
+    )
 
 
 EVIL = "<script>document.title='pwned'</script><img src=x onerror=\"document.title='pwned'\">"
@@ -117,23 +124,55 @@ def test_dataset_text_renders_as_text_in_the_report(workdir, outcome):
 
     communities = [{"community": c, "n": 20, "subgroup_auc": 0.6, "bpsn_auc": 0.5, "bnsp_auc": 0.7} for c in (EVIL, "women")]
     target = workdir / "target_bias.json"
-    target.write_text(json.dumps({"model": "B-D", "suites": {"hatecheck": {
-        "n_cases": 60, "overall_auc": 0.75, "gmb_subgroup": 0.6, "gmb_bpsn": 0.5, "gmb_bnsp": 0.7, "communities": communities}}}))
+    target.write_text(
+        json.dumps(
+            {
+                "model": "B-D",
+                "suites": {
+                    "hatecheck": {
+                        "n_cases": 60,
+                        "overall_auc": 0.75,
+                        "gmb_subgroup": 0.6,
+                        "gmb_bpsn": 0.5,
+                        "gmb_bnsp": 0.7,
+                        "communities": communities,
+                    }
+                },
+            }
+        )
+    )
     summary = workdir / paths.bias_summary()
     bias_summary.run({}, {}, {"B-D": target}, summary)
-    page = report.run(workdir / "r.html", "Escaping check", "smoke", {"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
-                      {}, {}, {}, None, 50, bias_summary_file=summary)
+    page = report.run(
+        workdir / "r.html",
+        "Escaping check",
+        "smoke",
+        {"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
+        {},
+        {},
+        {},
+        None,
+        50,
+        bias_summary_file=summary,
+    )
     html = page.read_text("utf-8")
     assert EVIL not in html and "<script" not in html and "&lt;script&gt;document.title=" in html
 
     chromium = shutil.which("chromium") or "/usr/bin/chromium"
     if not Path(chromium).exists():
         fail_missing(["chromium"], "the report's escaping check in a browser")
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
-             "--disable-dev-shm-usage", f"--user-data-dir={workdir / 'profile'}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--no-first-run",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={workdir / 'profile'}",
+    ]
     dom = subprocess.run([chromium, *flags, "--dump-dom", page.resolve().as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert "<title>Escaping check</title>" in dom.stdout  # the script did not run
-    assert "<script" not in dom.stdout and "<img src=\"x\"" not in dom.stdout
+    assert "<script" not in dom.stdout and '<img src="x"' not in dom.stdout
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom.stdout  # shown as text
     outcome("a target group '<script>…</script><img onerror=…>' is text in the DOM; the page title is unchanged")

@@ -48,8 +48,13 @@ def _schemas(node: Any, where: str) -> Iterator[tuple[str, Any]]:
 
 
 def undescribed(schema: dict) -> list[str]:
-    return sorted({where.lstrip(".") for where, sub in _schemas(schema, "")
-                   if isinstance(sub, dict) and not str(sub.get("description") or "").strip()})
+    return sorted(
+        {
+            where.lstrip(".")
+            for where, sub in _schemas(schema, "")
+            if isinstance(sub, dict) and not str(sub.get("description") or "").strip()
+        }
+    )
 
 
 def test_every_schema_key_has_a_description():
@@ -59,14 +64,23 @@ def test_every_schema_key_has_a_description():
 
 
 def test_the_description_walk_finds_a_key_without_one():
-    schema = {"type": "object", "$defs": {"f": {"type": "number"}},
-              "properties": {"a": {"description": "A.", "type": "object",
-                                   "additionalProperties": {"description": "entry", "if": {"properties": {"k": {"const": 1}}},
-                                                            "then": {"properties": {"deep": {"type": "string"}}}}},
-                             "b": {"description": "B.", "type": "array",
-                                   "items": {"type": "object", "properties": {"c": {"type": "integer"}}}},
-                             "d": {"description": "D.", "oneOf": [{"type": "null"},
-                                                                   {"type": "object", "properties": {"e": {"type": "number"}}}]}}}
+    schema = {
+        "type": "object",
+        "$defs": {"f": {"type": "number"}},
+        "properties": {
+            "a": {
+                "description": "A.",
+                "type": "object",
+                "additionalProperties": {
+                    "description": "entry",
+                    "if": {"properties": {"k": {"const": 1}}},
+                    "then": {"properties": {"deep": {"type": "string"}}},
+                },
+            },
+            "b": {"description": "B.", "type": "array", "items": {"type": "object", "properties": {"c": {"type": "integer"}}}},
+            "d": {"description": "D.", "oneOf": [{"type": "null"}, {"type": "object", "properties": {"e": {"type": "number"}}}]},
+        },
+    }
     assert undescribed(schema) == ["$defs.f", "a.*.then.deep", "b.items.c", "d.oneOf[1].e"]
 
 
@@ -111,8 +125,7 @@ def test_the_page_lists_every_key_params_yaml_sets():
 def test_the_committed_page_is_what_the_schema_and_params_yaml_give():
     schema = config.read_yaml(REPO / config.SCHEMA_FILE)
     params = config.read_yaml(REPO / config.PARAMS_FILE)
-    assert PAGE.read_text("utf-8") == ref.render(schema, params), \
-        "docs/generated/config.md is stale: run `hatecheck-pipeline docs render`"
+    assert PAGE.read_text("utf-8") == ref.render(schema, params), "docs/generated/config.md is stale: run `hatecheck-pipeline docs render`"
 
 
 def test_values_types_and_conditions_of_a_small_schema():
@@ -120,27 +133,64 @@ def test_values_types_and_conditions_of_a_small_schema():
         "$defs": {"share": {"type": "number", "minimum": 0, "maximum": 1, "description": "A share."}},
         "properties": {
             "top": {"type": "string", "description": "Top."},
-            "models": {"type": "object", "description": "Models.", "additionalProperties": {
-                "title": "model", "type": "object", "description": "One model.",
-                "if": {"properties": {"kind": {"const": "llm"}}, "required": ["kind"]},
-                "then": {"properties": {"kind": {"const": "llm", "description": "LLM."},
-                                        "backend": {"type": "string", "description": "Backend."}}, "required": ["kind", "backend"]},
-                "else": {"properties": {"cap": {"type": ["integer", "null"], "minimum": 1, "description": "Cap."},
-                                        "split": {"$ref": "#/$defs/share", "description": "Split."}}, "required": ["split"]}}},
-            "diffs": {"type": "array", "description": "Diffs.", "items": {"type": "object", "properties": {
-                "a": {"type": "string", "description": "A."}}}},
-            "stop": {"description": "Stop.", "oneOf": [{"type": "null"}, {"type": "object", "properties": {
-                "patience": {"type": "integer", "minimum": 1, "description": "Patience."}}}]},
+            "models": {
+                "type": "object",
+                "description": "Models.",
+                "additionalProperties": {
+                    "title": "model",
+                    "type": "object",
+                    "description": "One model.",
+                    "if": {"properties": {"kind": {"const": "llm"}}, "required": ["kind"]},
+                    "then": {
+                        "properties": {
+                            "kind": {"const": "llm", "description": "LLM."},
+                            "backend": {"type": "string", "description": "Backend."},
+                        },
+                        "required": ["kind", "backend"],
+                    },
+                    "else": {
+                        "properties": {
+                            "cap": {"type": ["integer", "null"], "minimum": 1, "description": "Cap."},
+                            "split": {"$ref": "#/$defs/share", "description": "Split."},
+                        },
+                        "required": ["split"],
+                    },
+                },
+            },
+            "diffs": {
+                "type": "array",
+                "description": "Diffs.",
+                "items": {"type": "object", "properties": {"a": {"type": "string", "description": "A."}}},
+            },
+            "stop": {
+                "description": "Stop.",
+                "oneOf": [
+                    {"type": "null"},
+                    {"type": "object", "properties": {"patience": {"type": "integer", "minimum": 1, "description": "Patience."}}},
+                ],
+            },
         },
     }
-    params = {"top": "x", "models": {"m1": {"kind": "llm", "backend": "local"}, "m2": {"split": 0.5, "cap": None},
-                                     "m3": {"split": 0.5, "cap": 4}},
-              "diffs": [{"a": "m1"}, {"a": "m2"}], "stop": None}
+    params = {
+        "top": "x",
+        "models": {"m1": {"kind": "llm", "backend": "local"}, "m2": {"split": 0.5, "cap": None}, "m3": {"split": 0.5, "cap": 4}},
+        "diffs": [{"a": "m1"}, {"a": "m2"}],
+        "stop": None,
+    }
     rows = {(r.path, r.when): r for r in ref.rows(schema)}
-    assert list(rows) == [("top", ""), ("models", ""), ("models.<model>", ""), ("models.<model>.kind", "kind = llm"),
-                          ("models.<model>.backend", "kind = llm"), ("models.<model>.cap", "kind is another value or absent"),
-                          ("models.<model>.split", "kind is another value or absent"), ("diffs", ""), ("diffs[].a", ""),
-                          ("stop", ""), ("stop.patience", "")]
+    assert list(rows) == [
+        ("top", ""),
+        ("models", ""),
+        ("models.<model>", ""),
+        ("models.<model>.kind", "kind = llm"),
+        ("models.<model>.backend", "kind = llm"),
+        ("models.<model>.cap", "kind is another value or absent"),
+        ("models.<model>.split", "kind is another value or absent"),
+        ("diffs", ""),
+        ("diffs[].a", ""),
+        ("stop", ""),
+        ("stop.patience", ""),
+    ]
     cap = rows[("models.<model>.cap", "kind is another value or absent")]
     assert (cap.type, cap.constraints, cap.description) == ("integer or null", "≥ 1; optional", "Cap.")
     split = rows[("models.<model>.split", "kind is another value or absent")]

@@ -29,28 +29,65 @@ def _stage(cmd, deps, outs, params=None):
 LOCK = {
     "schema": "2.0",
     "stages": {
-        "ingest_hatecheck": _stage("hatecheck-pipeline ingest hatecheck", ["src/hatecheck_pipeline/raw.py"], ["data/raw/hatecheck/test_suite_cases.csv"],
-                                   {"src/hatecheck_pipeline/resources/raw_sources.yaml": {"hatecheck": {"files": "..."}}}),
-        "ingest_davidson2017": _stage("hatecheck-pipeline ingest davidson2017", ["src/hatecheck_pipeline/raw.py"], ["data/raw/davidson2017/labeled_data.csv"]),
-        "prepare_hatecheck": _stage("hatecheck-pipeline prepare hatecheck", ["data/raw/hatecheck/test_suite_cases.csv", "src/hatecheck_pipeline/prepare.py"], ["data/interim/hatecheck/table.parquet"]),
-        "prepare_davidson2017": _stage("hatecheck-pipeline prepare davidson2017", ["data/raw/davidson2017/labeled_data.csv", "src/hatecheck_pipeline/prepare.py"],
-                                       ["data/interim/davidson2017/table.parquet"], {"params.yaml": {"datasets.davidson2017": {"seed": 42}}}),
-        "train_B-D": _stage("hatecheck-pipeline train B-D", ["data/interim/davidson2017/table.parquet", "src/hatecheck_pipeline/train.py"],
-                            ["models/B-D/final", "models/B-D/model_card.json"], {"params.yaml": {"training.lr": 5e-5}}),
-        "predict_B-D_hatecheck": _stage("hatecheck-pipeline predict B-D hatecheck", ["models/B-D/final", "data/interim/hatecheck/table.parquet", "src/hatecheck_pipeline/predict.py"],
-                                        ["results/B-D/hatecheck/predictions.parquet"]),
-        "score_B-D_hatecheck": _stage("hatecheck-pipeline evaluate B-D hatecheck", ["results/B-D/hatecheck/predictions.parquet", "data/interim/hatecheck/table.parquet", "src/hatecheck_pipeline/scoring.py"],
-                                      ["results/B-D/hatecheck/metrics.json"], {"params.yaml": {"evaluation.seed": 0}}),
+        "ingest_hatecheck": _stage(
+            "hatecheck-pipeline ingest hatecheck",
+            ["src/hatecheck_pipeline/raw.py"],
+            ["data/raw/hatecheck/test_suite_cases.csv"],
+            {"src/hatecheck_pipeline/resources/raw_sources.yaml": {"hatecheck": {"files": "..."}}},
+        ),
+        "ingest_davidson2017": _stage(
+            "hatecheck-pipeline ingest davidson2017", ["src/hatecheck_pipeline/raw.py"], ["data/raw/davidson2017/labeled_data.csv"]
+        ),
+        "prepare_hatecheck": _stage(
+            "hatecheck-pipeline prepare hatecheck",
+            ["data/raw/hatecheck/test_suite_cases.csv", "src/hatecheck_pipeline/prepare.py"],
+            ["data/interim/hatecheck/table.parquet"],
+        ),
+        "prepare_davidson2017": _stage(
+            "hatecheck-pipeline prepare davidson2017",
+            ["data/raw/davidson2017/labeled_data.csv", "src/hatecheck_pipeline/prepare.py"],
+            ["data/interim/davidson2017/table.parquet"],
+            {"params.yaml": {"datasets.davidson2017": {"seed": 42}}},
+        ),
+        "train_B-D": _stage(
+            "hatecheck-pipeline train B-D",
+            ["data/interim/davidson2017/table.parquet", "src/hatecheck_pipeline/train.py"],
+            ["models/B-D/final", "models/B-D/model_card.json"],
+            {"params.yaml": {"training.lr": 5e-5}},
+        ),
+        "predict_B-D_hatecheck": _stage(
+            "hatecheck-pipeline predict B-D hatecheck",
+            ["models/B-D/final", "data/interim/hatecheck/table.parquet", "src/hatecheck_pipeline/predict.py"],
+            ["results/B-D/hatecheck/predictions.parquet"],
+        ),
+        "score_B-D_hatecheck": _stage(
+            "hatecheck-pipeline evaluate B-D hatecheck",
+            ["results/B-D/hatecheck/predictions.parquet", "data/interim/hatecheck/table.parquet", "src/hatecheck_pipeline/scoring.py"],
+            ["results/B-D/hatecheck/metrics.json"],
+            {"params.yaml": {"evaluation.seed": 0}},
+        ),
     },
 }
 
-CELL = {"cell_id": "hatecheck_t2:B-D:total:accuracy", "value": 61.0, "ci_low": 59.0, "ci_high": 63.0, "n": 3728,
-        "metrics_file": "results/B-D/hatecheck/metrics.json", "stage": "score_B-D_hatecheck"}
+CELL = {
+    "cell_id": "hatecheck_t2:B-D:total:accuracy",
+    "value": 61.0,
+    "ci_low": 59.0,
+    "ci_high": 63.0,
+    "n": 3728,
+    "metrics_file": "results/B-D/hatecheck/metrics.json",
+    "stage": "score_B-D_hatecheck",
+}
 
 
 def _write(workdir):
     (workdir / "dvc.lock").write_text(yaml.safe_dump(LOCK))
-    html = "<html><body><table><tr>" + report.td(CELL, 50) + report.published_td("hatecheck_t2", "B-D", "total", "accuracy", 63.2, "HateCheck Table 2") + "</tr></table></body></html>"
+    html = (
+        "<html><body><table><tr>"
+        + report.td(CELL, 50)
+        + report.published_td("hatecheck_t2", "B-D", "total", "accuracy", 63.2, "HateCheck Table 2")
+        + "</tr></table></body></html>"
+    )
     (workdir / "report.html").write_text(html)
 
 
@@ -59,14 +96,21 @@ def test_chain_from_report_cell_reaches_raw_files(workdir):
     chain = lineage.trace(CELL["cell_id"], lineage.read_lock("dvc.lock"), REGISTRY, "report.html")
     assert chain.start == "results/B-D/hatecheck/metrics.json"
     assert chain.roots == ["score_B-D_hatecheck"]
-    assert set(chain.nodes) == {"score_B-D_hatecheck", "predict_B-D_hatecheck", "train_B-D", "prepare_davidson2017",
-                                "ingest_davidson2017", "prepare_hatecheck", "ingest_hatecheck"}
+    assert set(chain.nodes) == {
+        "score_B-D_hatecheck",
+        "predict_B-D_hatecheck",
+        "train_B-D",
+        "prepare_davidson2017",
+        "ingest_davidson2017",
+        "prepare_hatecheck",
+        "ingest_hatecheck",
+    }
     assert chain.nodes["predict_B-D_hatecheck"].parents == ["train_B-D", "prepare_hatecheck"]
     raw = {r["path"]: r for n in chain.nodes.values() for r in n.raw}
     assert raw["data/raw/davidson2017/labeled_data.csv"]["url"] == "https://example.org/dav/labeled_data.csv"
     assert raw["data/raw/hatecheck/test_suite_cases.csv"]["sha256"] == "aa" * 32
     text = lineage.render(chain)
-    assert "param  datasets.davidson2017 = {\"seed\": 42}" in text
+    assert 'param  datasets.davidson2017 = {"seed": 42}' in text
     assert "code   src/hatecheck_pipeline/scoring.py  md5=md5-src/hatecheck_pipeline/scoring.py" in text
     assert "stage prepare_hatecheck (see above)" in text
 
@@ -86,7 +130,9 @@ def test_cli_and_errors(workdir):
     out = runner.invoke(app, ["lineage", CELL["cell_id"], "--report", "report.html"])
     assert out.exit_code == 0, out.output
     # the CLI resolves raw files in the package's own registry
-    assert "raw    data/raw/hatecheck/test_suite_cases.csv  url=https://raw.githubusercontent.com/paul-rottger/hatecheck-data/" in out.output
+    assert (
+        "raw    data/raw/hatecheck/test_suite_cases.csv  url=https://raw.githubusercontent.com/paul-rottger/hatecheck-data/" in out.output
+    )
     out = runner.invoke(app, ["lineage", "results/nothing.json"])
     assert out.exit_code == 1 and "no stage in dvc.lock produces it" in out.output
     chain = lineage.trace("published:hatecheck_t2:B-D:total:accuracy", lineage.read_lock("dvc.lock"), REGISTRY, "report.html")
@@ -96,9 +142,22 @@ def test_cli_and_errors(workdir):
 def test_render_shows_the_active_profile_only(workdir):
     """A stage that reads the profile records every profile; the text shows
     the active one's values and names the others (JSON keeps them all)."""
-    lock = {"schema": "2.0", "stages": {"train_B-D": _stage(
-        "hatecheck-pipeline run train_B-D", ["data/processed/davidson2017/bert.parquet"], ["models/B-D"],
-        {"params.yaml": {"profile": "embedded", "profiles": {"embedded": {"max_epochs": 1}, "paper": {"max_epochs": 50}, "smoke": {"max_epochs": 9}}}})}}
+    lock = {
+        "schema": "2.0",
+        "stages": {
+            "train_B-D": _stage(
+                "hatecheck-pipeline run train_B-D",
+                ["data/processed/davidson2017/bert.parquet"],
+                ["models/B-D"],
+                {
+                    "params.yaml": {
+                        "profile": "embedded",
+                        "profiles": {"embedded": {"max_epochs": 1}, "paper": {"max_epochs": 50}, "smoke": {"max_epochs": 9}},
+                    }
+                },
+            )
+        },
+    }
     (workdir / "dvc.lock").write_text(yaml.safe_dump(lock))
     chain = lineage.trace("models/B-D", lineage.read_lock("dvc.lock"), REGISTRY)
     text = lineage.render(chain)
@@ -125,8 +184,17 @@ def test_render_prints_the_precision_outputs_recorded(workdir):
 
     from hatecheck_pipeline.core.files import PRECISION_KEY, write_parquet
 
-    lock = {**LOCK, "stages": {**LOCK["stages"], "train_B-D": _stage(
-        "hatecheck-pipeline train B-D", ["data/interim/davidson2017/table.parquet"], ["models/B-D/final", "models/B-D/training_log.json"])}}
+    lock = {
+        **LOCK,
+        "stages": {
+            **LOCK["stages"],
+            "train_B-D": _stage(
+                "hatecheck-pipeline train B-D",
+                ["data/interim/davidson2017/table.parquet"],
+                ["models/B-D/final", "models/B-D/training_log.json"],
+            ),
+        },
+    }
     _write(workdir)
     (workdir / "dvc.lock").write_text(yaml.safe_dump(lock))
     frame = pl.DataFrame({"id": ["1"], "p_hateful": [0.9]})
@@ -134,7 +202,9 @@ def test_render_prints_the_precision_outputs_recorded(workdir):
     write_parquet(frame, workdir / "data/interim/hatecheck/table.parquet")  # no precision recorded
     (workdir / "models/B-D").mkdir(parents=True)
     (workdir / "models/B-D/training_log.json").write_text(json.dumps({"precision": "fp32", "epochs": []}))
-    (workdir / "results/B-D/hatecheck/metrics.json").write_text(json.dumps({"precision": {"hateful": 0.5}}))  # a metric, not a precision label
+    (workdir / "results/B-D/hatecheck/metrics.json").write_text(
+        json.dumps({"precision": {"hateful": 0.5}})
+    )  # a metric, not a precision label
     chain = lineage.trace(CELL["cell_id"], lineage.read_lock("dvc.lock"), REGISTRY, "report.html")
     assert chain.nodes["predict_B-D_hatecheck"].ran == {"results/B-D/hatecheck/predictions.parquet": "bf16 autocast (CPU)"}
     assert chain.nodes["train_B-D"].ran == {"models/B-D/training_log.json": "fp32"}

@@ -49,11 +49,15 @@ def scored(model: str, wrong: dict[str, int], seed: int = 0) -> tuple[Source, pl
         flip[rng.choice(where, size=k, replace=False)] = True
     truth = (frame["label"] == "hateful").to_numpy()
     hateful = truth ^ flip
-    preds = pl.DataFrame({"case_id": frame["case_id"], "p_hateful": np.where(hateful, 0.5, 0.0) + rng.random(frame.height) / 2,
-                          "pred": np.where(hateful, "hateful", "non-hateful")})
+    preds = pl.DataFrame(
+        {
+            "case_id": frame["case_id"],
+            "p_hateful": np.where(hateful, 0.5, 0.0) + rng.random(frame.height) / 2,
+            "pred": np.where(hateful, "hateful", "non-hateful"),
+        }
+    )
     preds.write_parquet(f"{model}.parquet")
-    scoring.run(SUITE, f"{model}.parquet", paths.metrics(model, SUITE.name), boot=Bootstrap(20),
-                failures=model_failures(model, SUITE.name))
+    scoring.run(SUITE, f"{model}.parquet", paths.metrics(model, SUITE.name), boot=Bootstrap(20), failures=model_failures(model, SUITE.name))
     src = Source(model, SUITE.name, SUITE.dataset, None, paths.metrics(model, SUITE.name), ph.score_stage_name(model, SUITE.name))
     return src, frame.join(preds, on="case_id")
 
@@ -78,8 +82,15 @@ def test_the_model_page_lists_three_failing_cases_under_each_test_below_the_mark
     card = Path("card.json")
     card.write_text(json.dumps({"kind": "python", "base_model": {"description": "a rule"}, "identity": {}, "profile": "smoke"}))
     page = Path(paths.model_page("m"))
-    model_page("m", {src.stage: SUITE}, card, {src.stage: Path(src.metrics)}, page, below_mark=50,
-               failures={src.stage: Path(model_failures("m", SUITE.name))})
+    model_page(
+        "m",
+        {src.stage: SUITE},
+        card,
+        {src.stage: Path(src.metrics)},
+        page,
+        below_mark=50,
+        failures={src.stage: Path(model_failures("m", SUITE.name))},
+    )
     html = page.read_text()
     wrong = cases.filter(pl.col("label") != pl.col("pred"))
     for code in failing:
@@ -100,8 +111,15 @@ def test_a_model_that_fails_no_test_lists_no_cases(workdir):
     card = Path("card.json")
     card.write_text(json.dumps({"kind": "python", "identity": {}, "profile": "smoke"}))
     page = Path(paths.model_page("good"))
-    model_page("good", {src.stage: SUITE}, card, {src.stage: Path(src.metrics)}, page, below_mark=50,
-               failures={src.stage: Path(model_failures("good", SUITE.name))})
+    model_page(
+        "good",
+        {src.stage: SUITE},
+        card,
+        {src.stage: Path(src.metrics)},
+        page,
+        below_mark=50,
+        failures={src.stage: Path(model_failures("good", SUITE.name))},
+    )
     assert "failing-tests" not in page.read_text()
 
 
@@ -112,13 +130,20 @@ def test_the_report_lists_failing_cases_under_table_1(workdir):
     assert len(failing) == 2
     out = Path("reports/r.html")
     report.report(
-        tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables}, cards={}, validation={},
-        published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-        out=out, title="r", below_mark=50, profile=Profile("smoke", {}),
-        models={"B-D": {"suites": ["hatecheck"]}}, failures={src.stage: Path(model_failures("B-D", SUITE.name))},
+        tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
+        cards={},
+        validation={},
+        published=RESOURCES / "published.yaml",
+        functionalities=RESOURCES / "functionalities.yaml",
+        out=out,
+        title="r",
+        below_mark=50,
+        profile=Profile("smoke", {}),
+        models={"B-D": {"suites": ["hatecheck"]}},
+        failures={src.stage: Path(model_failures("B-D", SUITE.name))},
     )
     html = out.read_text("utf-8")
-    section = html[html.index("Table 1: accuracy per functional test"):html.index("Table 2: accuracy per gold label")]
+    section = html[html.index("Table 1: accuracy per functional test") : html.index("Table 2: accuracy per gold label")]
     wrong = cases.filter(pl.col("label") != pl.col("pred"))
     for code in failing:
         assert listed(section, code) == wrong.filter(pl.col("functionality") == code)["case_id"].to_list()[:SHOWN]

@@ -28,8 +28,13 @@ def doc(accuracies, suite="hatecheck", language=None, n=140, half=5.0):
         value, h, k = v if isinstance(v, tuple) else (v, half, n)
         by[code] = {"n": k, "accuracy": fig(value, h, k)}
     total = sum(f["n"] for f in by.values())
-    return {"suite": suite, "language": language, "bootstrap": {"resampling_unit": "template"}, "by_functionality": by,
-            "overall": {"n": total, "accuracy": fig(60.0, half, total), "macro_f1": fig(55.0, half, total)}}
+    return {
+        "suite": suite,
+        "language": language,
+        "bootstrap": {"resampling_unit": "template"},
+        "by_functionality": by,
+        "overall": {"n": total, "accuracy": fig(60.0, half, total), "macro_f1": fig(55.0, half, total)},
+    }
 
 
 def src(model, suite="hatecheck", dataset="hatecheck", language=None):
@@ -52,7 +57,7 @@ def classes(td):
 
 def test_shade_is_white_at_the_mark_red_below_green_above_and_deepens_with_distance():
     def rgb(h):
-        return tuple(int(h[i:i + 2], 16) for i in (1, 3, 5))
+        return tuple(int(h[i : i + 2], 16) for i in (1, 3, 5))
 
     assert G.shade(50.0, 50) == "#ffffff" and G.shade(None, 50) is None
     r10, r40 = rgb(G.shade(10.0, 50)), rgb(G.shade(40.0, 50))
@@ -64,14 +69,18 @@ def test_shade_is_white_at_the_mark_red_below_green_above_and_deepens_with_dista
 
 
 def test_heat_map_marks_best_below_and_too_few_and_traces_every_cell():
-    docs = {"A": doc({"derog_neg_emote_h": 80.0, "slur_reclaimed_nh": (30.0, 20.0, 12), "counter_quote_nh": 60.0}),
-            "B": doc({"derog_neg_emote_h": 45.0, "slur_reclaimed_nh": 70.0, "counter_quote_nh": 60.0})}
+    docs = {
+        "A": doc({"derog_neg_emote_h": 80.0, "slur_reclaimed_nh": (30.0, 20.0, 12), "counter_quote_nh": 60.0}),
+        "B": doc({"derog_neg_emote_h": 45.0, "slur_reclaimed_nh": 70.0, "counter_quote_nh": 60.0}),
+    }
     html = G.view(hatecheck_cells(docs), "hatecheck", "heat-hatecheck", 50, "hatecheck", max_ci_width=30)
     # models as columns, functional tests as rows in the paper's order
     head = re.search(r"<thead>(.*?)</thead>", html).group(1)
     assert head.index(">A<") < head.index(">B<")
     rows = re.findall(r'<tr><td class="rowhead"[^>]*>([^<]*)</td>', html)
-    assert rows == [P.functionality_label(c, "hatecheck", short=True) for c in ("derog_neg_emote_h", "slur_reclaimed_nh", "counter_quote_nh")]
+    assert rows == [
+        P.functionality_label(c, "hatecheck", short=True) for c in ("derog_neg_emote_h", "slur_reclaimed_nh", "counter_quote_nh")
+    ]
     a_f1, text = cell(html, "heat:hatecheck_t1:A:derog_neg_emote_h:accuracy")
     assert text == "80.0" and classes(a_f1) == {"heat-best"} and G.shade(80.0, 50) in a_f1
     b_f1, _ = cell(html, "heat:hatecheck_t1:B:derog_neg_emote_h:accuracy")
@@ -104,8 +113,12 @@ def test_papers_columns_sit_beside_ours_with_their_n_and_mark_the_row_best():
     # only the suite's tests are rows: the papers' other tests are not added
     assert "derog_dehum_h" not in html
     # MHC: XTC's figure for the language of the suite
-    mhc = section_cells("mhc_t1", [(src("mine", "mhc_german", "mhc", "german"), doc({"threat_dir_h": 70.0}, "mhc_german", "german"))],
-                        "by_functionality", "accuracy")
+    mhc = section_cells(
+        "mhc_t1",
+        [(src("mine", "mhc_german", "mhc", "german"), doc({"threat_dir_h": 70.0}, "mhc_german", "german"))],
+        "by_functionality",
+        "accuracy",
+    )
     out = G.view(mhc, "mhc_german", "h", 50, "mhc", G.papers_for("mhc", "german", published))
     xtc = P.lookup("mhc_t1", "XTC", published)[("threat_dir_h", "german")][0]
     assert cell(out, "heat:published:mhc_t1:XTC:mhc_german:threat_dir_h")[1] == f"{xtc:.1f}"
@@ -119,13 +132,19 @@ def test_table_cells_show_their_interval_and_n():
 
 
 def test_summary_bullets_carry_n_interval_and_the_too_few_mark():
-    few = (src("LLM-EN"), {"bootstrap": {"resampling_unit": "template"}, "by_label": {},
-                           "overall": {"n": 10, "accuracy": fig(70.0, 29.0, 10)}})
-    many = (src("B-D"), {"bootstrap": {"resampling_unit": "template"}, "by_label": {},
-                         "overall": {"n": 3728, "accuracy": fig(47.3, 1.6, 3728)}})
+    few = (
+        src("LLM-EN"),
+        {"bootstrap": {"resampling_unit": "template"}, "by_label": {}, "overall": {"n": 10, "accuracy": fig(70.0, 29.0, 10)}},
+    )
+    many = (
+        src("B-D"),
+        {"bootstrap": {"resampling_unit": "template"}, "by_label": {}, "overall": {"n": 3728, "accuracy": fig(47.3, 1.6, 3728)}},
+    )
     t2 = overall_cells("hatecheck_t2", [few, many], ["accuracy"], row_of=lambda s: "total")
-    mhc = [(src("XTC", f"mhc_{lang}", "mhc", lang), {"bootstrap": {}, "overall": {"n": k, "macro_f1": fig(v, h, k)}})
-           for lang, v, h, k in (("german", 60.0, 2.0, 3000), ("hindi", 50.0, 25.0, 40))]
+    mhc = [
+        (src("XTC", f"mhc_{lang}", "mhc", lang), {"bootstrap": {}, "overall": {"n": k, "macro_f1": fig(v, h, k)}})
+        for lang, v, h, k in (("german", 60.0, 2.0, 3000), ("hindi", 50.0, 25.0, 40))
+    ]
     t7 = overall_cells("mhc_t7", mhc, ["macro_f1"])
     empty = pl.DataFrame(schema=t2.schema)
     lines = G.summary_items(t2, t7, empty, max_ci_width=30)
@@ -139,15 +158,23 @@ def test_summary_bullets_carry_n_interval_and_the_too_few_mark():
 
 
 def test_report_has_a_heat_map_for_every_model_on_every_suite_and_its_cells_trace(tmp_path):
-    hc = hatecheck_cells({"B-D": doc({"derog_neg_emote_h": 80.0}), "hatesonar": doc({"derog_neg_emote_h": 40.0}),
-                          "userclf": doc({"derog_neg_emote_h": 60.0})})
-    loaded = [(src(m, f"mhc_{lang}", "mhc", lang), doc({"threat_dir_h": v}, f"mhc_{lang}", lang))
-              for m, lang, v in (("XTC", "german", 70.0), ("hatesonar", "german", 30.0), ("XTC", "hindi", 55.0))]
+    hc = hatecheck_cells(
+        {
+            "B-D": doc({"derog_neg_emote_h": 80.0}),
+            "hatesonar": doc({"derog_neg_emote_h": 40.0}),
+            "userclf": doc({"derog_neg_emote_h": 60.0}),
+        }
+    )
+    loaded = [
+        (src(m, f"mhc_{lang}", "mhc", lang), doc({"threat_dir_h": v}, f"mhc_{lang}", lang))
+        for m, lang, v in (("XTC", "german", 70.0), ("hatesonar", "german", 30.0), ("XTC", "hindi", 55.0))
+    ]
     mhc_t1 = section_cells("mhc_t1", loaded, "by_functionality", "accuracy").with_columns(pl.col("language").alias("column"))
     t2 = overall_cells("hatecheck_t2", [(src(m), doc({})) for m in ("B-D", "hatesonar", "userclf")], ["accuracy"], row_of=lambda s: "total")
     t7 = overall_cells("mhc_t7", loaded, ["macro_f1"])
-    html = report.build("t", "smoke", {}, {}, {}, {"hatecheck_t1": hc, "hatecheck_t2": t2, "mhc_t1": mhc_t1, "mhc_t7": t7}, {}, 50,
-                        max_ci_width=30)
+    html = report.build(
+        "t", "smoke", {}, {}, {}, {"hatecheck_t1": hc, "hatecheck_t2": t2, "mhc_t1": mhc_t1, "mhc_t7": t7}, {}, 50, max_ci_width=30
+    )
     for model in ("B-D", "hatesonar", "userclf"):
         assert f'data-cell-id="heat:hatecheck_t1:{model}:derog_neg_emote_h:accuracy"' in html
     assert 'data-cell-id="heat:mhc_t1:hatesonar:german:threat_dir_h:accuracy"' in html
@@ -176,8 +203,10 @@ def test_model_page_has_the_heat_map_of_its_model_beside_the_papers_models(tmp_p
     from hatecheck_pipeline.suites.registry import hatecheck, mhc
 
     suites = {"score_m_hatecheck": hatecheck(), "score_m_mhc_german": mhc("german")}
-    docs = {"score_m_hatecheck": doc({"derog_neg_emote_h": 20.0, "slur_h": (80.0, 30.0, 9)}),
-            "score_m_mhc_german": doc({"threat_dir_h": 70.0}, "mhc_german", "german")}
+    docs = {
+        "score_m_hatecheck": doc({"derog_neg_emote_h": 20.0, "slur_h": (80.0, 30.0, 9)}),
+        "score_m_mhc_german": doc({"threat_dir_h": 70.0}, "mhc_german", "german"),
+    }
     files = {}
     for stage, d in docs.items():
         files[stage] = tmp_path / f"{stage}.json"
@@ -187,12 +216,12 @@ def test_model_page_has_the_heat_map_of_its_model_beside_the_papers_models(tmp_p
     page = tmp_path / "m.html"
     model_page("m", suites, card, files, page, below_mark=50, max_ci_width=30)
     html = page.read_text()
-    heat = html[html.index('id="heat-hatecheck"'):]
+    heat = html[html.index('id="heat-hatecheck"') :]
     heat = heat[: heat.index("</table>")]
     assert ">m</th>" in heat and all(f">{p} (paper)</th>" in heat for p in G.PAPER_MODELS["hatecheck"])
     assert "heat-below" in classes(cell(heat, "heat:hatecheck_t1:m:derog_neg_emote_h:accuracy")[0])
     assert cell(heat, "heat:hatecheck_t1:m:slur_h:accuracy")[1] == "80.0" + G.DAGGER
-    german = html[html.index('id="heat-mhc_german"'):]
+    german = html[html.index('id="heat-mhc_german"') :]
     assert ">XTC (paper)</th>" in german[: german.index("</table>")]
     # beside the page's own table of the suite
     assert re.search(r'<div class="glance"><table class="heat" id="heat-hatecheck">.*?</table><table id=\'page:m:hatecheck\'>', html)

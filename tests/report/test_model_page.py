@@ -17,9 +17,13 @@ def fig(value, n=10):
 
 
 def metrics_doc(suite, accuracies=None, seen=False):
-    doc = {"suite": suite.name, "dataset": suite.dataset, "language": suite.language,
-           "bootstrap": {"resampling_unit": "template" if suite.functional else "case"},
-           "overall": {"n": 100, "accuracy": fig(60.0), "macro_f1": fig(55.0), "f1_hateful": fig(50.0), "f1_non_hateful": fig(60.0)}}
+    doc = {
+        "suite": suite.name,
+        "dataset": suite.dataset,
+        "language": suite.language,
+        "bootstrap": {"resampling_unit": "template" if suite.functional else "case"},
+        "overall": {"n": 100, "accuracy": fig(60.0), "macro_f1": fig(55.0), "f1_hateful": fig(50.0), "f1_non_hateful": fig(60.0)},
+    }
     if accuracies:
         doc["by_functionality"] = {code: {"n": 10, "accuracy": fig(v)} for code, v in accuracies.items()}
     if seen:
@@ -28,7 +32,11 @@ def metrics_doc(suite, accuracies=None, seen=False):
 
 
 def test_the_page_lists_what_fails_beside_the_papers_and_marks_training_data(tmp_path):
-    suites = {"score_m_hatecheck": hatecheck(), "score_m_mhc_german": mhc("german"), "score_m_heldout_davidson2017": heldout("davidson2017")}
+    suites = {
+        "score_m_hatecheck": hatecheck(),
+        "score_m_mhc_german": mhc("german"),
+        "score_m_heldout_davidson2017": heldout("davidson2017"),
+    }
     docs = {
         "score_m_hatecheck": metrics_doc(hatecheck(), {"derog_neg_emote_h": 20.0, "slur_h": 80.0, "counter_quote_nh": 49.9}),
         "score_m_mhc_german": metrics_doc(mhc("german"), {"threat_dir_h": 70.0}),
@@ -39,8 +47,17 @@ def test_the_page_lists_what_fails_beside_the_papers_and_marks_training_data(tmp
         files[stage] = tmp_path / f"{stage}.json"
         files[stage].write_text(json.dumps(doc))
     card = tmp_path / "card.json"
-    card.write_text(json.dumps({"kind": "onnx", "base_model": {"description": "a keyword rule"}, "identity": {"content_sha256": "ab" * 32},
-                                "trained_on": ["davidson2017"], "profile": "smoke"}))
+    card.write_text(
+        json.dumps(
+            {
+                "kind": "onnx",
+                "base_model": {"description": "a keyword rule"},
+                "identity": {"content_sha256": "ab" * 32},
+                "trained_on": ["davidson2017"],
+                "profile": "smoke",
+            }
+        )
+    )
     page = tmp_path / "m.html"
     model_page("m", suites, card, files, page, below_mark=50)
     html = page.read_text()
@@ -76,7 +93,9 @@ def test_a_suite_outside_the_apis_languages_is_listed_not_run_and_unanswered_cas
     why = "not run: language hi not in the API's languages (en, de)"
     model_page("p", {"score_p_hatecheck": hatecheck()}, card, files, page, below_mark=50, not_run={"mhc_hindi": why})
     html = page.read_text()
-    assert re.search(r"<td class='rowhead'>mhc_hindi</td><td class='fail' colspan='6'>not run: language hi not in the API&#x27;s languages", html)
+    assert re.search(
+        r"<td class='rowhead'>mhc_hindi</td><td class='fail' colspan='6'>not run: language hi not in the API&#x27;s languages", html
+    )
     row = re.search(r"<tr><td class='rowhead'>hatecheck</td>(.*?)</tr>", html).group(1)
     assert "3 unanswered by the API, not scored" in row
 
@@ -86,17 +105,35 @@ def test_a_perspective_style_api_has_the_papers_perspective_figures_beside_it(tm
     Italian and Portuguese, Appendix H's held-out Italian: set beside a
     scoring API asked for IDENTITY_ATTACK; none for French (no
     IDENTITY_ATTACK there), none for a classifier of another kind."""
-    suites = {"score_p_hatecheck": hatecheck(), "score_p_mhc_german": mhc("german"), "score_p_mhc_italian": mhc("italian"),
-              "score_p_mhc_french": mhc("french"), "score_p_heldout_haspeede2020": heldout("haspeede2020")}
+    suites = {
+        "score_p_hatecheck": hatecheck(),
+        "score_p_mhc_german": mhc("german"),
+        "score_p_mhc_italian": mhc("italian"),
+        "score_p_mhc_french": mhc("french"),
+        "score_p_heldout_haspeede2020": heldout("haspeede2020"),
+    }
     files = {}
     for stage, suite in suites.items():
         files[stage] = tmp_path / f"{stage}.json"
         files[stage].write_text(json.dumps(metrics_doc(suite, {"threat_dir_h": 70.0} if suite.functional else None)))
-    identity = {"url": "https://example.invalid/v1alpha1/comments:analyze", "format": "perspective",
-                "score": "attributeScores.IDENTITY_ATTACK.summaryScore.value", "snapshot": "2026-12"}
+    identity = {
+        "url": "https://example.invalid/v1alpha1/comments:analyze",
+        "format": "perspective",
+        "score": "attributeScores.IDENTITY_ATTACK.summaryScore.value",
+        "snapshot": "2026-12",
+    }
     card = tmp_path / "card.json"
-    card.write_text(json.dumps({"kind": "http", "base_model": {"description": "Perspective"}, "identity": identity, "profile": "smoke",
-                                "answers": {"snapshot": "2026-12", "snapshot_from": "given (snapshot)"}}))
+    card.write_text(
+        json.dumps(
+            {
+                "kind": "http",
+                "base_model": {"description": "Perspective"},
+                "identity": identity,
+                "profile": "smoke",
+                "answers": {"snapshot": "2026-12", "snapshot_from": "given (snapshot)"},
+            }
+        )
+    )
     page = tmp_path / "p.html"
     model_page("p", suites, card, files, page, below_mark=50)
     html = page.read_text()
@@ -113,4 +150,4 @@ def test_a_perspective_style_api_has_the_papers_perspective_figures_beside_it(tm
     other = tmp_path / "card_onnx.json"
     other.write_text(json.dumps({"kind": "onnx", "base_model": {"description": "x"}, "identity": {"content_sha256": "ab" * 32}}))
     model_page("p", suites, other, files, page, below_mark=50)
-    assert "Perspective (paper): macro F1" not in page.read_text() and 'published:mhc_t2:Perspective' not in page.read_text()
+    assert "Perspective (paper): macro F1" not in page.read_text() and "published:mhc_t2:Perspective" not in page.read_text()

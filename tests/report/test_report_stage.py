@@ -24,13 +24,27 @@ def test_report_stage_declares_what_it_reads(params):
     stage = next(s for s in ph_report.stages(params) if s.name == "report")
     assert stage.run == "hatecheck_pipeline.report.html:report"
     assert signature_mismatch(stage) is None
-    assert set(stage.param_keys) == {"report.title", "evaluation.below_mark", "evaluation.max_ci_width",
-                                 "profile", "models", "llm.backends"}
+    assert set(stage.param_keys) == {
+        "report.title",
+        "evaluation.below_mark",
+        "evaluation.max_ci_width",
+        "profile",
+        "models",
+        "llm.backends",
+    }
     assert stage.all_outs == [paths.report()]
     deps = stage.data_deps
-    for dep in ("src/hatecheck_pipeline/resources/published.yaml", "src/hatecheck_pipeline/resources/functionalities.yaml",
-                paths.training_languages(), paths.validation_json("mhc"), paths.validation_json("crows_pairs"),
-                paths.table("mhc_t7"), paths.table("hatecheck_t1"), paths.table("contrast"), paths.model_card("XTC")):
+    for dep in (
+        "src/hatecheck_pipeline/resources/published.yaml",
+        "src/hatecheck_pipeline/resources/functionalities.yaml",
+        paths.training_languages(),
+        paths.validation_json("mhc"),
+        paths.validation_json("crows_pairs"),
+        paths.table("mhc_t7"),
+        paths.table("hatecheck_t1"),
+        paths.table("contrast"),
+        paths.model_card("XTC"),
+    ):
         assert dep in deps, dep
     assert len(deps) == len(set(deps))
     # the stage reads only what it declares: no run records (logs/benchmarks), which
@@ -58,9 +72,14 @@ def test_report_function_writes_the_html_from_its_inputs(workdir):
     Path("val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
     summary = report.report(
         tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
-        cards={}, validation={"hatecheck": Path("val.json")},
-        published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-        out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
+        cards={},
+        validation={"hatecheck": Path("val.json")},
+        published=RESOURCES / "published.yaml",
+        functionalities=RESOURCES / "functionalities.yaml",
+        out=Path("reports/r.html"),
+        title="Stage report",
+        below_mark=50,
+        profile=Profile("smoke", {}),
         models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
     )
     assert summary == "wrote reports/r.html"
@@ -81,20 +100,36 @@ def test_report_shows_the_stage_time_and_memory_records(workdir):
     tables.run("hatecheck", srcs, "tables_hatecheck")
     usage_dir = Path("logs/benchmarks")
     usage_dir.mkdir(parents=True)
-    for stage, phase, wall, start, end in [("train_B-D", "train", 291.0, "12:00:00", "12:04:51"), ("score_B-D_hatecheck", "evaluate", 9.0, "12:04:51", "12:05:00")]:
-        rec = {"stage": stage, "phase": phase, "wall_s": wall, "cpu_s": 2 * wall, "max_rss_mb": 1234.0,
-               "started": f"2026-01-01T{start}+00:00", "finished": f"2026-01-01T{end}+00:00"}
+    for stage, phase, wall, start, end in [
+        ("train_B-D", "train", 291.0, "12:00:00", "12:04:51"),
+        ("score_B-D_hatecheck", "evaluate", 9.0, "12:04:51", "12:05:00"),
+    ]:
+        rec = {
+            "stage": stage,
+            "phase": phase,
+            "wall_s": wall,
+            "cpu_s": 2 * wall,
+            "max_rss_mb": 1234.0,
+            "started": f"2026-01-01T{start}+00:00",
+            "finished": f"2026-01-01T{end}+00:00",
+        }
         (usage_dir / f"{stage}.json").write_text(json.dumps(rec))
     kwargs = dict(
-        tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables}, cards={}, validation={},
-        published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-        out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
+        tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
+        cards={},
+        validation={},
+        published=RESOURCES / "published.yaml",
+        functionalities=RESOURCES / "functionalities.yaml",
+        out=Path("reports/r.html"),
+        title="Stage report",
+        below_mark=50,
+        profile=Profile("smoke", {}),
         models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
     )
     report.report(**kwargs, usage_dir=usage_dir)
     html = Path("reports/r.html").read_text("utf-8")
     assert 'id="usage"' in html and "2 stages: 5.0 minutes of stage time summed, 5.0 minutes from the first" in html
-    train = html[html.index("<td class='rowhead'>train</td>"):]
+    train = html[html.index("<td class='rowhead'>train</td>") :]
     assert [c for c in re.findall(r">([^<>]+)</td>", train[: train.index("</tr>")])] == ["train", "1", "291.0", "582.0", "1,234", "97.0%"]
     assert "data-record='logs/benchmarks/train_B-D.json'" in html  # each number names the record it comes from
     assert html.index("<td class='rowhead'>train_B-D</td>") < html.index("<td class='rowhead'>score_B-D_hatecheck</td>")
@@ -120,11 +155,17 @@ def test_report_shows_the_scores_no_table_reads_and_the_expanded_suite_files(wor
     Path("val.json").write_text('{"success": true, "counts": {"kept": 60, "quarantined": 0}, "suites": []}')
     report.report(
         tables={t: Path(paths.table(t)) for g in ("hatecheck", "other") for t in tables.GROUPS[g].tables},
-        cards={}, validation={"hatecheck": Path("val.json")},
-        published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-        out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
+        cards={},
+        validation={"hatecheck": Path("val.json")},
+        published=RESOURCES / "published.yaml",
+        functionalities=RESOURCES / "functionalities.yaml",
+        out=Path("reports/r.html"),
+        title="Stage report",
+        below_mark=50,
+        profile=Profile("smoke", {}),
         models={"B-D": {"suites": ["hatecheck"]}, "hatexplain": {"suites": ["heldout_hatexplain"]}},
-        expansion={}, expanded_suites={"perturbed_hatecheck/bert": suite_file, "extended/xlmt": Path("data/expanded/extended/xlmt.parquet")},
+        expansion={},
+        expanded_suites={"perturbed_hatecheck/bert": suite_file, "extended/xlmt": Path("data/expanded/extended/xlmt.parquet")},
     )
     html = Path("reports/r.html").read_text("utf-8")
     other = re.search(r'<table id="other-scores">.*?</table>', html, re.S).group(0)
@@ -147,14 +188,22 @@ def test_cells_with_an_interval_wider_than_the_threshold_are_marked_too_few_to_c
     for max_ci_width in (threshold, None):
         report.report(
             tables={t: Path(paths.table(t)) for t in tables.GROUPS["hatecheck"].tables},
-            cards={}, validation={"hatecheck": Path("val.json")},
-            published=RESOURCES / "published.yaml", functionalities=RESOURCES / "functionalities.yaml",
-            out=Path("reports/r.html"), title="Stage report", below_mark=50, profile=Profile("smoke", {}),
-            models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}}, max_ci_width=max_ci_width,
+            cards={},
+            validation={"hatecheck": Path("val.json")},
+            published=RESOURCES / "published.yaml",
+            functionalities=RESOURCES / "functionalities.yaml",
+            out=Path("reports/r.html"),
+            title="Stage report",
+            below_mark=50,
+            profile=Profile("smoke", {}),
+            models={"B-D": {"train": ["davidson2017"], "suites": ["hatecheck"]}},
+            max_ci_width=max_ci_width,
         )
         html = Path("reports/r.html").read_text("utf-8")
-        marked[max_ci_width] = {m.group(2): m.group(3) for m in re.finditer(
-            r'<td class="([^"]*\btoo-few\b[^"]*)" data-cell-id="([^"]+)"[^>]*title="([^"]*)"', html)}
+        marked[max_ci_width] = {
+            m.group(2): m.group(3)
+            for m in re.finditer(r'<td class="([^"]*\btoo-few\b[^"]*)" data-cell-id="([^"]+)"[^>]*title="([^"]*)"', html)
+        }
     wide = {cid for cid, w in widths.items() if w > threshold}
     assert wide and wide != set(widths)
     assert {cid for cid in marked[threshold] if cid.startswith("hatecheck_t1:")} == wide

@@ -19,7 +19,10 @@ def source(language: str) -> Source:
 
 
 def doc(gold: np.ndarray, pred: np.ndarray) -> dict:
-    return {"overall": metrics.summarise(gold, pred, ["macro_f1", "f1_non_hateful"], boot=Bootstrap(50)), "bootstrap": {"resampling_unit": "case"}}
+    return {
+        "overall": metrics.summarise(gold, pred, ["macro_f1", "f1_non_hateful"], boot=Bootstrap(50)),
+        "bootstrap": {"resampling_unit": "case"},
+    }
 
 
 def test_a_class_without_cases_gives_a_null_f1_with_its_reason_rendered_n_a():
@@ -39,9 +42,11 @@ def test_a_class_without_cases_gives_a_null_f1_with_its_reason_rendered_n_a():
 def test_a_mean_over_languages_leaves_an_undefined_one_out_and_says_so():
     rng = np.random.default_rng(0)
     gold = rng.integers(0, 2, 200)
-    loaded = [(source("german"), doc(gold, gold)),  # 100
-              (source("french"), {"overall": {"macro_f1": {"value": None, "undefined": metrics.NO_CASE}, "n": 0}}),
-              (source("spanish"), doc(gold, np.where(rng.random(200) < 0.5, gold, 1 - gold)))]
+    loaded = [
+        (source("german"), doc(gold, gold)),  # 100
+        (source("french"), {"overall": {"macro_f1": {"value": None, "undefined": metrics.NO_CASE}, "n": 0}}),
+        (source("spanish"), doc(gold, np.where(rng.random(200) < 0.5, gold, 1 - gold))),
+    ]
     shots = shot_tables(loaded, {"M": ["spanish"]}, "results/tables/shots.json", "tables_shots")
     summary = {r["column"]: r for r in shots["shots_summary"].iter_rows(named=True)}
     zero = summary["zero-shot"]

@@ -83,7 +83,9 @@ def power_mean(values: Iterable[float | None], p: float = -5.0) -> float | None:
     return float(np.mean(np.power(vals, p)) ** (1.0 / p))
 
 
-def bias_table(y: Sequence[int], score: Sequence[float], groups: Sequence[Sequence[str] | str | None], communities: Sequence[str]) -> list[dict[str, Any]]:
+def bias_table(
+    y: Sequence[int], score: Sequence[float], groups: Sequence[Sequence[str] | str | None], communities: Sequence[str]
+) -> list[dict[str, Any]]:
     """One row per community; ``groups`` holds each item's communities (a
     list, one string, or None)."""
     sets = [set(g) if isinstance(g, (list, tuple, set, np.ndarray)) else ({g} if g else set()) for g in groups]
@@ -129,8 +131,17 @@ def run_targets(model: str, suites: list[tuple[str, pl.DataFrame, str, Path]], o
         result["suites"][name] = entry
         flat += [{"model": model, "suite": name, **row} for row in entry["communities"]]
     write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", out_json)
-    schema = {"model": pl.String, "suite": pl.String, "community": pl.String, "n": pl.Int64, "n_pos": pl.Int64, "n_neg": pl.Int64,
-              "subgroup_auc": pl.Float64, "bpsn_auc": pl.Float64, "bnsp_auc": pl.Float64}
+    schema = {
+        "model": pl.String,
+        "suite": pl.String,
+        "community": pl.String,
+        "n": pl.Int64,
+        "n_pos": pl.Int64,
+        "n_neg": pl.Int64,
+        "subgroup_auc": pl.Float64,
+        "bpsn_auc": pl.Float64,
+        "bnsp_auc": pl.Float64,
+    }
     write_csv(pl.DataFrame(flat, schema=schema), out_csv)
     return result
 

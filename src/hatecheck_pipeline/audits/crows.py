@@ -113,8 +113,7 @@ def masked_positions(ids1: Sequence[int], ids2: Sequence[int]) -> tuple[list[int
     return t1[1:-1], t2[1:-1]
 
 
-def masked_pair_scores(model, tokenizer, sent1: str, sent2: str, batch_size: int = 64,
-                       lowercase: bool = False) -> tuple[float, float, int]:
+def masked_pair_scores(model, tokenizer, sent1: str, sent2: str, batch_size: int = 64, lowercase: bool = False) -> tuple[float, float, int]:
     """Pseudo-log-likelihoods of the unmodified tokens of both sentences
     (the paper's equation 1, its ``mask_unigram``) and how many tokens were
     masked in each; ``lowercase``: the authors' ``uncased`` (the sentences
@@ -131,8 +130,9 @@ def masked_pair_scores(model, tokenizer, sent1: str, sent2: str, batch_size: int
     return s1, s2, len(p1)
 
 
-def causal_pair_log_likelihoods(model, tokenizer, pairs: Sequence[tuple[str, str]], batch_size: int = 16,
-                                progress: bool = False) -> list[tuple[float, float]]:
+def causal_pair_log_likelihoods(
+    model, tokenizer, pairs: Sequence[tuple[str, str]], batch_size: int = 16, progress: bool = False
+) -> list[tuple[float, float]]:
     """(log-likelihood of the first sentence, of the second) for every pair:
     the sum of log P(token | prefix, previous tokens) over each whole
     sentence, the prefix being BOS (else EOS) as in lm-evaluation-harness
@@ -196,8 +196,10 @@ def causal_pair_log_likelihoods(model, tokenizer, pairs: Sequence[tuple[str, str
             r_, p_, t_ = torch.tensor(rows), torch.tensor(at), torch.tensor(target)
             logits = head(hidden[r_, p_]).float()  # only the positions that predict a token
             logp = logits.gather(-1, t_.unsqueeze(-1)).squeeze(-1).double() - torch.logsumexp(logits, dim=-1).double()
-            sums = [torch.zeros(len(chunk), dtype=torch.float64).index_add_(0, r_, logp * torch.tensor(w, dtype=torch.float64))
-                    for w in (first, second)]
+            sums = [
+                torch.zeros(len(chunk), dtype=torch.float64).index_add_(0, r_, logp * torch.tensor(w, dtype=torch.float64))
+                for w in (first, second)
+            ]
             for r, i in enumerate(chunk):
                 out[i] = (float(sums[0][r]), float(sums[1][r]))
     return out
@@ -313,8 +315,7 @@ def bootstrap_scores(scored: pl.DataFrame, samples: int, seed: int, level: float
     pairs counting as not stereotyped): over all pairs, and per bias type
     over that type's pairs, each resampled on its own with the same seed
     (an interval does not depend on which other types were scored)."""
-    out: dict[str, Any] = {"metric_ci": bootstrap_interval(scored["stereotyped"].to_list(), samples, seed, level),
-                           "bias_types": {}}
+    out: dict[str, Any] = {"metric_ci": bootstrap_interval(scored["stereotyped"].to_list(), samples, seed, level), "bias_types": {}}
     for (bt,), part in sorted(scored.group_by(["bias_type"]), key=lambda g: g[0]):
         out["bias_types"][bt] = bootstrap_interval(part["stereotyped"].to_list(), samples, seed, level)
     return out
@@ -381,14 +382,22 @@ def confidence_summary(scored: pl.DataFrame, bins: int = CONFIDENCE_BINS) -> dic
         sides[side].append(100.0 * c)
     top = max([*sides["more"], *sides["less"]], default=0.0)
     edges = np.linspace(0.0, top if top > 0 else 1.0, bins + 1)
-    out: dict[str, Any] = {"unit": "confidence x 100 (equation 2: 1 - score(S)/score(S'))",
-                           "bin_edges": [round(float(e), 6) for e in edges], "undefined": undefined}
+    out: dict[str, Any] = {
+        "unit": "confidence x 100 (equation 2: 1 - score(S)/score(S'))",
+        "bin_edges": [round(float(e), 6) for e in edges],
+        "undefined": undefined,
+    }
     for side, values in sides.items():
         v = np.asarray(values)
         q = np.percentile(v, [25, 50, 75]).tolist() if len(v) else [None] * 3
-        out[f"{side}_preferred"] = {"n": len(v), "q1": _r(q[0]), "median": _r(q[1]), "q3": _r(q[2]),
-                                    "max": _r(float(v.max())) if len(v) else None,
-                                    "counts": np.histogram(v, bins=edges)[0].tolist()}
+        out[f"{side}_preferred"] = {
+            "n": len(v),
+            "q1": _r(q[0]),
+            "median": _r(q[1]),
+            "q3": _r(q[2]),
+            "max": _r(float(v.max())) if len(v) else None,
+            "counts": np.histogram(v, bins=edges)[0].tolist(),
+        }
     m, l_ = out["more_preferred"]["median"], out["less_preferred"]["median"]
     out["median_difference"] = None if m is None or l_ is None else round(m - l_, 4)
     return out
@@ -484,8 +493,12 @@ def run(
     if max_pairs is not None and max_pairs < pairs.height:
         # a seeded sample stratified by nothing: the first rows are not random; back in the table's order
         # (numeric ids in their order, others in the table's)
-        pairs = (pairs.with_row_index("_pos").sample(n=max_pairs, seed=seed, shuffle=True)
-                 .sort(pl.col("id").cast(pl.Int64, strict=False), "_pos").drop("_pos"))
+        pairs = (
+            pairs.with_row_index("_pos")
+            .sample(n=max_pairs, seed=seed, shuffle=True)
+            .sort(pl.col("id").cast(pl.Int64, strict=False), "_pos")
+            .drop("_pos")
+        )
     net, tok = load(variant, model)
     device = torch.device("cpu")
     ran = precision(device, amp=False, cpu_bf16=cpu_bf16)
@@ -499,8 +512,13 @@ def run(
             variant,
             model,
             masked_scorer=(lambda a, b: masked_pair_scores(net, tok, a, b, batch_size, lowercase)) if variant == "masked" else None,
-            causal_scorer=(lambda p: causal_pair_log_likelihoods(net, tok, [(a.lower(), b.lower()) if lowercase else (a, b) for a, b in p],
-                                                                 batch_size, progress=True)) if variant == "causal" else None,
+            causal_scorer=(
+                lambda p: causal_pair_log_likelihoods(
+                    net, tok, [(a.lower(), b.lower()) if lowercase else (a, b) for a, b in p], batch_size, progress=True
+                )
+            )
+            if variant == "causal"
+            else None,
             batch_size=batch_size,
         )
     seconds = time.perf_counter() - started
@@ -542,9 +560,19 @@ def crows_pair_cap(scorer_cap: int | None, profile_cap: int | None) -> int | Non
 
 
 SCORED_SCHEMA = {
-    "id": pl.String, "sent_more": pl.String, "sent_less": pl.String, "stereo_antistereo": pl.String, "bias_type": pl.String,
-    "sent_more_score": pl.Float64, "sent_less_score": pl.Float64, "n_masked": pl.Int64, "stereotyped": pl.Boolean,
-    "neutral": pl.Boolean, "likelihood_diff": pl.Float64, "variant": pl.String, "model": pl.String,
+    "id": pl.String,
+    "sent_more": pl.String,
+    "sent_less": pl.String,
+    "stereo_antistereo": pl.String,
+    "bias_type": pl.String,
+    "sent_more_score": pl.Float64,
+    "sent_less_score": pl.Float64,
+    "n_masked": pl.Int64,
+    "stereotyped": pl.Boolean,
+    "neutral": pl.Boolean,
+    "likelihood_diff": pl.Float64,
+    "variant": pl.String,
+    "model": pl.String,
 }
 
 
@@ -552,20 +580,35 @@ def not_run_reason(name: str, variant: str, profile: str) -> str:
     """Why a scorer's stage scored nothing under ``profile``."""
     why = f"not run: profile {profile!r} does not list {name!r} in its crows_scorers"
     if variant == "masked":
-        why += (" (the masked metric needs a masked LM with its MLM head, which the model hub gives and no offline "
-                "package carries; the paper profile lists the paper's masked LMs)")
+        why += (
+            " (the masked metric needs a masked LM with its MLM head, which the model hub gives and no offline "
+            "package carries; the paper profile lists the paper's masked LMs)"
+        )
     return why
 
 
-def write_not_run(out_pairs: Path, out_metrics: Path, name: str, variant: str, model: str, profile: str,
-                  extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def write_not_run(
+    out_pairs: Path, out_metrics: Path, name: str, variant: str, model: str, profile: str, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The outputs of a scorer the active profile does not run: an empty
     pairs table and metrics saying so (with ``extra``); no model is loaded."""
     summary = {
-        "name": name, "variant": variant, "model": model, "ran": False, "profile": profile,
-        "reason": not_run_reason(name, variant, profile), "n_pairs": 0, "complete": False, "metric_score": None,
-        "stereo_score": None, "antistereo_score": None, "bias_types": {}, "paper_table2": PAPER_TABLE2,
-        "metric_ci": None, "confidence": None, **(extra or {}),
+        "name": name,
+        "variant": variant,
+        "model": model,
+        "ran": False,
+        "profile": profile,
+        "reason": not_run_reason(name, variant, profile),
+        "n_pairs": 0,
+        "complete": False,
+        "metric_score": None,
+        "stereo_score": None,
+        "antistereo_score": None,
+        "bias_types": {},
+        "paper_table2": PAPER_TABLE2,
+        "metric_ci": None,
+        "confidence": None,
+        **(extra or {}),
     }
     write_parquet(pl.DataFrame(schema=SCORED_SCHEMA), out_pairs)
     write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", out_metrics)
@@ -598,10 +641,27 @@ def crows_pairs(
         return f"crows-pairs {name} ({summary['variant']}): {summary['reason']}"
     cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
     boot = dict(bootstrap or {"samples": 0, "seed": 0, "level": 0.95})
-    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, cpu_bf16,
-                  scorer["lowercase"], boot["samples"], boot["seed"], boot["level"])
-    return (f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "
-            f"{summary['pairs_per_second']} pairs/s, {summary['precision']}")
+    summary = run(
+        table,
+        pairs,
+        metrics,
+        name,
+        scorer["variant"],
+        scorer["model"],
+        cap,
+        seed,
+        batch_size,
+        threads,
+        cpu_bf16,
+        scorer["lowercase"],
+        boot["samples"],
+        boot["seed"],
+        boot["level"],
+    )
+    return (
+        f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "
+        f"{summary['pairs_per_second']} pairs/s, {summary['precision']}"
+    )
 
 
 # --------------------------------------------------------------------------
@@ -618,9 +678,14 @@ def winobias_extra(wino_type: int, split: str) -> dict[str, Any]:
     >>> winobias_extra(2, "test")["dataset"], winobias_extra(2, "test")["label"]
     ('winobias', 'WinoBias-syntax (type 2)')
     """
-    return {"dataset": "winobias", "winobias_type": wino_type, "split": split, "label": WINOBIAS_NAMES[wino_type],
-            "pairing": "line i of pro_stereotyped_type<t>.txt.<split> (sent_more) against line i of "
-                       "anti_stereotyped_type<t>.txt.<split> (sent_less), the [...] brackets removed"}
+    return {
+        "dataset": "winobias",
+        "winobias_type": wino_type,
+        "split": split,
+        "label": WINOBIAS_NAMES[wino_type],
+        "pairing": "line i of pro_stereotyped_type<t>.txt.<split> (sent_more) against line i of "
+        "anti_stereotyped_type<t>.txt.<split> (sent_less), the [...] brackets removed",
+    }
 
 
 def winobias(
@@ -646,13 +711,31 @@ def winobias(
     more stereotyping one (every pair ``stereo``)."""
     extra = winobias_extra(wino_type, split)
     if name not in (profile["crows_scorers"] or []):
-        summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile.name,
-                                {**extra, "paper_table2": None})
+        summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile.name, {**extra, "paper_table2": None})
         return f"winobias type {wino_type} {name} ({summary['variant']}): {summary['reason']}"
     cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
     boot = dict(bootstrap or {"samples": 0, "seed": 0, "level": 0.95})
-    summary = run(table, pairs, metrics, name, scorer["variant"], scorer["model"], cap, seed, batch_size, threads, cpu_bf16,
-                  scorer["lowercase"], boot["samples"], boot["seed"], boot["level"],
-                  select={"winobias_type": wino_type, "split": split}, total=WINOBIAS_PAIRS, extra=extra)
-    return (f"winobias type {wino_type} {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} "
-            f"pairs, {summary['pairs_per_second']} pairs/s, {summary['precision']}")
+    summary = run(
+        table,
+        pairs,
+        metrics,
+        name,
+        scorer["variant"],
+        scorer["model"],
+        cap,
+        seed,
+        batch_size,
+        threads,
+        cpu_bf16,
+        scorer["lowercase"],
+        boot["samples"],
+        boot["seed"],
+        boot["level"],
+        select={"winobias_type": wino_type, "split": split},
+        total=WINOBIAS_PAIRS,
+        extra=extra,
+    )
+    return (
+        f"winobias type {wino_type} {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} "
+        f"pairs, {summary['pairs_per_second']} pairs/s, {summary['precision']}"
+    )

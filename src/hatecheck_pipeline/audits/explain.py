@@ -56,7 +56,7 @@ METHODS = ("attention", "lime", "integrated_gradients")
 METHOD_LABELS = {
     "attention": "attention (last layer, [CLS] row, mean over heads)",
     "lime": "LIME (lime 0.2.0.1 LimeTextExplainer, {samples} samples, whitespace words, bow=False, {features} features; positive weights "
-            "of the predicted class)",
+    "of the predicted class)",
     "integrated_gradients": "integrated gradients (captum, input embeddings, padding baseline)",
 }
 
@@ -199,7 +199,12 @@ LIME_RANDOM_STATE = 333  # testing_with_lime.py: LimeTextExplainer(..., random_s
 
 
 def lime_scores(
-    predict_proba, posts: Sequence[Sequence[str]], targets: Sequence[int], *, num_samples: int, num_features: int = LIME_FEATURES,
+    predict_proba,
+    posts: Sequence[Sequence[str]],
+    targets: Sequence[int],
+    *,
+    num_samples: int,
+    num_features: int = LIME_FEATURES,
     random_state: int = LIME_RANDOM_STATE,
 ) -> list[list[float]]:
     """Per post: one LIME score per word for class ``targets[i]`` (an index
@@ -218,8 +223,9 @@ def lime_scores(
     out = []
     for tokens, target in zip(posts, targets):
         explainer = LimeTextExplainer(class_names=list(CLASSES), split_expression=r"\s+", random_state=random_state, bow=False)
-        exp = explainer.explain_instance(" ".join(tokens), predict_proba, num_features=num_features, top_labels=len(CLASSES),
-                                         num_samples=num_samples)
+        exp = explainer.explain_instance(
+            " ".join(tokens), predict_proba, num_features=num_features, top_labels=len(CLASSES), num_samples=num_samples
+        )
         n = exp.domain_mapper.indexed_string.num_words()
         if n != len(tokens):
             raise ValueError(f"LIME split a post of {len(tokens)} words into {n} (a word with whitespace, or an empty one)")
@@ -232,8 +238,19 @@ def lime_scores(
 
 
 def explain_posts(
-    model, tokenizer, posts: Sequence[Sequence[str]], method: str, *, max_length: int, top_k: int, batch_size: int, ig_steps: int,
-    full: np.ndarray | None = None, lime_samples: int = 100, lime_features: int = LIME_FEATURES, lime_random_state: int = LIME_RANDOM_STATE,
+    model,
+    tokenizer,
+    posts: Sequence[Sequence[str]],
+    method: str,
+    *,
+    max_length: int,
+    top_k: int,
+    batch_size: int,
+    ig_steps: int,
+    full: np.ndarray | None = None,
+    lime_samples: int = 100,
+    lime_features: int = LIME_FEATURES,
+    lime_random_state: int = LIME_RANDOM_STATE,
 ) -> list[dict[str, Any]]:
     """Word scores of one method for the class predicted on each post, and
     that class's probability on the full post, without its top-k words and
@@ -253,6 +270,7 @@ def explain_posts(
     elif method != "lime":
         raise ValueError(f"unknown explanation method {method!r}: {', '.join(METHODS)}")
     if method == "lime":
+
         def predict(texts: Sequence[str]) -> np.ndarray:
             # a sample drawn twice is predicted once; the samples' lengths differ (each dropped word is
             # UNKWORDZ, 4 WordPiece tokens): batches of batch_size sorted by length pad least
@@ -261,7 +279,9 @@ def explain_posts(
             probs = predict_words(model, tokenizer, [t.split() for t in unique], max_length, batch_size)
             return probs[back.reshape(-1)]
 
-        scores = lime_scores(predict, posts, pred.tolist(), num_samples=lime_samples, num_features=lime_features, random_state=lime_random_state)
+        scores = lime_scores(
+            predict, posts, pred.tolist(), num_samples=lime_samples, num_features=lime_features, random_state=lime_random_state
+        )
     else:
         scores = [to_words(s, w, len(p)) for s, w, p in zip(sub, words, posts)]
     tops = [rationales.top_k_mask(s, top_k) for s in scores]
@@ -350,15 +370,46 @@ def run(
         # attention: chunks of several batches (its passes are cheap); LIME, integrated gradients: one batch at a time
         chunk = max(1, batch_size) * (1 if method in CAPPED_METHODS else 8)
         for start in tqdm(range(0, len(posts), chunk), desc=method, disable=not progress, mininterval=10):
-            part = explain_posts(model, tokenizer, posts[start : start + chunk], method, max_length=max_length, top_k=top_k,
-                                 batch_size=batch_size, ig_steps=ig_steps, full=full[start : start + chunk], lime_samples=lime_samples,
-                                 lime_features=lime_features, lime_random_state=lime_random_state)
+            part = explain_posts(
+                model,
+                tokenizer,
+                posts[start : start + chunk],
+                method,
+                max_length=max_length,
+                top_k=top_k,
+                batch_size=batch_size,
+                ig_steps=ig_steps,
+                full=full[start : start + chunk],
+                lime_samples=lime_samples,
+                lime_features=lime_features,
+                lime_random_state=lime_random_state,
+            )
             for pid, row in zip(chosen["id"][start : start + chunk].to_list(), part):
-                rows.append({"id": pid, **row, "method": method, "method_label": labels[method], "top_k": top_k,
-                             "paper_row": paper_row(method, supervised), "model": label})
+                rows.append(
+                    {
+                        "id": pid,
+                        **row,
+                        "method": method,
+                        "method_label": labels[method],
+                        "top_k": top_k,
+                        "paper_row": paper_row(method, supervised),
+                        "model": label,
+                    }
+                )
     write_parquet(preds, out_predictions)
-    schema = {"id": pl.String, "pred3": pl.String, "attributions": pl.List(pl.Float64), "p_full": pl.Float64, "p_without_top": pl.Float64,
-              "p_only_top": pl.Float64, "method": pl.String, "method_label": pl.String, "top_k": pl.Int64, "paper_row": pl.String, "model": pl.String}
+    schema = {
+        "id": pl.String,
+        "pred3": pl.String,
+        "attributions": pl.List(pl.Float64),
+        "p_full": pl.Float64,
+        "p_without_top": pl.Float64,
+        "p_only_top": pl.Float64,
+        "method": pl.String,
+        "method_label": pl.String,
+        "top_k": pl.Int64,
+        "paper_row": pl.String,
+        "model": pl.String,
+    }
     write_parquet(pl.DataFrame(rows, schema=schema), out_attributions)
     base = model_card.get("base_model") or {}
     card = {
@@ -373,8 +424,20 @@ def run(
         "max_explain_applies_to": [m for m in methods if m in CAPPED_METHODS],
         "methods": labels,
         "ig_steps": ig_steps,
-        **({"lime": {"package": "lime==0.2.0.1", "num_samples": lime_samples, "num_features": lime_features, "random_state": lime_random_state,
-                     "split_expression": "\\s+", "bow": False}} if "lime" in methods else {}),
+        **(
+            {
+                "lime": {
+                    "package": "lime==0.2.0.1",
+                    "num_samples": lime_samples,
+                    "num_features": lime_features,
+                    "random_state": lime_random_state,
+                    "split_expression": "\\s+",
+                    "bow": False,
+                }
+            }
+            if "lime" in methods
+            else {}
+        ),
         "top_k": top_k,
         "max_length": max_length,
         "seed": seed,
@@ -420,10 +483,23 @@ def hatexplain_explain(
     torch.set_num_threads(bounded_threads(threads))
     trained = json.loads(Path(model_card).read_text("utf-8"))
     c = run(
-        Path(model_dir), Path(table), Path(predictions), Path(attributions), Path(card),
-        label=describe(model, trained), model_card=trained, methods=list(explain["methods"]), max_length=profile["max_length"],
-        max_explain=profile.get("hatexplain_max_explain"), top_k=top_k, ig_steps=explain["ig_steps"], batch_size=explain["batch_size"], seed=seed,
-        lime_samples=profile.get("hatexplain_lime_samples") or explain["lime"]["num_samples"], lime_features=explain["lime"]["num_features"], lime_random_state=explain["lime"]["random_state"],
+        Path(model_dir),
+        Path(table),
+        Path(predictions),
+        Path(attributions),
+        Path(card),
+        label=describe(model, trained),
+        model_card=trained,
+        methods=list(explain["methods"]),
+        max_length=profile["max_length"],
+        max_explain=profile.get("hatexplain_max_explain"),
+        top_k=top_k,
+        ig_steps=explain["ig_steps"],
+        batch_size=explain["batch_size"],
+        seed=seed,
+        lime_samples=profile.get("hatexplain_lime_samples") or explain["lime"]["num_samples"],
+        lime_features=explain["lime"]["num_features"],
+        lime_random_state=explain["lime"]["random_state"],
     )
     per_method = ", ".join(f"{m} {n}" for m, n in c["explained_posts"].items())
     return f"{c['model']}: {c['test_posts']} test posts predicted; posts explained of {c['explained_posts_available']}: {per_method}"

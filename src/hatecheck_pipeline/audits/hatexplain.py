@@ -113,10 +113,18 @@ def occlusion(model, tokens: Sequence[str], k: int) -> dict[str, Any]:
     rest = _join([t for t, m in zip(tokens, top) if not m])
     only = _join([t for t, m in zip(tokens, top) if m])
     p_rest, p_only = _proba(model, [rest, only])[:, j]
-    return {"pred3": CLASSES[j], "attributions": attributions, "p_full": float(probs[0, j]), "p_without_top": float(p_rest), "p_only_top": float(p_only)}
+    return {
+        "pred3": CLASSES[j],
+        "attributions": attributions,
+        "p_full": float(probs[0, j]),
+        "p_without_top": float(p_rest),
+        "p_only_top": float(p_only),
+    }
 
 
-def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_card: Path, seed: int, c: float, max_features: int, k: int) -> dict[str, Any]:
+def run_standin(
+    table: Path, out_predictions: Path, out_attributions: Path, out_card: Path, seed: int, c: float, max_features: int, k: int
+) -> dict[str, Any]:
     from tqdm import tqdm
 
     data = pl.read_parquet(table)
@@ -129,8 +137,17 @@ def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_
     preds = predictions_frame(test["id"], probs, label)
     rows = []
     for pid, tokens in tqdm(list(zip(test["id"].to_list(), test["post_tokens"].to_list())), desc="occlusion", mininterval=10):
-        rows.append({"id": pid, **occlusion(model, tokens, k), "method": "occlusion", "method_label": "occlusion (leave-one-token-out)",
-                     "top_k": k, "paper_row": paper_row("occlusion"), "model": label})
+        rows.append(
+            {
+                "id": pid,
+                **occlusion(model, tokens, k),
+                "method": "occlusion",
+                "method_label": "occlusion (leave-one-token-out)",
+                "top_k": k,
+                "paper_row": paper_row("occlusion"),
+                "model": label,
+            }
+        )
     write_parquet(preds, out_predictions)
     write_parquet(pl.DataFrame(rows).with_columns(pl.col("paper_row").cast(pl.String)), out_attributions)
     card = {
@@ -148,7 +165,9 @@ def run_standin(table: Path, out_predictions: Path, out_attributions: Path, out_
     return card
 
 
-def hatexplain_standin(table: Path, predictions: Path, attributions: Path, card: Path, standin: Mapping[str, Any], top_k: int, seed: int) -> str:
+def hatexplain_standin(
+    table: Path, predictions: Path, attributions: Path, card: Path, standin: Mapping[str, Any], top_k: int, seed: int
+) -> str:
     """Stage ``hatexplain_standin``: train the TF-IDF + LR stand-in on the
     HateXplain train split; its test predictions and occlusion attributions."""
     c = run_standin(table, predictions, attributions, card, seed, standin["C"], standin["max_features"], top_k)
@@ -228,18 +247,31 @@ def run_metrics(
     perf = performance(joined["label3"].to_list(), joined)
     y = (joined["label3"] != "normal").cast(pl.Int8).to_numpy()
     rows3 = bias_auc.bias_table(y, joined["p_toxic"].to_numpy(), joined["targets"].to_list(), communities)
-    bias3 = {"score": "1 - p(normal) of this 3-class model (p_hatespeech + p_offensive)", "positive": "hatespeech or offensive",
-             "classes": 3, "communities": rows3, **bias_auc.gmb(rows3, power)}
+    bias3 = {
+        "score": "1 - p(normal) of this 3-class model (p_hatespeech + p_offensive)",
+        "positive": "hatespeech or offensive",
+        "classes": 3,
+        "communities": rows3,
+        **bias_auc.gmb(rows3, power),
+    }
     bias, rows = bias3, rows3
     if two_class is not None:
         two = pl.read_parquet(two_class).select("id", "p_toxic", "model")
         both = test.join(two, on="id", how="inner")
         if both.height != test.height:
             raise ValueError(f"{two_class}: covers {both.height} of {test.height} test posts")
-        rows = bias_auc.bias_table((both["label3"] != "normal").cast(pl.Int8).to_numpy(), both["p_toxic"].to_numpy(), both["targets"].to_list(), communities)
-        bias = {"score": "p(toxic) of the 2-class model (the paper's protocol: testing_for_bias.py, num_classes = 2)",
-                "positive": "hatespeech or offensive", "classes": 2, "model": str(two["model"][0]) if two.height else None,
-                "source": str(two_class), "communities": rows, **bias_auc.gmb(rows, power)}
+        rows = bias_auc.bias_table(
+            (both["label3"] != "normal").cast(pl.Int8).to_numpy(), both["p_toxic"].to_numpy(), both["targets"].to_list(), communities
+        )
+        bias = {
+            "score": "p(toxic) of the 2-class model (the paper's protocol: testing_for_bias.py, num_classes = 2)",
+            "positive": "hatespeech or offensive",
+            "classes": 2,
+            "model": str(two["model"][0]) if two.height else None,
+            "source": str(two_class),
+            "communities": rows,
+            **bias_auc.gmb(rows, power),
+        }
     # explainability, per method: test posts whose gold class is not normal (they carry rationales)
     attr = pl.read_parquet(attributions)
     methods = attr["method"].unique(maintain_order=True).to_list()
@@ -276,8 +308,20 @@ def hatexplain_metrics(
     community, plausibility and faithfulness of one classifier's files;
     ``two_class``: the paired 2-class model's p(toxic), the source of the
     paper's bias columns."""
-    r = run_metrics(table, predictions, attributions, metrics, communities_csv, communities, power, top_k, iou_threshold, gold_rationale, classifier,
-                    two_class)
+    r = run_metrics(
+        table,
+        predictions,
+        attributions,
+        metrics,
+        communities_csv,
+        communities,
+        power,
+        top_k,
+        iou_threshold,
+        gold_rationale,
+        classifier,
+        two_class,
+    )
     b = r["bias"]
     token_f1 = ", ".join(f"token F1 [{e['method']}] {e['token_f1']:.3f}" for e in r["explainability"])
     return (

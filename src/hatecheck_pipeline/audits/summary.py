@@ -9,8 +9,41 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core.files import write_text
 
-CROWS_KEYS = ["variant", "model", "ran", "reason", "lowercase", "n_pairs", "complete", "metric_score", "stereo_score", "antistereo_score", "n_stereo", "n_antistereo", "n_neutral", "likelihood_diff_mean", "bias_types", "pairs_per_second", "note", "metric_ci", "bootstrap", "confidence"]
-EXPLAIN_KEYS = ["method", "method_label", "paper_row", "top_k", "iou_f1", "token_f1", "auprc", "comprehensiveness", "sufficiency", "n_posts", "n_posts_available"]
+CROWS_KEYS = [
+    "variant",
+    "model",
+    "ran",
+    "reason",
+    "lowercase",
+    "n_pairs",
+    "complete",
+    "metric_score",
+    "stereo_score",
+    "antistereo_score",
+    "n_stereo",
+    "n_antistereo",
+    "n_neutral",
+    "likelihood_diff_mean",
+    "bias_types",
+    "pairs_per_second",
+    "note",
+    "metric_ci",
+    "bootstrap",
+    "confidence",
+]
+EXPLAIN_KEYS = [
+    "method",
+    "method_label",
+    "paper_row",
+    "top_k",
+    "iou_f1",
+    "token_f1",
+    "auprc",
+    "comprehensiveness",
+    "sufficiency",
+    "n_posts",
+    "n_posts_available",
+]
 WINOBIAS_KEYS = ["dataset", "winobias_type", "split", "label"]
 SCHEMA_VERSION = 3
 
@@ -19,8 +52,14 @@ def _read(path: Path) -> dict[str, Any]:
     return json.loads(Path(path).read_text("utf-8"))
 
 
-def run(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path,
-        supervised: Mapping[str, Any] | None = None, winobias: Mapping[str, Path] | None = None) -> dict[str, Any]:
+def run(
+    crows: Mapping[str, Path],
+    hatexplain: Mapping[str, Path],
+    targets: Mapping[str, Path],
+    out: Path,
+    supervised: Mapping[str, Any] | None = None,
+    winobias: Mapping[str, Path] | None = None,
+) -> dict[str, Any]:
     """``supervised``: the attention-supervised HateXplain model's status
     when it did not run ({model, ran: false, reason}); ``winobias``:
     ``<scorer>/type<t>`` -> a WinoBias stage's metrics (under
@@ -79,8 +118,14 @@ def supervised_status(supervised: Mapping[str, Any]) -> dict[str, Any]:
     return {"model": supervised["model"], "ran": False, "reason": NO_TRAIN_RATIONALES}
 
 
-def bias_summary(crows: Mapping[str, Path], hatexplain: Mapping[str, Path], targets: Mapping[str, Path], out: Path,
-                 supervised: Mapping[str, Any], winobias: Mapping[str, Path] | None = None) -> str:
+def bias_summary(
+    crows: Mapping[str, Path],
+    hatexplain: Mapping[str, Path],
+    targets: Mapping[str, Path],
+    out: Path,
+    supervised: Mapping[str, Any],
+    winobias: Mapping[str, Path] | None = None,
+) -> str:
     """Stage ``bias_summary``: the bias metrics (name -> metrics file per
     CrowS-Pairs scorer, WinoBias scorer and type, HateXplain classifier and
     target-bias model) in one

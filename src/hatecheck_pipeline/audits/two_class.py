@@ -69,6 +69,12 @@ def hatexplain_toxicity(
 
     torch.set_num_threads(bounded_threads(threads))
     card: dict[str, Any] = json.loads(Path(model_card).read_text("utf-8"))
-    frame = run(Path(model_dir), Path(table), Path(predictions), label=describe(model, card), max_length=profile["max_length"],
-                batch_size=explain["batch_size"])
+    frame = run(
+        Path(model_dir),
+        Path(table),
+        Path(predictions),
+        label=describe(model, card),
+        max_length=profile["max_length"],
+        batch_size=explain["batch_size"],
+    )
     return f"{model}: p(toxic) of {frame.height} test posts ({int((frame['pred2'] == TOXIC).sum())} predicted toxic) -> {predictions}"

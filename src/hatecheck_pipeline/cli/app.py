@@ -98,8 +98,10 @@ def pull(
     done = subprocess.run(cmd)
     if done.returncode:
         fail(f"dvc pull of the {len(recorded)} stage(s) recorded in dvc.lock failed (see above)")
-    typer.echo(f"pulled the outputs of the {len(recorded)} stage(s) recorded in dvc.lock"
-               + (f"; {len(missing)} stage(s) of the pipeline are not recorded (not built by that run)" if missing else ""))
+    typer.echo(
+        f"pulled the outputs of the {len(recorded)} stage(s) recorded in dvc.lock"
+        + (f"; {len(missing)} stage(s) of the pipeline are not recorded (not built by that run)" if missing else "")
+    )
 
 
 @app.command("repro")
@@ -164,8 +166,10 @@ def stale_fingerprint(stage) -> str | None:
     codedeps.flush()
     if recorded == current:
         return None
-    return (f"stage {stage.name}: {path} does not match its current code "
-            "(run `hatecheck-pipeline dag write`, or let `dvc repro` / Snakemake refresh it)")
+    return (
+        f"stage {stage.name}: {path} does not match its current code "
+        "(run `hatecheck-pipeline dag write`, or let `dvc repro` / Snakemake refresh it)"
+    )
 
 
 @dag_app.command("list")
@@ -216,8 +220,10 @@ def dag_write(
     written = codedeps.write_fingerprints(wanted)
     for p in orphans:
         Path(p).unlink()
-    typer.echo(f"wrote {out}; {len(written)} of {len(wanted)} code fingerprints changed"
-               + (f", {len(orphans)} of no stage removed" if orphans else ""))
+    typer.echo(
+        f"wrote {out}; {len(written)} of {len(wanted)} code fingerprints changed"
+        + (f", {len(orphans)} of no stage removed" if orphans else "")
+    )
 
 
 @dag_app.command("fingerprints")
@@ -229,8 +235,10 @@ def dag_fingerprints() -> None:
 
     stages = build_stages(load())
     written = sync_fingerprints(stages)
-    typer.echo(f"{len(written)} of {sum(1 for s in stages if s.code)} code fingerprints changed"
-               + (f": {', '.join(written[:5])}" + (" ..." if len(written) > 5 else "") if written else ""))
+    typer.echo(
+        f"{len(written)} of {sum(1 for s in stages if s.code)} code fingerprints changed"
+        + (f": {', '.join(written[:5])}" + (" ..." if len(written) > 5 else "") if written else "")
+    )
 
 
 def cli() -> None:

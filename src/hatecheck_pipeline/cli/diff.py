@@ -40,8 +40,14 @@ def diff(
     rev: Annotated[Optional[str], typer.Option(help="a git revision or DVC experiment: A's predictions as they were there")] = None,
     out: Annotated[Optional[Path], typer.Option(help="JSON with every functional test's comparison")] = None,
     samples: Annotated[Optional[int], typer.Option(help="random sign draws of the paired test (default: evaluation.diff_samples)")] = None,
-    check: Annotated[bool, typer.Option("--check", help="a release gate: exit 1 when any functional test is flagged worse for B, "
-                                                        "0 otherwise (2: the comparison could not be made)")] = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check",
+            help="a release gate: exit 1 when any functional test is flagged worse for B, "
+            "0 otherwise (2: the comparison could not be made)",
+        ),
+    ] = False,
 ) -> None:
     """Accuracy of B minus A per functional test, with the paired sign-flip
     test's interval and p-value; flagged where Holm's adjusted p-value is at
@@ -82,8 +88,11 @@ def diff(
         for f in (file_a, file_b):
             if not Path(f).is_file():
                 fail(f"{f}: no predictions (is the model scored on {resolved.name}? `snakemake {f}` builds them)", error)
-        typer.echo(f"testing {names[1]} against {names[0]} on {resolved.name}: a paired test per functional test "
-                   f"(up to {boot.samples} random sign draws each)", err=True)
+        typer.echo(
+            f"testing {names[1]} against {names[0]} on {resolved.name}: a paired test per functional test "
+            f"(up to {boot.samples} random sign draws each)",
+            err=True,
+        )
         try:
             doc = D.run(resolved, file_a, file_b, out, names, boot)
         except (ScoringError, PipelineError) as exc:
@@ -111,20 +120,30 @@ def report_lines(doc: dict, dataset: str, out: Path | None) -> list[str]:
 
     dataset = "mhc" if dataset == "mhc" else "hatecheck"
     tests = doc.get("by_functionality", {})
-    method = "templates" + (" and fillers" if doc["bootstrap"].get("fillers") else "") if doc["bootstrap"]["resampling_unit"] == "template" else "cases"
-    lines = [f"{doc['b']['model']} minus {doc['a']['model']} on {doc['suite']} (accuracy, percentage points; paired sign-flip test "
-             f"over {method}, Holm-adjusted over {len(tests)} functional tests):"]
+    method = (
+        "templates" + (" and fillers" if doc["bootstrap"].get("fillers") else "")
+        if doc["bootstrap"]["resampling_unit"] == "template"
+        else "cases"
+    )
+    lines = [
+        f"{doc['b']['model']} minus {doc['a']['model']} on {doc['suite']} (accuracy, percentage points; paired sign-flip test "
+        f"over {method}, Holm-adjusted over {len(tests)} functional tests):"
+    ]
 
     def line(label: str, t: dict) -> str:
         verdict = "  WORSE" if t.get("worse") else "  FLAGGED" if t.get("flagged") else ""
-        return (f"  {label:<40} {t['accuracy_a']:5.1f} -> {t['accuracy_b']:5.1f}  {t['difference']:+6.1f} "
-                f"[{t['ci_low']:+.1f}, {t['ci_high']:+.1f}]  p={t['p_value']:.4g} holm={t['p_holm']:.4g}{verdict}")
+        return (
+            f"  {label:<40} {t['accuracy_a']:5.1f} -> {t['accuracy_b']:5.1f}  {t['difference']:+6.1f} "
+            f"[{t['ci_low']:+.1f}, {t['ci_high']:+.1f}]  p={t['p_value']:.4g} holm={t['p_holm']:.4g}{verdict}"
+        )
 
     ordered = sorted(tests.items(), key=lambda kv: P.functionality_order(kv[0], dataset))
     lines += [line(P.functionality_label(code, dataset, short=True), t) for code, t in ordered]
     lines.append(line("all cases", doc["overall"]))
-    lines.append(f"flagged: {', '.join(doc['flagged']) or 'none'}; worse: {', '.join(doc.get('worse', [])) or 'none'}"
-                 + (f" -> {out}" if out else ""))
+    lines.append(
+        f"flagged: {', '.join(doc['flagged']) or 'none'}; worse: {', '.join(doc.get('worse', [])) or 'none'}"
+        + (f" -> {out}" if out else "")
+    )
     worse = [(code, t) for code, t in ordered if t.get("worse")] or ([("all cases", doc["overall"])] if doc["overall"].get("worse") else [])
     for code, t in worse:
         label = code if code == "all cases" else P.functionality_label(code, dataset, short=True)

@@ -12,8 +12,9 @@ import typer
 from hatecheck_pipeline.cli.state import STATE, fail
 from hatecheck_pipeline.core import config
 
-docs_app = typer.Typer(help="Record a run and render the documentation's generated pages from it and from the parameters.",
-                       no_args_is_help=True)
+docs_app = typer.Typer(
+    help="Record a run and render the documentation's generated pages from it and from the parameters.", no_args_is_help=True
+)
 
 RUNS = Path("docs/runs")
 GENERATED = Path("docs/generated")
@@ -94,7 +95,9 @@ def render(
         if check:
             stale = docs_pages.stale(record, out)
             if stale:
-                fail(f"generated pages differ from what {record} and the benchmark records give: {', '.join(stale)} (run `hatecheck-pipeline docs render --record {record}`)")
+                fail(
+                    f"generated pages differ from what {record} and the benchmark records give: {', '.join(stale)} (run `hatecheck-pipeline docs render --record {record}`)"
+                )
             if reference is None:
                 fail(f"cannot check {page}: {problem}")
             if not page.is_file() or page.read_text("utf-8") != reference:

@@ -41,7 +41,7 @@ def suite_entries(suites: str) -> list[str]:
         if item == "mhc:all":
             out.append("mhc")
         elif item.startswith("mhc:"):
-            out.append("mhc_" + item[len("mhc:"):])
+            out.append("mhc_" + item[len("mhc:") :])
         else:
             out.append(item)
     return out
@@ -74,8 +74,10 @@ def quiet_profile(source: Path = WORKFLOW_PROFILE, folder: Path = QUIET_PROFILE)
     settings = yaml.safe_load(source.read_text("utf-8")) or {}
     settings.pop("show-failed-logs", None)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.yaml").write_text("# profiles/default/config.yaml without show-failed-logs (written by `evaluate`)\n"
-                                        + yaml.safe_dump(settings, sort_keys=False), "utf-8")
+    (folder / "config.yaml").write_text(
+        "# profiles/default/config.yaml without show-failed-logs (written by `evaluate`)\n" + yaml.safe_dump(settings, sort_keys=False),
+        "utf-8",
+    )
     return folder
 
 
@@ -87,7 +89,7 @@ def error_line(log: Path) -> str:
     except OSError:
         return f"no log ({log})"
     errors = [line for line in lines if line.startswith("error: ")]
-    return errors[-1][len("error: "):] if errors else (lines[-1] if lines else "empty log")
+    return errors[-1][len("error: ") :] if errors else (lines[-1] if lines else "empty log")
 
 
 def failed_stage_lines(params: Mapping[str, Any], started: float) -> list[str]:
@@ -113,8 +115,7 @@ def _figure(fig: Mapping[str, Any] | None) -> str:
     return f"{fig['value']:.1f}{ci}"
 
 
-def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], below_mark: float,
-                  failures: Mapping[str, str]) -> list[str]:
+def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], below_mark: float, failures: Mapping[str, str]) -> list[str]:
     """The terminal summary of an ``evaluate`` run: per suite (``docs``:
     suite -> its metrics document, None when not written) n, accuracy and
     macro F1 with their 95% intervals, the functional tests whose accuracy
@@ -129,16 +130,25 @@ def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], belo
             lines.append(f"  {suite:<{width}}  no metrics written")
             continue
         o = doc.get("overall", {})
-        lines.append(f"  {suite:<{width}}  n={o.get('n', '?')}  accuracy {_figure(o.get('accuracy'))}  macro F1 {_figure(o.get('macro_f1'))}"
-                     + ("  (its training data)" if doc.get("seen_in_training") else "")
-                     + (f"  ({o['n_unanswered']} unanswered by the API, not scored)" if o.get("n_unanswered") else ""))
+        lines.append(
+            f"  {suite:<{width}}  n={o.get('n', '?')}  accuracy {_figure(o.get('accuracy'))}  macro F1 {_figure(o.get('macro_f1'))}"
+            + ("  (its training data)" if doc.get("seen_in_training") else "")
+            + (f"  ({o['n_unanswered']} unanswered by the API, not scored)" if o.get("n_unanswered") else "")
+        )
         tests = doc.get("by_functionality") or {}
-        below = [(code, t["accuracy"]["value"]) for code, t in tests.items()
-                 if t.get("accuracy", {}).get("value") is not None and t["accuracy"]["value"] < below_mark]
+        below = [
+            (code, t["accuracy"]["value"])
+            for code, t in tests.items()
+            if t.get("accuracy", {}).get("value") is not None and t["accuracy"]["value"] < below_mark
+        ]
         if tests:
-            lines.append(f"  {'':<{width}}  below {below_mark:g}%: "
-                         + (", ".join(f"{functionality_label(code, doc.get('dataset') or 'hatecheck', short=True)} {v:.1f}"
-                                      for code, v in below) or "none"))
+            lines.append(
+                f"  {'':<{width}}  below {below_mark:g}%: "
+                + (
+                    ", ".join(f"{functionality_label(code, doc.get('dataset') or 'hatecheck', short=True)} {v:.1f}" for code, v in below)
+                    or "none"
+                )
+            )
         if suite in failures:
             lines.append(f"  {'':<{width}}  failing cases: {failures[suite]}")
     return lines
@@ -157,26 +167,40 @@ def evaluation_summary(model: str, suites: list[str], below_mark: float) -> list
 
 def evaluate(
     model: Annotated[str, typer.Argument(help="a model directory, a hub id, an .onnx file, module:function or a scoring API's URL")],
-    suites: Annotated[str, typer.Option(help="comma-separated: hatecheck, mhc:all, mhc:<language>, heldout_<dataset>, an expanded suite group")] = "hatecheck,mhc:all",
+    suites: Annotated[
+        str, typer.Option(help="comma-separated: hatecheck, mhc:all, mhc:<language>, heldout_<dataset>, an expanded suite group")
+    ] = "hatecheck,mhc:all",
     name: Annotated[Optional[str], typer.Option(help="the model's name in results/ and reports/models/ (default: from MODEL)")] = None,
-    hateful: Annotated[Optional[str], typer.Option(help="comma-separated classes counted hateful (labels or indices; default: guessed from the labels)")] = None,
+    hateful: Annotated[
+        Optional[str], typer.Option(help="comma-separated classes counted hateful (labels or indices; default: guessed from the labels)")
+    ] = None,
     classes: Annotated[Optional[str], typer.Option(help="ONNX: the output's classes in order, comma-separated")] = None,
     input_name: Annotated[Optional[str], typer.Option("--input", help="ONNX: the texts' input (default: its one string input)")] = None,
     output: Annotated[Optional[str], typer.Option(help="ONNX: the probabilities output (default: the one named *prob*)")] = None,
-    decision: Annotated[Optional[str], typer.Option(help="threshold (p(hateful) >= prediction.threshold) or argmax (a hateful class on top)")] = None,
+    decision: Annotated[
+        Optional[str], typer.Option(help="threshold (p(hateful) >= prediction.threshold) or argmax (a hateful class on top)")
+    ] = None,
     revision: Annotated[Optional[str], typer.Option(help="hub id: the revision")] = None,
     max_length: Annotated[Optional[int], typer.Option(help="pretrained: tokens per text (default 128)")] = None,
     batch_size: Annotated[Optional[int], typer.Option(help="texts per forward pass")] = None,
     api_format: Annotated[Optional[str], typer.Option("--format", help="a scoring API's format: perspective (default) or json")] = None,
     key_env: Annotated[Optional[str], typer.Option(help="a scoring API: the environment variable holding its key")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="a scoring API: requests in flight at once (default 4)")] = None,
-    rate: Annotated[Optional[float], typer.Option(help="a scoring API: requests per second at most, all in flight together (default 1)")] = None,
-    snapshot: Annotated[Optional[str], typer.Option(help="a scoring API: the name of this audit's answers (default: the month of the "
-                                                         "first request, e.g. 2026-12); a new one asks every text again")] = None,
+    rate: Annotated[
+        Optional[float], typer.Option(help="a scoring API: requests per second at most, all in flight together (default 1)")
+    ] = None,
+    snapshot: Annotated[
+        Optional[str],
+        typer.Option(
+            help="a scoring API: the name of this audit's answers (default: the month of the "
+            "first request, e.g. 2026-12); a new one asks every text again"
+        ),
+    ] = None,
     cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
     dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
-    progress_every: Annotated[float, typer.Option("--progress", help="seconds between the running stages' progress lines on "
-                                                                       "stderr (0: none)")] = 10.0,
+    progress_every: Annotated[
+        float, typer.Option("--progress", help="seconds between the running stages' progress lines on stderr (0: none)")
+    ] = 10.0,
 ) -> None:
     """Test a classifier on the chosen suites: every suite's metrics and
     failing cases, one HTML page (reports/models/<name>.html), and a summary
@@ -192,9 +216,18 @@ def evaluate(
         fail(f"model {name!r} is already in params.yaml's models: pick another --name")
     try:
         spec = classifier_spec.classifier_spec(
-            model, hateful=hateful.split(",") if hateful else None, classes=classes.split(",") if classes else None,
-            input_name=input_name, output=output, decision=decision, revision=revision, max_length=max_length,
-            batch_size=batch_size, api_format=api_format, key_env=key_env, suites=suite_entries(suites),
+            model,
+            hateful=hateful.split(",") if hateful else None,
+            classes=classes.split(",") if classes else None,
+            input_name=input_name,
+            output=output,
+            decision=decision,
+            revision=revision,
+            max_length=max_length,
+            batch_size=batch_size,
+            api_format=api_format,
+            key_env=key_env,
+            suites=suite_entries(suites),
         )
         for key, value in (("concurrency", concurrency), ("rate_per_s", rate), ("snapshot", snapshot)):
             if value is not None:
@@ -225,8 +258,7 @@ def evaluate(
         from hatecheck_pipeline.suites.languages import not_run_suites, suites_run
 
         typer.echo(f"wrote {page} and results/{name}/<suite>/metrics.json, failures.csv")
-        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_run(full, name)],
-                                                 full["evaluation"]["below_mark"])))
+        typer.echo("\n".join(evaluation_summary(name, [s.name for s in suites_run(full, name)], full["evaluation"]["below_mark"])))
         for suite, why in not_run_suites(full, name).items():  # e.g. outside a scoring API's languages
             typer.echo(f"  {suite}  {why}")
 
@@ -242,8 +274,12 @@ def run_with_progress(cmd: list[str], env: dict[str, str], every_s: float) -> su
     proc = subprocess.Popen(cmd, env=env)
     finished, reporter = threading.Event(), None
     if every_s > 0:
-        reporter = threading.Thread(target=progress.report_while, args=(lambda: not finished.is_set(),),
-                                    kwargs={"interval_s": every_s, "sleep": finished.wait}, daemon=True)
+        reporter = threading.Thread(
+            target=progress.report_while,
+            args=(lambda: not finished.is_set(),),
+            kwargs={"interval_s": every_s, "sleep": finished.wait},
+            daemon=True,
+        )
         reporter.start()
     returncode = proc.wait()
     finished.set()  # wakes the reporter at once

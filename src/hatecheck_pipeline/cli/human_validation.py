@@ -36,10 +36,10 @@ def export_cmd(
     out: Annotated[Path, typer.Option(help="CSV for the annotators (the key and README are written beside it)")],
     kept: Annotated[Optional[Path], typer.Option(help="the kept cases (default: the validate stage's table.parquet)")] = None,
     rejected: Annotated[Optional[Path], typer.Option(help="the rejected candidates (default: its rejected.parquet)")] = None,
-    target: Annotated[Optional[list[str]], typer.Option(help="target groups to sample (repeat; default the paper's: "
-                                                             "'trans people' and 'none')")] = None,
-    per_cell: Annotated[Optional[int], typer.Option(help="cases drawn per (functionality, target) cell; default all, "
-                                                         "as the paper")] = None,
+    target: Annotated[
+        Optional[list[str]], typer.Option(help="target groups to sample (repeat; default the paper's: 'trans people' and 'none')")
+    ] = None,
+    per_cell: Annotated[Optional[int], typer.Option(help="cases drawn per (functionality, target) cell; default all, as the paper")] = None,
     annotators: Annotated[int, typer.Option(help="annotators per message (the paper: 3)")] = 3,
     seed: Annotated[int, typer.Option(help="seed of the draw and of the row order")] = 0,
 ) -> None:
@@ -54,9 +54,11 @@ def export_cmd(
             fail(f"{p}: not found (run the expand_llm_validate_english stage first, or pass --kept/--rejected)")
     cands = gpt_human.candidates_of(pl.read_parquet(kept), pl.read_parquet(rejected))
     doc = gpt_human.export(cands, out, annotators, tuple(target or gpt_human.PAPER_TARGETS), per_cell, seed)
-    typer.echo(f"{doc['cases']} cases ({doc['nli_kept']} kept by the hypothesis tests) from {doc['cells']} "
-               f"(functionality, target) cells -> {doc['file']}; answer key {doc['key']} (do not send it); "
-               f"instructions {doc['readme']}")
+    typer.echo(
+        f"{doc['cases']} cases ({doc['nli_kept']} kept by the hypothesis tests) from {doc['cells']} "
+        f"(functionality, target) cells -> {doc['file']}; answer key {doc['key']} (do not send it); "
+        f"instructions {doc['readme']}"
+    )
 
 
 @human_app.command("read")
@@ -78,6 +80,8 @@ def read_cmd(
     doc = gpt_human.read_and_score(annotations, key, out, published.load().get("gpt_hatecheck_t7"))
     ours = doc["ours"]
     row, ag = ours["rows"]["GPT-HC"], ours["agreement"]
-    typer.echo(f"{ours['cases']} cases, {ours['annotators_per_case']} annotators: Fleiss' kappa hateful "
-               f"{ag['hateful']['fleiss_kappa']} (paper 0.63), functionality {ag['functionality']['fleiss_kappa']}; "
-               f"GPT-HC hateful {row['hateful']}%, func_crowd {row['func_crowd']}%, valid {row['valid']}% -> {out}")
+    typer.echo(
+        f"{ours['cases']} cases, {ours['annotators_per_case']} annotators: Fleiss' kappa hateful "
+        f"{ag['hateful']['fleiss_kappa']} (paper 0.63), functionality {ag['functionality']['fleiss_kappa']}; "
+        f"GPT-HC hateful {row['hateful']}%, func_crowd {row['func_crowd']}%, valid {row['valid']}% -> {out}"
+    )

@@ -44,8 +44,13 @@ def ensure_tables(params, suites) -> None:
 
 
 def score(
-    suite: Annotated[str, typer.Option(help="hatecheck, mhc:<language> (e.g. mhc:german), mhc:all or a registered suite name; "
-                                            "several, comma-separated, when the file has a `suite` column (as `export` writes it)")],
+    suite: Annotated[
+        str,
+        typer.Option(
+            help="hatecheck, mhc:<language> (e.g. mhc:german), mhc:all or a registered suite name; "
+            "several, comma-separated, when the file has a `suite` column (as `export` writes it)"
+        ),
+    ],
     predictions: Annotated[Path, typer.Option(help="CSV or Parquet: the suite's id column (or `id`) and a prediction column")],
     out: Annotated[Path, typer.Option(help="METRICS.json to write; with several suites a folder (<suite>.json each)")],
     pred_column: Annotated[str, typer.Option(help="column holding hateful/non-hateful, 1/0 or a probability")] = "pred",
@@ -83,13 +88,17 @@ def score(
                     part = Path(tmp) / f"{s.name}.parquet"
                     frame.filter(pl.col("suite").cast(pl.String) == s.name).drop("suite").write_parquet(part)
                     target = out if len(suites) == 1 else out / f"{s.name}.json"
-                    docs.append((scoring.run(s, part, target, pred_column, threshold, boot, failures=scoring.failures_path(target)), target))
+                    docs.append(
+                        (scoring.run(s, part, target, pred_column, threshold, boot, failures=scoring.failures_path(target)), target)
+                    )
     except scoring.ScoringError as exc:
         fail(exc)
     for doc, target in docs:
         o = doc["overall"]
-        typer.echo(f"{doc['suite']}: n={o['n']} accuracy={o['accuracy']['value']} macro F1={o['macro_f1']['value']} -> {target} "
-                   f"(failing cases: {scoring.failures_path(target)})")
+        typer.echo(
+            f"{doc['suite']}: n={o['n']} accuracy={o['accuracy']['value']} macro F1={o['macro_f1']['value']} -> {target} "
+            f"(failing cases: {scoring.failures_path(target)})"
+        )
 
 
 def _has_suite_column(path: Path) -> bool:
@@ -123,12 +132,16 @@ def export(
     for s in suites:
         frame = s.load_raw()
         names = frame.collect_schema().names()
-        parts.append(frame.select(
-            pl.lit(s.name).alias("suite"), pl.col(s.id_column).cast(pl.String).alias("id"), pl.col("text"),
-            (pl.col("language") if "language" in names else pl.lit(None, pl.String)).alias("language"),
-            (pl.col("functionality") if "functionality" in names else pl.lit(None, pl.String)).alias("functionality"),
-            pl.col("label").alias("gold_label"),
-        ).collect())
+        parts.append(
+            frame.select(
+                pl.lit(s.name).alias("suite"),
+                pl.col(s.id_column).cast(pl.String).alias("id"),
+                pl.col("text"),
+                (pl.col("language") if "language" in names else pl.lit(None, pl.String)).alias("language"),
+                (pl.col("functionality") if "functionality" in names else pl.lit(None, pl.String)).alias("functionality"),
+                pl.col("label").alias("gold_label"),
+            ).collect()
+        )
     cases = pl.concat(parts)
     (write_parquet if out.suffix.lower() == ".parquet" else write_csv)(cases, out)
     typer.echo(f"{cases.height} cases of {len(suites)} suite(s) -> {out}")
@@ -156,8 +169,10 @@ def compare(
     doc = json.loads(metrics.read_text("utf-8"))
     cells = published.compare(doc, model, tolerance=tolerance)
     if cells.is_empty():
-        fail(f"{metrics}: no published figure of {model!r} for suite {doc.get('suite')!r} "
-             f"(published models: {', '.join(published.published_models())})")
+        fail(
+            f"{metrics}: no published figure of {model!r} for suite {doc.get('suite')!r} "
+            f"(published models: {', '.join(published.published_models())})"
+        )
     if out:
         write_csv(cells, out)
     summary = cells.group_by("table", maintain_order=True).agg(pl.len().alias("cells"), pl.col("match").sum().alias("equal"))
@@ -192,8 +207,13 @@ def lineage(
 
 
 def score_llm(
-    answers: Annotated[Path, typer.Option(help="CSV or Parquet: category, label, answer[, iteration][, setting] (one row per LLM answer; "
-                                               "setting mixed | mixed_instruction on the mixed rows)")],
+    answers: Annotated[
+        Path,
+        typer.Option(
+            help="CSV or Parquet: category, label, answer[, iteration][, setting] (one row per LLM answer; "
+            "setting mixed | mixed_instruction on the mixed rows)"
+        ),
+    ],
     out: Annotated[Path, typer.Option(help="METRICS.json to write")],
 ) -> None:
     """Score raw LLM answers as "Detecting Hate Speech with GPT-3" does.
@@ -212,18 +232,24 @@ def score_llm(
         doc = llm_answers.score_file(answers, out)
     except llm_answers.AnswersError as exc:
         fail(exc)
+
     def shown(fig: dict, key: str = "mean") -> str:
         value = fig.get(key)
         return f"n/a ({fig.get('undefined', {}).get('f1') if key == 'f1' else fig.get('undefined')})" if value is None else f"{value:.1f}"
 
     for category, m in doc["by_category"].items():
         if "by_class" in m:
-            f1 = ", ".join(f"{c} F1 {shown(b['pooled'], 'f1')} (TP {b['pooled']['tp']} FP {b['pooled']['fp']} FN {b['pooled']['fn']} "
-                           f"TN {b['pooled']['tn']})" for c, b in m["by_class"].items())
+            f1 = ", ".join(
+                f"{c} F1 {shown(b['pooled'], 'f1')} (TP {b['pooled']['tp']} FP {b['pooled']['fp']} FN {b['pooled']['fn']} "
+                f"TN {b['pooled']['tn']})"
+                for c, b in m["by_class"].items()
+            )
             typer.echo(f"{category}: n={m['n']} omitted={m['omitted']} out_of_scope={m['out_of_scope']} {f1} (all answers pooled)")
             continue
-        typer.echo(f"{category}: n={m['n']} unparsed={m['unparsed']} accuracy={m['accuracy']['mean']} "
-                   f"F1={shown(m['f1'])} (sd {m['f1']['sd']}, defined in {m['f1']['defined']}) over {m['iterations']} iteration(s)")
+        typer.echo(
+            f"{category}: n={m['n']} unparsed={m['unparsed']} accuracy={m['accuracy']['mean']} "
+            f"F1={shown(m['f1'])} (sd {m['f1']['sd']}, defined in {m['f1']['defined']}) over {m['iterations']} iteration(s)"
+        )
     typer.echo(f"-> {out}")
 
 
@@ -239,15 +265,20 @@ def fetch_data(
     from hatecheck_pipeline.data import mirror
 
     done = mirror.fetch_mirror(into if into is not None else mirror.default_into())
-    typer.echo(f"{done.into}: {done.downloaded} downloaded ({mirror.human(done.bytes)}), {done.present} already present; "
-               "every file sha256-checked. Use the mirror with:", err=True)
+    typer.echo(
+        f"{done.into}: {done.downloaded} downloaded ({mirror.human(done.bytes)}), {done.present} already present; "
+        "every file sha256-checked. Use the mirror with:",
+        err=True,
+    )
     typer.echo(f"{mirror.MIRROR_ENV}={shlex.quote(str(done.into))}")
 
 
 def follow(
     interval: Annotated[float, typer.Option(help="seconds between refreshes")] = 2.0,
-    recent: Annotated[float, typer.Option(help="where no process here holds a log (Slurm jobs): a log written in the last "
-                                               "RECENT seconds is a running stage's")] = 60.0,
+    recent: Annotated[
+        float,
+        typer.Option(help="where no process here holds a log (Slurm jobs): a log written in the last RECENT seconds is a running stage's"),
+    ] = 60.0,
 ) -> None:
     """Show each running stage's last progress line (from logs/<stage>.log,
     where a Snakemake run sends it), refreshed until no stage runs and no

@@ -145,8 +145,13 @@ def _dump(node: Any, out: list[str]) -> None:
 
 
 def _is_docstring(body: Any) -> bool:
-    return (isinstance(body, list) and bool(body) and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str))
+    return (
+        isinstance(body, list)
+        and bool(body)
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    )
 
 
 def normalised(tree: ast.AST) -> str:
@@ -260,8 +265,7 @@ def code_hash(module: str, src: Path = SRC) -> str:
 def fingerprint(module: str, src: Path = SRC) -> str:
     """A stage's code fingerprint: one line per module of the closure of its
     function's module, ``src/hatecheck_pipeline/x/y.py <sha256>``, sorted."""
-    lines = sorted(f"{SOURCE_PREFIX}/{module_file(m, src).relative_to(src).as_posix()} {code_hash(m, src)}"
-                   for m in closure(module, src))
+    lines = sorted(f"{SOURCE_PREFIX}/{module_file(m, src).relative_to(src).as_posix()} {code_hash(m, src)}" for m in closure(module, src))
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -324,7 +328,7 @@ def cycles(graph: dict[str, frozenset[str]]) -> list[list[str]]:
             if n == m:
                 continue
             if state.get(n) == 1:
-                found.append(stack[stack.index(n):] + [n])
+                found.append(stack[stack.index(n) :] + [n])
             elif n not in state:
                 visit(n)
         stack.pop()

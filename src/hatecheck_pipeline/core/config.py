@@ -278,13 +278,17 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
         where = f"models.{name}"
         if is_llm(model):
             if model.get("backend") not in backends:
-                errors.append(f"{where}.backend: {model.get('backend')!r} is not a backend (llm.backends: {', '.join(sorted(backends)) or 'none'})")
+                errors.append(
+                    f"{where}.backend: {model.get('backend')!r} is not a backend (llm.backends: {', '.join(sorted(backends)) or 'none'})"
+                )
             elif not backends[model["backend"]].get("enabled"):
                 errors.append(f"{where}.backend: {model['backend']!r} is disabled (llm.backends.{model['backend']}.enabled: false)")
             for sname in model.get("suites", []):
                 if sname not in functional:
-                    errors.append(f"{where}.suites: {sname!r} is not a functional suite an llm model is asked about "
-                                  f"(suites: {', '.join(sorted(functional))})")
+                    errors.append(
+                        f"{where}.suites: {sname!r} is not a functional suite an llm model is asked about "
+                        f"(suites: {', '.join(sorted(functional))})"
+                    )
             continue
         if is_classifier(model):
             heldout = {f"heldout_{d}" for d in HELDOUT_DATASETS if d in datasets}
@@ -295,7 +299,9 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
                 if d not in datasets:
                     errors.append(f"{where}.trained_on: {d!r} is not a dataset (datasets: {', '.join(sorted(datasets))})")
             if model.get("decision") == "argmax" and model.get("kind") in ("python", "http"):
-                errors.append(f"{where}.decision: argmax needs class probabilities; a {model['kind']} classifier gives p(hateful) or labels")
+                errors.append(
+                    f"{where}.decision: argmax needs class probabilities; a {model['kind']} classifier gives p(hateful) or labels"
+                )
             classes = model.get("classes")
             if classes is not None:
                 unknown = [h for h in model.get("hateful", []) if h not in classes]
@@ -312,36 +318,47 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
         for sname in model.get("suites", []):
             if sname not in suites:
                 errors.append(f"{where}.suites: {sname!r} is not a suite (suites: {', '.join(sorted(suites))})")
-        lacking = {pname: sorted(prof.get("base_models", {})) for pname, prof in profiles.items()
-                   if isinstance(prof, Mapping) and prof.get("base_models") and model.get("role") not in prof["base_models"]}
+        lacking = {
+            pname: sorted(prof.get("base_models", {}))
+            for pname, prof in profiles.items()
+            if isinstance(prof, Mapping) and prof.get("base_models") and model.get("role") not in prof["base_models"]
+        }
         if lacking:
             roles = sorted({r for rs in lacking.values() for r in rs})
-            errors.append(f"{where}.role: {model.get('role')!r} has no base model in profiles "
-                          f"{', '.join(lacking)} (roles: {', '.join(roles)})")
+            errors.append(
+                f"{where}.role: {model.get('role')!r} has no base model in profiles {', '.join(lacking)} (roles: {', '.join(roles)})"
+            )
     for pname, prof in profiles.items():
         gpt = prof.get("gpt_hatecheck") if isinstance(prof, Mapping) else None
         if not gpt:
             continue
         if gpt.get("generator") not in backends:
-            errors.append(f"profiles.{pname}.gpt_hatecheck.generator: {gpt.get('generator')!r} is not a backend "
-                          f"(llm.backends: {', '.join(sorted(backends)) or 'none'})")
+            errors.append(
+                f"profiles.{pname}.gpt_hatecheck.generator: {gpt.get('generator')!r} is not a backend "
+                f"(llm.backends: {', '.join(sorted(backends)) or 'none'})"
+            )
         judge = gpt.get("judge")
         if judge != "nli" and (judge not in backends or backends[judge].get("kind") != "local"):
-            errors.append(f"profiles.{pname}.gpt_hatecheck.judge: {judge!r} is neither 'nli' (expansion.nli.model) "
-                          f"nor a local backend of llm.backends")
+            errors.append(
+                f"profiles.{pname}.gpt_hatecheck.judge: {judge!r} is neither 'nli' (expansion.nli.model) "
+                f"nor a local backend of llm.backends"
+            )
     scorers = ((params.get("bias") or {}).get("crows_pairs") or {}).get("scorers") or {}
     for pname, prof in profiles.items():  # the CrowS-Pairs scorers each profile runs
         for sname in (prof.get("crows_scorers") or []) if isinstance(prof, Mapping) else []:
             if sname not in scorers:
-                errors.append(f"profiles.{pname}.crows_scorers: {sname!r} is not a scorer "
-                              f"(bias.crows_pairs.scorers: {', '.join(scorers) or 'none'})")
+                errors.append(
+                    f"profiles.{pname}.crows_scorers: {sname!r} is not a scorer (bias.crows_pairs.scorers: {', '.join(scorers) or 'none'})"
+                )
     hx = (params.get("bias") or {}).get("hatexplain") or {}
     variants = [("bias.hatexplain.supervised", hx["supervised"])] if hx.get("supervised") else []
     variants += [(f"bias.hatexplain.two_class[{i}]", e) for i, e in enumerate(hx.get("two_class") or [])]
     models = params.get("models", {})
     for where, entry in variants:  # models trained as variants of another model (BERT-HateXplain, the 2-class bias models)
         if entry.get("from_model") not in models or not is_finetuned(models[entry["from_model"]]):
-            errors.append(f"{where}.from_model: {entry.get('from_model')!r} is not a fine-tuned model (models: {', '.join(sorted(models))})")
+            errors.append(
+                f"{where}.from_model: {entry.get('from_model')!r} is not a fine-tuned model (models: {', '.join(sorted(models))})"
+            )
         if entry.get("recipe") not in recipes:
             errors.append(f"{where}.recipe: {entry.get('recipe')!r} is not a recipe (training.recipes: {', '.join(sorted(recipes))})")
         if entry.get("model") in models:

@@ -94,8 +94,9 @@ def read_records(
         header = [h.lstrip("\ufeff").strip() for h in header]
         missing = [c for c in required if c not in header]
         if missing:
-            raise InputError(f"{path}: row 0 (header): missing required column(s) {missing}; found columns {header}"
-                             + _delimiter_hint(header, delimiter))
+            raise InputError(
+                f"{path}: row 0 (header): missing required column(s) {missing}; found columns {header}" + _delimiter_hint(header, delimiter)
+            )
         lines.next_record()
         rows: list[list[str | None]] = []
         for number, record in enumerate(reader, start=1):
@@ -117,9 +118,7 @@ def read_records(
             rows.append([*record, str(number), reason])
     names = [h or "_index" for h in header]
     schema = [(n, pl.String) for n in [*names, ROW, REASON]]  # typed even when there are no rows
-    return pl.DataFrame(rows, schema=schema, orient="row").with_columns(
-        pl.col(ROW).cast(pl.Int64), pl.lit(str(path)).alias(SOURCE)
-    )
+    return pl.DataFrame(rows, schema=schema, orient="row").with_columns(pl.col(ROW).cast(pl.Int64), pl.lit(str(path)).alias(SOURCE))
 
 
 def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
@@ -159,7 +158,9 @@ def write_parquet(frame: pl.DataFrame | pl.LazyFrame, path: str | Path, metadata
     pairs stored in the file's footer (``pl.read_parquet_metadata``)."""
     if isinstance(frame, pl.LazyFrame):
         frame = frame.collect()
-    return _atomic(path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True, metadata=dict(metadata) if metadata else None))
+    return _atomic(
+        path, lambda tmp: frame.write_parquet(tmp, compression="zstd", statistics=True, metadata=dict(metadata) if metadata else None)
+    )
 
 
 # Parquet metadata key of the precision a model's forward passes ran in

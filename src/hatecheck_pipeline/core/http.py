@@ -87,9 +87,18 @@ class RetryingPoster:
     """POSTs JSON to one URL through a kept session, with the retries above.
     ``secret``: a value (the API key) scrubbed from every error message."""
 
-    def __init__(self, url: str, timeout_s: float = 60, retries: int = 5, backoff_s: float = 1.0, max_backoff_s: float = 60.0,
-                 max_retry_after_s: float = 600.0, sleep: Callable[[float], None] = time.sleep, secret: str | None = None,
-                 session: requests.Session | None = None):
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float = 60,
+        retries: int = 5,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+        max_retry_after_s: float = 600.0,
+        sleep: Callable[[float], None] = time.sleep,
+        secret: str | None = None,
+        session: requests.Session | None = None,
+    ):
         self.url = url
         self.timeout_s = timeout_s
         self.retries = max(1, retries)
@@ -125,8 +134,10 @@ class RetryingPoster:
                     raise EndpointError(f"{self.url}: {last}; not retried (a {resp.status_code} does not change on a retry)")
                 wait = retry_after_s(resp.headers.get("Retry-After"))
                 if wait is not None and wait > self.max_retry_after:
-                    raise EndpointError(f"{self.url}: {last}; the server asks to retry after {wait:.0f} s "
-                                        f"(more than {self.max_retry_after:.0f} s): gave up after {attempt} tries")
+                    raise EndpointError(
+                        f"{self.url}: {last}; the server asks to retry after {wait:.0f} s "
+                        f"(more than {self.max_retry_after:.0f} s): gave up after {attempt} tries"
+                    )
             if attempt == self.retries:
                 break
             wait = backoff_s(attempt, self.backoff, self.max_backoff) if wait is None else wait

@@ -30,8 +30,18 @@ OUT_KINDS = ("outs", "metrics", "plots")
 # limit) of a stage that declares none: per phase, with room to spare on the
 # embedded profile. Train and predict take theirs from the active profile.
 PHASE_RUNTIME = {
-    "ingest": 30, "prepare": 30, "validate": 30, "preprocess": 30, "convert": 30,
-    "train": 240, "predict": 120, "evaluate": 60, "expand": 120, "audits": 120, "llm": 240, "report": 30,
+    "ingest": 30,
+    "prepare": 30,
+    "validate": 30,
+    "preprocess": 30,
+    "convert": 30,
+    "train": 240,
+    "predict": 120,
+    "evaluate": 60,
+    "expand": 120,
+    "audits": 120,
+    "llm": 240,
+    "report": 30,
 }
 DEFAULT_RUNTIME = 60
 # Each stage's code fingerprint (core.codedeps.fingerprint): the one code
@@ -235,7 +245,7 @@ def declared_profile(values: Mapping[str, Any], stage: str) -> Profile:
             continue
         if not k.startswith(head):
             raise ValueError(f"stage {stage}: the profile argument binds {k!r}, not a key of the active profile {active!r}")
-        *parents, last = k[len(head):].split(".")
+        *parents, last = k[len(head) :].split(".")
         node = settings
         for part in parents:
             node = node.setdefault(part, {})

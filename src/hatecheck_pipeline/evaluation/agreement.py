@@ -89,8 +89,16 @@ def annotations_of(frame: pl.DataFrame, table: str = "all_annotations.csv") -> l
         bad = [x for x in [r["label_gold"], *labels] if x not in LABELS]
         if bad or not labels:
             raise InputError(f"{table}: case {r['case_id']}: labels {bad or 'none'} (expected annotator labels among {list(LABELS)})")
-        out.append({"case_id": str(r["case_id"]), "templ_id": str(r["templ_id"]), "functionality": r["functionality"],
-                    "gold": r["label_gold"], "labels": labels, "annotators": filled})
+        out.append(
+            {
+                "case_id": str(r["case_id"]),
+                "templ_id": str(r["templ_id"]),
+                "functionality": r["functionality"],
+                "gold": r["label_gold"],
+                "labels": labels,
+                "annotators": filled,
+            }
+        )
     return out
 
 
@@ -123,8 +131,10 @@ def agreement(cases: Sequence[Mapping[str, Any]], released: Iterable[str]) -> di
         raise InputError(f"test_suite_cases.csv: case(s) {_id_order(unknown)[:10]} are not in all_annotations.csv")
 
     def described(ids: Iterable[str]) -> list[dict[str, Any]]:
-        return [{"case_id": i, "templ_id": by_id[i]["templ_id"], "functionality": by_id[i]["functionality"],
-                 "agreeing": agreeing[i]} for i in _id_order(ids)]
+        return [
+            {"case_id": i, "templ_id": by_id[i]["templ_id"], "functionality": by_id[i]["functionality"], "agreeing": agreeing[i]}
+            for i in _id_order(ids)
+        ]
 
     per_functionality = {}
     for code in dict.fromkeys(c["functionality"] for c in cases):
@@ -153,7 +163,7 @@ def agreement(cases: Sequence[Mapping[str, Any]], released: Iterable[str]) -> di
         "below_4of5": described(c["case_id"] for c in below),
         "exclusion": {
             "rule": "exclude every case whose template (templ_id) holds a case where fewer than 4 of its 5 annotators "
-                    "agree with the gold label (section 2.5)",
+            "agree with the gold label (section 2.5)",
             "templates": _id_order(bad_templates),
             "n_excluded": excluded,
             "n_kept": len(kept),
@@ -179,5 +189,7 @@ def hatecheck_agreement(annotations: Path, released: Path, out: Path) -> str:
     doc["files"] = {"annotations": str(annotations), "released": str(released)}
     write_json(doc, out)
     e = doc["exclusion"]
-    return (f"HateCheck gold-label validation: Fleiss' kappa {doc['fleiss_kappa']}, {doc['n_agree_4of5']} of {doc['n_cases']} "
-            f"cases with >= 4 of 5 agreeing; the exclusion rule keeps {e['n_kept']} (released {e['n_released']}) -> {out}")
+    return (
+        f"HateCheck gold-label validation: Fleiss' kappa {doc['fleiss_kappa']}, {doc['n_agree_4of5']} of {doc['n_cases']} "
+        f"cases with >= 4 of 5 agreeing; the exclusion rule keeps {e['n_kept']} (released {e['n_released']}) -> {out}"
+    )

@@ -57,7 +57,9 @@ def disagreement(cases: pl.DataFrame, table: str = "mhc table") -> dict[str, Any
     id, language, label_original (gold), label_annotated,
     disagreement_in_case, disagreement_in_template."""
     rows = []
-    for r in cases.select("id", "language", "label_original", "label_annotated", "disagreement_in_case", "disagreement_in_template").iter_rows(named=True):
+    for r in cases.select(
+        "id", "language", "label_original", "label_annotated", "disagreement_in_case", "disagreement_in_template"
+    ).iter_rows(named=True):
         labels = annotator_labels(r["label_annotated"], r["id"], table)
         against = sum(label != r["label_original"] for label in labels)
         disagree = 2 * against > len(labels)  # a majority of the annotators (2 of 3) against the gold label
@@ -83,7 +85,7 @@ def disagreement(cases: pl.DataFrame, table: str = "mhc table") -> dict[str, Any
     return {
         "table": "mhc_t5",
         "definition": "a case counts when at least 2 of its 3 annotators' labels differ from the expert gold label "
-                      "(computed from label_annotated; equal to the authors' disagreement_in_case flag for every case)",
+        "(computed from label_annotated; equal to the authors' disagreement_in_case flag for every case)",
         "paper": SOURCE,
         "per_language": per_language,
         "overall": figures(frame),

@@ -18,12 +18,23 @@ import polars as pl
 from hatecheck_pipeline.suites.registry import EXPANDED, FUNCTIONAL, HELDOUT
 
 CELL_COLUMNS = {
-    "table": pl.String, "model": pl.String, "suite": pl.String, "language": pl.String,
-    "row": pl.String, "column": pl.String, "value": pl.Float64, "ci_low": pl.Float64,
-    "ci_high": pl.Float64, "n": pl.Int64, "setting": pl.String,
-    "metrics_file": pl.String, "stage": pl.String, "cell_id": pl.String,
+    "table": pl.String,
+    "model": pl.String,
+    "suite": pl.String,
+    "language": pl.String,
+    "row": pl.String,
+    "column": pl.String,
+    "value": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "n": pl.Int64,
+    "setting": pl.String,
+    "metrics_file": pl.String,
+    "stage": pl.String,
+    "cell_id": pl.String,
     # the interval's bootstrap: template (functional / expanded suites) or case (held-out sets), and how many were resampled
-    "resampling_unit": pl.String, "n_clusters": pl.Int64,
+    "resampling_unit": pl.String,
+    "n_clusters": pl.Int64,
     # how many slurs were resampled beside the templates (HateCheck, MHC: templates crossed with slurs)
     "n_fillers": pl.Int64,
     # why a null value is undefined (a zero denominator), or which parts a mean left out as undefined
@@ -71,22 +82,37 @@ def boot(doc: Mapping[str, Any], figures: Mapping[str, Any] | None) -> dict[str,
     >>> boot({"bootstrap": {"resampling_unit": "template"}}, {"n": 7, "n_clusters": 1, "n_fillers": 3})
     {'unit': 'template', 'n_clusters': 1, 'n_fillers': 3}
     """
-    return {"unit": (doc.get("bootstrap") or {}).get("resampling_unit"), "n_clusters": (figures or {}).get("n_clusters"),
-            "n_fillers": (figures or {}).get("n_fillers")}
+    return {
+        "unit": (doc.get("bootstrap") or {}).get("resampling_unit"),
+        "n_clusters": (figures or {}).get("n_clusters"),
+        "n_fillers": (figures or {}).get("n_fillers"),
+    }
 
 
-def _cell(table: str, src: Source, row: str, column: str, figure: dict[str, Any] | float | None, n: int | None, **extra: Any) -> dict[str, Any]:
+def _cell(
+    table: str, src: Source, row: str, column: str, figure: dict[str, Any] | float | None, n: int | None, **extra: Any
+) -> dict[str, Any]:
     fig = figure if isinstance(figure, dict) else {"value": figure}
     interval = fig.get("ci_low") is not None
     return {
-        "table": table, "model": src.model, "suite": src.suite, "language": src.language,
-        "row": row, "column": column, "value": fig.get("value"), "ci_low": fig.get("ci_low"),
-        "ci_high": fig.get("ci_high"), "n": n, "setting": extra.get("setting"),
-        "metrics_file": extra.get("metrics_file", src.metrics), "stage": extra.get("stage", src.stage),
-        "resampling_unit": extra.get("unit") if interval else None, "n_clusters": extra.get("n_clusters") if interval else None,
+        "table": table,
+        "model": src.model,
+        "suite": src.suite,
+        "language": src.language,
+        "row": row,
+        "column": column,
+        "value": fig.get("value"),
+        "ci_low": fig.get("ci_low"),
+        "ci_high": fig.get("ci_high"),
+        "n": n,
+        "setting": extra.get("setting"),
+        "metrics_file": extra.get("metrics_file", src.metrics),
+        "stage": extra.get("stage", src.stage),
+        "resampling_unit": extra.get("unit") if interval else None,
+        "n_clusters": extra.get("n_clusters") if interval else None,
         "n_fillers": extra.get("n_fillers") if interval else None,
         "undefined": fig.get("undefined"),
-        "cell_id": cell_id(table, src.model, *( [src.language] if src.language and extra.get("per_language", True) else []), row, column),
+        "cell_id": cell_id(table, src.model, *([src.language] if src.language and extra.get("per_language", True) else []), row, column),
     }
 
 
@@ -99,7 +125,9 @@ def section_cells(table: str, loaded: list[tuple[Source, dict]], section: str, m
     out = []
     for src, doc in loaded:
         for group, figures in doc.get(section, {}).items():
-            out.append(_cell(table, src, group, metric, figures.get(metric), figures.get("n"), per_language=per_language, **boot(doc, figures)))
+            out.append(
+                _cell(table, src, group, metric, figures.get(metric), figures.get("n"), per_language=per_language, **boot(doc, figures))
+            )
     return frame(out)
 
 
@@ -109,11 +137,24 @@ def section_cells(table: str, loaded: list[tuple[Source, dict]], section: str, m
 SEEN_IN_TRAINING = "seen in training"
 
 
-def overall_cells(table: str, loaded: list[tuple[Source, dict]], metrics: list[str], row_of=lambda s: s.language or s.suite) -> pl.DataFrame:
+def overall_cells(
+    table: str, loaded: list[tuple[Source, dict]], metrics: list[str], row_of=lambda s: s.language or s.suite
+) -> pl.DataFrame:
     out = []
     for src, doc in loaded:
         seen = {"setting": SEEN_IN_TRAINING} if doc.get("seen_in_training") else {}
         for metric in metrics:
-            out.append(_cell(table, src, row_of(src), metric, doc["overall"].get(metric), doc["overall"]["n"], per_language=False,
-                             **boot(doc, doc["overall"]), **seen))
+            out.append(
+                _cell(
+                    table,
+                    src,
+                    row_of(src),
+                    metric,
+                    doc["overall"].get(metric),
+                    doc["overall"]["n"],
+                    per_language=False,
+                    **boot(doc, doc["overall"]),
+                    **seen,
+                )
+            )
     return frame(out)

@@ -37,15 +37,25 @@ import polars as pl
 from hatecheck_pipeline.core.files import write_json
 from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.evaluation import paired as T
-from hatecheck_pipeline.evaluation.scoring import (CLUSTER, FILLER, ScoringError, gold_cases, read_predictions, resampling_unit,
-                                                   uses_fillers, with_clusters)
+from hatecheck_pipeline.evaluation.scoring import (
+    CLUSTER,
+    FILLER,
+    ScoringError,
+    gold_cases,
+    read_predictions,
+    resampling_unit,
+    uses_fillers,
+    with_clusters,
+)
 from hatecheck_pipeline.suites.registry import Suite
 
 CORRECTION = "holm"
 ALL = "all cases"
-METHOD = ("paired sign-flip test over the templates (exact up to 14 templates); where the suite crosses templates with "
-          "slurs, a studentized test with the crossed design's variance (Student's t, min(templates, slurs) - 1 df); "
-          "the interval inverts the same test")
+METHOD = (
+    "paired sign-flip test over the templates (exact up to 14 templates); where the suite crosses templates with "
+    "slurs, a studentized test with the crossed design's variance (Student's t, min(templates, slurs) - 1 df); "
+    "the interval inverts the same test"
+)
 
 
 def paired_cases(gold: pl.DataFrame, preds_a: pl.DataFrame, preds_b: pl.DataFrame, names: tuple[str, str]) -> pl.DataFrame:
@@ -55,8 +65,11 @@ def paired_cases(gold: pl.DataFrame, preds_a: pl.DataFrame, preds_b: pl.DataFram
         dupes = preds.filter(pl.col("id").is_duplicated())["id"].unique().to_list()
         if dupes:
             raise ScoringError(f"{name}: {len(dupes)} duplicate id(s), e.g. {dupes[:3]}")
-    both = (gold.join(preds_a.select("id", pl.col("pred").alias("pred_a")), on="id")
-            .join(preds_b.select("id", pl.col("pred").alias("pred_b")), on="id").sort("_order"))
+    both = (
+        gold.join(preds_a.select("id", pl.col("pred").alias("pred_a")), on="id")
+        .join(preds_b.select("id", pl.col("pred").alias("pred_b")), on="id")
+        .sort("_order")
+    )
     if both.is_empty():
         raise ScoringError(f"{names[0]} and {names[1]} share no case of the suite: nothing to compare")
     return both
@@ -72,18 +85,27 @@ def pct_difference(correct_a: int, correct_b: int, n: int) -> float | None:
     return round(100 * (correct_b - correct_a) / n, 1) if n else None
 
 
-def one_test(correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None,
-             boot: M.Bootstrap) -> tuple[dict[str, Any], Any]:
+def one_test(
+    correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray | None, cols: np.ndarray | None, boot: M.Bootstrap
+) -> tuple[dict[str, Any], Any]:
     """The paired test's figures for one set of cases (percent)."""
     alpha = 1 - boot.level
     res, prepared = T.paired_test(correct_a, correct_b, rows, cols, boot.samples, boot.seed, alpha)
     return {
-        "n": res.n, "n_templates": res.n_templates, "n_fillers": res.n_fillers,
-        "correct_a": res.correct_a, "correct_b": res.correct_b,
-        "accuracy_a": M.pct(res.correct_a / res.n), "accuracy_b": M.pct(res.correct_b / res.n),
+        "n": res.n,
+        "n_templates": res.n_templates,
+        "n_fillers": res.n_fillers,
+        "correct_a": res.correct_a,
+        "correct_b": res.correct_b,
+        "accuracy_a": M.pct(res.correct_a / res.n),
+        "accuracy_b": M.pct(res.correct_b / res.n),
         "difference": pct_difference(res.correct_a, res.correct_b, res.n),
-        "ci_low": M.pct(res.ci_low), "ci_high": M.pct(res.ci_high),
-        "p_value": res.p_value, "method": res.method, "draws": res.draws, "exact": res.exact,
+        "ci_low": M.pct(res.ci_low),
+        "ci_high": M.pct(res.ci_high),
+        "p_value": res.p_value,
+        "method": res.method,
+        "draws": res.draws,
+        "exact": res.exact,
         **({"df": res.df} if res.df is not None else {}),
     }, prepared
 
@@ -99,8 +121,14 @@ def holm(tests: dict[str, dict[str, Any]], prepared: dict[str, Any], level: floa
     for key, adjusted, at in zip(keys, T.holm_adjust(p_values), T.holm_levels(p_values, alpha)):
         low, high = T.interval(prepared[key], at)
         flagged = adjusted <= alpha
-        tests[key] |= {"p_holm": adjusted, "holm_level": round(1 - at, 6), "holm_ci_low": M.pct(low), "holm_ci_high": M.pct(high),
-                       "flagged": bool(flagged), "worse": bool(flagged and tests[key]["correct_b"] < tests[key]["correct_a"])}
+        tests[key] |= {
+            "p_holm": adjusted,
+            "holm_level": round(1 - at, 6),
+            "holm_ci_low": M.pct(low),
+            "holm_ci_high": M.pct(high),
+            "flagged": bool(flagged),
+            "worse": bool(flagged and tests[key]["correct_b"] < tests[key]["correct_a"]),
+        }
 
 
 def changed_cases(cases: pl.DataFrame, mask: np.ndarray, limit: int | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -127,8 +155,9 @@ def compare(cases: pl.DataFrame, boot: M.Bootstrap) -> dict[str, Any]:
     cols = cases[FILLER].to_numpy() if FILLER in cases.columns else None
 
     def one(mask: np.ndarray, listed: bool = True) -> tuple[dict[str, Any], Any]:
-        doc, prepared = one_test(correct_a[mask], correct_b[mask], None if rows is None else rows[mask],
-                                 None if cols is None else cols[mask], boot)
+        doc, prepared = one_test(
+            correct_a[mask], correct_b[mask], None if rows is None else rows[mask], None if cols is None else cols[mask], boot
+        )
         changed = changed_cases(cases, mask)
         counts = {f"n_{k}": len(v) for k, v in changed.items()}
         return doc | counts | (changed if listed else {}), prepared
@@ -147,8 +176,15 @@ def compare(cases: pl.DataFrame, boot: M.Bootstrap) -> dict[str, Any]:
     return out
 
 
-def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out: str | Path | None, names: tuple[str, str],
-        boot: M.Bootstrap = M.Bootstrap(2000), gold_table: str | Path | None = None) -> dict[str, Any]:
+def run(
+    suite: Suite,
+    predictions_a: str | Path,
+    predictions_b: str | Path,
+    out: str | Path | None,
+    names: tuple[str, str],
+    boot: M.Bootstrap = M.Bootstrap(2000),
+    gold_table: str | Path | None = None,
+) -> dict[str, Any]:
     """Compare two predictions files on ``suite``; write the JSON to ``out``."""
     if boot.samples <= 0:
         raise ScoringError("a paired comparison needs random sign draws (evaluation.diff_samples > 0)")
@@ -164,8 +200,12 @@ def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out:
         "difference": "accuracy of B minus accuracy of A, percentage points",
         "correction": CORRECTION,
         "method": METHOD,
-        "bootstrap": boot.record(unit, paired=True, fillers=FILLER in cases.columns, draws="random sign vectors (every one when a test has at most "
-                                 f"{T.EXACT_UNITS} units)"),
+        "bootstrap": boot.record(
+            unit,
+            paired=True,
+            fillers=FILLER in cases.columns,
+            draws=f"random sign vectors (every one when a test has at most {T.EXACT_UNITS} units)",
+        ),
         **compare(cases, boot),
     }
     tests = doc.get("by_functionality", {})
@@ -176,10 +216,13 @@ def run(suite: Suite, predictions_a: str | Path, predictions_b: str | Path, out:
     return doc
 
 
-def diff(suite: Suite, a: str, b: str, predictions_a: Path, predictions_b: Path, gold_table: Path, out: Path,
-         bootstrap: M.Bootstrap) -> str:
+def diff(
+    suite: Suite, a: str, b: str, predictions_a: Path, predictions_b: Path, gold_table: Path, out: Path, bootstrap: M.Bootstrap
+) -> str:
     """Stage ``diff_<a>_<b>_<suite>``: the per-functionality comparison of
     two models on one suite (``evaluation.diffs``)."""
     doc = run(suite, predictions_a, predictions_b, out, (a, b), bootstrap, gold_table)
-    return f"{b} - {a} on {suite.name}: {len(doc['flagged'])} functionalit{'y' if len(doc['flagged']) == 1 else 'ies'} flagged " \
-           f"({', '.join(doc['flagged']) or 'none'}) -> {out}"
+    return (
+        f"{b} - {a} on {suite.name}: {len(doc['flagged'])} functionalit{'y' if len(doc['flagged']) == 1 else 'ies'} flagged "
+        f"({', '.join(doc['flagged']) or 'none'}) -> {out}"
+    )

@@ -28,10 +28,10 @@ def original_suite(suite: str) -> str | None:
     if suite == "perturbed_hatecheck":
         return "hatecheck"
     if suite.startswith("perturbed_mhc_"):
-        return "mhc_" + suite[len("perturbed_mhc_"):]
+        return "mhc_" + suite[len("perturbed_mhc_") :]
     for prefix in ("extended_", "gpt_hatecheck_"):
         if suite.startswith(prefix):
-            lang = suite[len(prefix):]
+            lang = suite[len(prefix) :]
             return "hatecheck" if lang == "english" else f"mhc_{lang}"
     return None
 
@@ -73,21 +73,42 @@ def expanded_tables(loaded: list[tuple[Source, dict]], summary_file: str, stage:
             o_acc = (o_fig or {}).get("accuracy") or {}
             e_acc = (e_fig or {}).get("accuracy") or {}
             if o_fig is not None:
-                rows.append(_cell(table, src, func, "original", o_acc, o_fig.get("n"), setting=orig.suite,
-                                  metrics_file=orig.metrics, stage=orig.stage, **boot(o_doc, o_fig)) | {"cell_id": ids["original"]})
-            rows.append(_cell(table, src, func, "expanded", e_acc, e_fig.get("n"), setting=orig.suite, **boot(e_doc, e_fig))
-                        | {"cell_id": ids["expanded"]})
+                rows.append(
+                    _cell(
+                        table,
+                        src,
+                        func,
+                        "original",
+                        o_acc,
+                        o_fig.get("n"),
+                        setting=orig.suite,
+                        metrics_file=orig.metrics,
+                        stage=orig.stage,
+                        **boot(o_doc, o_fig),
+                    )
+                    | {"cell_id": ids["original"]}
+                )
+            rows.append(
+                _cell(table, src, func, "expanded", e_acc, e_fig.get("n"), setting=orig.suite, **boot(e_doc, e_fig))
+                | {"cell_id": ids["expanded"]}
+            )
             if o_acc.get("value") is not None and e_acc.get("value") is not None:
                 change = round(e_acc["value"] - o_acc["value"], 1)
-                rows.append(_cell(table, src, func, "change", change, None, setting=orig.suite,
-                                  metrics_file=summary_file, stage=stage) | {"cell_id": ids["change"]})
+                rows.append(
+                    _cell(table, src, func, "change", change, None, setting=orig.suite, metrics_file=summary_file, stage=stage)
+                    | {"cell_id": ids["change"]}
+                )
     return {table: frame(rows), INVARIANCE: invariance_cells(loaded)}
 
 
 INVARIANCE = "expanded_invariance"
 # the columns of the invariance table: label-preserving pairs (INV), then label-changing ones (DIR)
-INVARIANCE_COLUMNS = (("label_preserving", "flip_rate"), ("label_preserving", "accuracy_source"),
-                      ("label_preserving", "accuracy_perturbed"), ("label_changing", "directional"))
+INVARIANCE_COLUMNS = (
+    ("label_preserving", "flip_rate"),
+    ("label_preserving", "accuracy_source"),
+    ("label_preserving", "accuracy_perturbed"),
+    ("label_changing", "directional"),
+)
 
 
 def invariance_cells(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
@@ -102,12 +123,15 @@ def invariance_cells(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
         inv = doc.get("invariance")
         if not inv:
             continue
-        entries = [(gen, e.get(part), part, column) for gen, e in inv.get("by_generator", {}).items()
-                   for part, column in INVARIANCE_COLUMNS]
+        entries = [
+            (gen, e.get(part), part, column) for gen, e in inv.get("by_generator", {}).items() for part, column in INVARIANCE_COLUMNS
+        ]
         entries.append((ANY, inv.get("any"), "label_preserving", "flip_rate"))
         for gen, entry, part, column in entries:
             if not entry:
                 continue
-            rows.append(_cell(INVARIANCE, src, gen, column, entry[column], entry.get("n"), setting=inv.get("source_suite"),
-                              **boot(doc, entry)) | {"cell_id": cell_id(INVARIANCE, src.model, src.suite, gen, column)})
+            rows.append(
+                _cell(INVARIANCE, src, gen, column, entry[column], entry.get("n"), setting=inv.get("source_suite"), **boot(doc, entry))
+                | {"cell_id": cell_id(INVARIANCE, src.model, src.suite, gen, column)}
+            )
     return frame(rows)

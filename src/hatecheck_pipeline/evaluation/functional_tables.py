@@ -18,7 +18,9 @@ def hatecheck_tables(loaded: list[tuple[Source, dict]]) -> dict[str, pl.DataFram
     for src, doc in hc:
         for label, figures in doc["by_label"].items():
             t2.append(_cell("hatecheck_t2", src, label, "accuracy", figures["accuracy"], figures["n"], **boot(doc, figures)))
-        t2.append(_cell("hatecheck_t2", src, "total", "accuracy", doc["overall"]["accuracy"], doc["overall"]["n"], **boot(doc, doc["overall"])))
+        t2.append(
+            _cell("hatecheck_t2", src, "total", "accuracy", doc["overall"]["accuracy"], doc["overall"]["n"], **boot(doc, doc["overall"]))
+        )
     return {
         "hatecheck_t1": section_cells("hatecheck_t1", hc, "by_functionality", "accuracy"),
         "hatecheck_t2": frame(t2),
@@ -49,7 +51,16 @@ def mhc_tables(loaded: list[tuple[Source, dict]]) -> dict[str, pl.DataFrame]:
 def contrast_table(loaded: list[tuple[Source, dict]]) -> pl.DataFrame:
     """Share of contrast pairs with both cases right, per (model, suite)."""
     return frame(
-        _cell("contrast", s, s.suite, "both_correct", d["contrast"]["both_correct"], d["contrast"]["n_pairs"], per_language=False,
-              **boot(d, d["contrast"]))
-        for s, d in loaded if "contrast" in d
+        _cell(
+            "contrast",
+            s,
+            s.suite,
+            "both_correct",
+            d["contrast"]["both_correct"],
+            d["contrast"]["n_pairs"],
+            per_language=False,
+            **boot(d, d["contrast"]),
+        )
+        for s, d in loaded
+        if "contrast" in d
     )

@@ -38,8 +38,7 @@ def plan(profile: Profile) -> dict[str, Any]:
 
 def backend_of(name: str, backends: Mapping[str, Any], role: str) -> dict[str, Any]:
     if name not in backends:
-        raise GPTHateCheckError(f"params: gpt_hatecheck.{role} {name!r} is not an llm.backends entry "
-                                f"({', '.join(sorted(backends))})")
+        raise GPTHateCheckError(f"params: gpt_hatecheck.{role} {name!r} is not an llm.backends entry ({', '.join(sorted(backends))})")
     return dict(backends[name])
 
 
@@ -108,9 +107,19 @@ def draw_cells(cells: Sequence[prompts.Cell], max_cells: int | None, seed: int) 
     return [c for i, c in enumerate(cells) if i in keep]
 
 
-def gpt_generate(language: str, slurs: Path, prompts_file: Path, candidates: Path, requests: Path, report: Path,
-                 settings: Mapping[str, Any], backends: Mapping[str, Any], profile: Profile,
-                 threads: int, weights: Path | None = None) -> str:
+def gpt_generate(
+    language: str,
+    slurs: Path,
+    prompts_file: Path,
+    candidates: Path,
+    requests: Path,
+    report: Path,
+    settings: Mapping[str, Any],
+    backends: Mapping[str, Any],
+    profile: Profile,
+    threads: int,
+    weights: Path | None = None,
+) -> str:
     """Stage ``expand_llm_generate_<language>``: the candidates of every
     (functionality, target group) cell from the generator the profile
     names (``settings`` = ``expansion.llm``; answers cached by request under
@@ -127,34 +136,51 @@ def gpt_generate(language: str, slurs: Path, prompts_file: Path, candidates: Pat
     n = min(settings["n_per_cell"], cfg["per_cell"]) if cfg.get("per_cell") else settings["n_per_cell"]
     per_request = min(settings["per_request"], n)
     max_tokens = min(settings["max_tokens"], cfg["max_tokens"]) if cfg.get("max_tokens") else settings["max_tokens"]
-    max_requests = min(settings["max_requests_per_cell"], cfg["max_requests"]) if cfg.get("max_requests") \
-        else settings["max_requests_per_cell"]
+    max_requests = (
+        min(settings["max_requests_per_cell"], cfg["max_requests"]) if cfg.get("max_requests") else settings["max_requests_per_cell"]
+    )
     every = prompts.cells(spec, funcs, settings["targets"], by_target, language, per_request)
     cells = draw_cells(every, cfg.get("max_cells"), settings["seed"])
     started = time.perf_counter()
     client = client_of(name, backend, Path(settings["cache_dir"]) / name, threads)
     try:
-        frame, reqs = gen.generate(client, model_name(backend), cells, n, per_request, max_requests,
-                                   settings["temperature"], max_tokens, settings["seed"])
+        frame, reqs = gen.generate(
+            client, model_name(backend), cells, n, per_request, max_requests, settings["temperature"], max_tokens, settings["seed"]
+        )
     finally:
         client.close()
     write_parquet(frame, candidates)
     write_parquet(reqs, requests)
-    used = {"temperature": settings["temperature"], "n_per_cell": n, "per_request": per_request,
-            "max_requests_per_cell": max_requests, "max_tokens": max_tokens,
-            "seed": settings["seed"], "cells_possible": len(every), "max_cells": cfg.get("max_cells"),
-            "complete": len(cells) == len(every) and n == settings["n_per_cell"],
-            "answer_prefix": ANSWER_PREFIX if backend["kind"] == "local" else None}
+    used = {
+        "temperature": settings["temperature"],
+        "n_per_cell": n,
+        "per_request": per_request,
+        "max_requests_per_cell": max_requests,
+        "max_tokens": max_tokens,
+        "seed": settings["seed"],
+        "cells_possible": len(every),
+        "max_cells": cfg.get("max_cells"),
+        "complete": len(cells) == len(every) and n == settings["n_per_cell"],
+        "answer_prefix": ANSWER_PREFIX if backend["kind"] == "local" else None,
+    }
     doc = gen.generation_report(reqs, cells, describe_backend(name, backend, PAPER_GENERATOR), used, client.queried, client.cached)
     doc["seconds"] = round(time.perf_counter() - started, 1)
     write_json(doc, report)
-    return (f"{language}: {frame.height} candidates from {len(cells)} cells, {reqs.height} requests "
-            f"({client.queried} asked, {client.cached} cached), {doc['bad_outputs']} bad outputs; "
-            f"generator {doc['generator']}")
+    return (
+        f"{language}: {frame.height} candidates from {len(cells)} cells, {reqs.height} requests "
+        f"({client.queried} asked, {client.cached} cached), {doc['bad_outputs']} bad outputs; "
+        f"generator {doc['generator']}"
+    )
 
 
-def load_judge(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings: Mapping[str, Any], threads: int,
-               batch_size: int, weights: Path | None = None):
+def load_judge(
+    cfg: Mapping[str, Any],
+    backends: Mapping[str, Any],
+    nli_settings: Mapping[str, Any],
+    threads: int,
+    batch_size: int,
+    weights: Path | None = None,
+):
     name = cfg["judge"]
     if name == NLI_JUDGE:
         import torch
@@ -179,19 +205,32 @@ class NoJudgeNeeded:
         return []
 
 
-def judge_name(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings: Mapping[str, Any],
-               weights: Path | None = None) -> str:
+def judge_name(cfg: Mapping[str, Any], backends: Mapping[str, Any], nli_settings: Mapping[str, Any], weights: Path | None = None) -> str:
     if cfg["judge"] == NLI_JUDGE:
         return f"NLI model {nli_settings['model']}"
     backend = with_weights(backend_of(cfg["judge"], backends, "judge"), weights)
-    return (f"STAND-IN judge: {describe_backend(cfg['judge'], backend, PAPER_JUDGE)} answering "
-            f"'{nli.JUDGE_QUESTION.splitlines()[-1]}' (not an NLI model)")
+    return (
+        f"STAND-IN judge: {describe_backend(cfg['judge'], backend, PAPER_JUDGE)} answering "
+        f"'{nli.JUDGE_QUESTION.splitlines()[-1]}' (not an NLI model)"
+    )
 
 
-def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, rejected: Path, report: Path,
-                 settings: Mapping[str, Any], targets: Sequence[str], backends: Mapping[str, Any], profile: Profile,
-                 threads: int, batch_size: int, generation: Path,
-                 weights: Path | None = None) -> str:
+def gpt_validate(
+    name: str,
+    candidates: Path,
+    hypotheses: Path,
+    accepted: Path,
+    rejected: Path,
+    report: Path,
+    settings: Mapping[str, Any],
+    targets: Sequence[str],
+    backends: Mapping[str, Any],
+    profile: Profile,
+    threads: int,
+    batch_size: int,
+    generation: Path,
+    weights: Path | None = None,
+) -> str:
     """Stage ``expand_llm_validate_<language>``: the hypothesis tests of
     every candidate through the judge the profile names (``settings`` =
     ``expansion.nli``); kept cases as a suite table, rejected ones with their
@@ -202,8 +241,11 @@ def gpt_validate(name: str, candidates: Path, hypotheses: Path, accepted: Path, 
     started = time.perf_counter()
     spec = nli.load_spec(hypotheses)
     frame = pl.read_parquet(candidates)
-    judge = load_judge(cfg, backends, settings, threads, batch_size, weights) if frame.height else \
-        NoJudgeNeeded(judge_name(cfg, backends, settings, weights))
+    judge = (
+        load_judge(cfg, backends, settings, threads, batch_size, weights)
+        if frame.height
+        else NoJudgeNeeded(judge_name(cfg, backends, settings, weights))
+    )
     kept, rej, doc = gen.validate(frame, spec, judge, settings["threshold"], targets)
     generator = json.loads(Path(generation).read_text("utf-8"))["generator"]
     kept = kept.with_columns(pl.lit(generator).alias("generator"))
@@ -230,13 +272,17 @@ def gpt_quality(reference: Path, generated: Mapping[str, Path], report: Path, se
     ref = quality.reference_texts(pl.read_parquet(reference))
     if cap and cap < len(ref):
         ref = random.Random(settings["seed"]).sample(ref, cap)
-    doc: dict[str, Any] = {"lm": settings["lm"], "lm_stand_in": settings.get("lm_stand_in"),
-                           "reference_cap": cap, "subsamples": settings["subsamples"], "seed": settings["seed"],
-                           "suites": {"hatecheck": quality.measure(ref, lm, settings["batch_size"])}}
+    doc: dict[str, Any] = {
+        "lm": settings["lm"],
+        "lm_stand_in": settings.get("lm_stand_in"),
+        "reference_cap": cap,
+        "subsamples": settings["subsamples"],
+        "seed": settings["seed"],
+        "suites": {"hatecheck": quality.measure(ref, lm, settings["batch_size"])},
+    }
     for name, path in generated.items():
         texts = pl.read_parquet(path, columns=["text"])["text"].unique(maintain_order=True).to_list()
-        doc["suites"][name] = quality.subsampled(texts, len(ref), settings["subsamples"], settings["seed"], lm,
-                                                 settings["batch_size"])
+        doc["suites"][name] = quality.subsampled(texts, len(ref), settings["subsamples"], settings["seed"], lm, settings["batch_size"])
     write_json(doc, report)
     return "quality: " + ", ".join(f"{k} ({v['cases']} cases)" for k, v in doc["suites"].items())
 
@@ -248,8 +294,9 @@ def cases_with_predictions(table: Path, predictions: Path, id_column: str) -> pl
     """The predicted cases of a suite (the profile's draw) with their gold
     label, functionality, 0/1 prediction and p(hateful)."""
     gold = pl.read_parquet(table).select(pl.col(id_column).cast(pl.Utf8).alias("id"), "label", "functionality")
-    preds = pl.read_parquet(predictions).select(pl.col("id").cast(pl.Utf8), "p_hateful",
-                                                (pl.col("pred") == "hateful").cast(pl.Int8).alias("pred"))
+    preds = pl.read_parquet(predictions).select(
+        pl.col("id").cast(pl.Utf8), "p_hateful", (pl.col("pred") == "hateful").cast(pl.Int8).alias("pred")
+    )
     joined = preds.join(gold, on="id", how="left")
     if joined["label"].null_count():
         raise GPTHateCheckError(f"{predictions}: {joined['label'].null_count()} id(s) not in {table}")
@@ -263,18 +310,27 @@ def compare_suites(hc: pl.DataFrame, gpt: pl.DataFrame) -> dict[str, Any]:
     rounded to 0.1 pp, over the functionalities both suites have), by gold
     label; Table 9's mean prediction (0/1; and mean p(hateful)) on hateful
     and non-hateful cases."""
+
     def per_func(frame: pl.DataFrame) -> dict[str, dict[str, Any]]:
         agg = frame.group_by("functionality").agg(
-            pl.len().alias("n"), ((pl.col("pred") == pl.col("gold")).mean() * 100).round(1).alias("accuracy"),
-            pl.col("label").first())
+            pl.len().alias("n"), ((pl.col("pred") == pl.col("gold")).mean() * 100).round(1).alias("accuracy"), pl.col("label").first()
+        )
         return {r["functionality"]: r for r in agg.to_dicts()}
 
     a, b = per_func(hc), per_func(gpt)
     rows, t8 = [], {k: {"HC": 0, "GPT-HC": 0, "Tie": 0} for k in ("hateful", "non-hateful", "combined")}
     for func in sorted(set(a) | set(b)):
         ra, rb = a.get(func), b.get(func)
-        rows.append({"functionality": func, "label": (ra or rb)["label"], "HC": ra and ra["accuracy"], "HC_n": ra and ra["n"],
-                     "GPT-HC": rb and rb["accuracy"], "GPT-HC_n": rb and rb["n"]})
+        rows.append(
+            {
+                "functionality": func,
+                "label": (ra or rb)["label"],
+                "HC": ra and ra["accuracy"],
+                "HC_n": ra and ra["n"],
+                "GPT-HC": rb and rb["accuracy"],
+                "GPT-HC_n": rb and rb["n"],
+            }
+        )
         if ra and rb:
             lower = "Tie" if ra["accuracy"] == rb["accuracy"] else ("HC" if ra["accuracy"] < rb["accuracy"] else "GPT-HC")
             t8[ra["label"]][lower] += 1
@@ -284,16 +340,29 @@ def compare_suites(hc: pl.DataFrame, gpt: pl.DataFrame) -> dict[str, Any]:
         out = {}
         for label in ("hateful", "non-hateful"):
             part = frame.filter(pl.col("label") == label)
-            out[label] = {"n": part.height, "mean_prediction": round(float(part["pred"].mean()), 3) if part.height else None,
-                          "mean_p_hateful": round(float(part["p_hateful"].mean()), 3) if part.height else None}
+            out[label] = {
+                "n": part.height,
+                "mean_prediction": round(float(part["pred"].mean()), 3) if part.height else None,
+                "mean_p_hateful": round(float(part["p_hateful"].mean()), 3) if part.height else None,
+            }
         return out
 
-    return {"by_functionality": rows, "table8": t8, "table9": {"HC": means(hc), "GPT-HC": means(gpt)},
-            "functionalities_compared": sum(1 for r in rows if r["HC"] is not None and r["GPT-HC"] is not None)}
+    return {
+        "by_functionality": rows,
+        "table8": t8,
+        "table9": {"HC": means(hc), "GPT-HC": means(gpt)},
+        "functionalities_compared": sum(1 for r in rows if r["HC"] is not None and r["GPT-HC"] is not None),
+    }
 
 
-def gpt_compare(hatecheck: Path, generated: Mapping[str, Path], predictions: Mapping[str, Path], report: Path,
-                id_columns: Mapping[str, str], pairs: Mapping[str, Sequence[str]]) -> str:
+def gpt_compare(
+    hatecheck: Path,
+    generated: Mapping[str, Path],
+    predictions: Mapping[str, Path],
+    report: Path,
+    id_columns: Mapping[str, str],
+    pairs: Mapping[str, Sequence[str]],
+) -> str:
     """Stage ``gpt_hatecheck_compare``: for every model predicting both
     HateCheck and a generated suite (``pairs``: model -> [hatecheck suite,
     generated suite]; ``predictions``: "<model>/<suite>" -> file), Figure 4's
@@ -303,7 +372,10 @@ def gpt_compare(hatecheck: Path, generated: Mapping[str, Path], predictions: Map
     for model, (hc_suite, gpt_suite) in pairs.items():
         hc = cases_with_predictions(tables[hc_suite], predictions[f"{model}/{hc_suite}"], id_columns[hc_suite])
         gpt = cases_with_predictions(tables[gpt_suite], predictions[f"{model}/{gpt_suite}"], id_columns[gpt_suite])
-        doc["models"][model] = {"suites": [hc_suite, gpt_suite], "cases": {"HC": hc.height, "GPT-HC": gpt.height},
-                                **compare_suites(hc, gpt)}
+        doc["models"][model] = {
+            "suites": [hc_suite, gpt_suite],
+            "cases": {"HC": hc.height, "GPT-HC": gpt.height},
+            **compare_suites(hc, gpt),
+        }
     write_json(doc, report)
     return "compared: " + ", ".join(f"{m} ({d['functionalities_compared']} functionalities)" for m, d in doc["models"].items())

@@ -77,13 +77,18 @@ def candidates_of(kept: pl.DataFrame, rejected: pl.DataFrame) -> pl.DataFrame:
     functionality, target (``none`` for no protected target), the intended
     label and ``nli_kept``."""
     cols = ["id", "text", "functionality", "target_ident", "label"]
-    both = pl.concat([kept.select(cols).with_columns(pl.lit(True).alias("nli_kept")),
-                      rejected.select(cols).with_columns(pl.lit(False).alias("nli_kept"))])
+    both = pl.concat(
+        [
+            kept.select(cols).with_columns(pl.lit(True).alias("nli_kept")),
+            rejected.select(cols).with_columns(pl.lit(False).alias("nli_kept")),
+        ]
+    )
     return both.with_columns(pl.col("id").cast(pl.Utf8), pl.col("target_ident").fill_null(NO_TARGET).alias("target")).drop("target_ident")
 
 
-def sample_cases(candidates: pl.DataFrame, targets: Sequence[str] = PAPER_TARGETS, per_cell: int | None = None,
-                 seed: int = 0) -> pl.DataFrame:
+def sample_cases(
+    candidates: pl.DataFrame, targets: Sequence[str] = PAPER_TARGETS, per_cell: int | None = None, seed: int = 0
+) -> pl.DataFrame:
     """The cases to annotate, stratified by (functionality, target): of every
     cell of the chosen ``targets``, all its cases (``per_cell`` None: the
     paper's selection) or a seeded draw of ``per_cell`` of them; then the
@@ -147,8 +152,14 @@ Then give the file back to `hatecheck-pipeline human-validation read`.
 """
 
 
-def export(candidates: pl.DataFrame, out: Path, annotators: int = ANNOTATORS, targets: Sequence[str] = PAPER_TARGETS,
-           per_cell: int | None = None, seed: int = 0) -> dict[str, Any]:
+def export(
+    candidates: pl.DataFrame,
+    out: Path,
+    annotators: int = ANNOTATORS,
+    targets: Sequence[str] = PAPER_TARGETS,
+    per_cell: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Write the annotators' CSV ``out`` (the shown columns, then blank
     ``hateful_<i>``, ``consistent_<i>`` for i = 1..``annotators`` and
     ``consistent_expert``), its answer key (:func:`key_path`) and README
@@ -158,20 +169,32 @@ def export(candidates: pl.DataFrame, out: Path, annotators: int = ANNOTATORS, ta
     sample = sample_cases(candidates, targets, per_cell, seed)
     if not sample.height:
         raise InputError(f"no generated case has a target among {list(targets)}: nothing to annotate")
-    blank = [*(hateful_column(i) for i in range(1, annotators + 1)),
-             *(consistent_column(i) for i in range(1, annotators + 1)), EXPERT]
-    shown = sample.select(pl.col("id").alias("case_id"), "functionality",
-                          pl.col("functionality").map_elements(describe, return_dtype=pl.Utf8).alias("functionality_description"),
-                          "target", "text").with_columns(*(pl.lit("").alias(c) for c in blank))
+    blank = [*(hateful_column(i) for i in range(1, annotators + 1)), *(consistent_column(i) for i in range(1, annotators + 1)), EXPERT]
+    shown = sample.select(
+        pl.col("id").alias("case_id"),
+        "functionality",
+        pl.col("functionality").map_elements(describe, return_dtype=pl.Utf8).alias("functionality_description"),
+        "target",
+        "text",
+    ).with_columns(*(pl.lit("").alias(c) for c in blank))
     out.parent.mkdir(parents=True, exist_ok=True)
     shown.write_csv(out)
     key = sample.select(pl.col("id").alias("case_id"), "functionality", "target", "label", "nli_kept")
     key.write_csv(key_path(out))
     write_text(readme(annotators, out.name), readme_path(out))
     cells = sample.group_by(["functionality", "target"]).len()
-    return {"file": str(out), "key": str(key_path(out)), "readme": str(readme_path(out)), "cases": sample.height,
-            "cells": cells.height, "annotators": annotators, "targets": list(targets), "per_cell": per_cell, "seed": seed,
-            "nli_kept": int(sample["nli_kept"].sum())}
+    return {
+        "file": str(out),
+        "key": str(key_path(out)),
+        "readme": str(readme_path(out)),
+        "cases": sample.height,
+        "cells": cells.height,
+        "annotators": annotators,
+        "targets": list(targets),
+        "per_cell": per_cell,
+        "seed": seed,
+        "nli_kept": int(sample["nli_kept"].sum()),
+    }
 
 
 def key_path(out: Path) -> Path:
@@ -203,12 +226,13 @@ def read_annotations(returned: Path, key: Path) -> list[dict[str, Any]]:
     are the file's (the header is line 1)."""
     header, rows = _rows(returned)
     n = sum(1 for c in header if c.startswith("hateful_"))
-    need = [*SHOWN_COLUMNS[:1], *(hateful_column(i) for i in range(1, n + 1)),
-            *(consistent_column(i) for i in range(1, n + 1))]
+    need = [*SHOWN_COLUMNS[:1], *(hateful_column(i) for i in range(1, n + 1)), *(consistent_column(i) for i in range(1, n + 1))]
     missing = [c for c in need if c not in header]
     if n < 2 or missing:
-        raise InputError(f"{returned}: line 1: columns {missing or 'hateful_1, hateful_2'} missing "
-                         f"(rule: case_id, hateful_<i> and consistent_<i> for i = 1..n, n >= 2 annotators)")
+        raise InputError(
+            f"{returned}: line 1: columns {missing or 'hateful_1, hateful_2'} missing "
+            f"(rule: case_id, hateful_<i> and consistent_<i> for i = 1..n, n >= 2 annotators)"
+        )
     _, key_rows = _rows(key)
     if not key_rows or any(c not in key_rows[0] for c in KEY_COLUMNS):
         raise InputError(f"{key}: line 1: the answer key needs columns {list(KEY_COLUMNS)} (as export wrote it)")
@@ -233,13 +257,23 @@ def read_annotations(returned: Path, key: Path) -> list[dict[str, Any]]:
             votes.append(_vote(r.get(consistent_column(i)), consistent_column(i), where))
         expert = _vote(r.get(EXPERT), EXPERT, where, "the expert column is filled on some rows, so on every row") if has_expert else None
         a = answers[cid]
-        out.append({"case_id": cid, "functionality": a["functionality"], "target": a["target"], "label": a["label"],
-                    "nli_kept": a["nli_kept"].strip().lower() == "true", "scores": scores, "consistent": votes,
-                    "expert": expert})
+        out.append(
+            {
+                "case_id": cid,
+                "functionality": a["functionality"],
+                "target": a["target"],
+                "label": a["label"],
+                "nli_kept": a["nli_kept"].strip().lower() == "true",
+                "scores": scores,
+                "consistent": votes,
+                "expert": expert,
+            }
+        )
     absent = [c for c in answers if c not in seen]
     if absent:
-        raise InputError(f"{returned}: {len(absent)} case(s) of the answer key missing, e.g. {absent[:3]} "
-                         f"(rule: every exported row returned)")
+        raise InputError(
+            f"{returned}: {len(absent)} case(s) of the answer key missing, e.g. {absent[:3]} (rule: every exported row returned)"
+        )
     return out
 
 
@@ -289,9 +323,13 @@ def figures(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     agree = [hateful_label(c["scores"]) == c["label"] for c in cases]
     crowd = [majority(c["consistent"]) for c in cases]
     expert = [c["expert"] for c in cases if c["expert"] is not None]
-    return {"n": n, "hateful": _pct(sum(agree), n), "func_crowd": _pct(sum(crowd), n),
-            "func_expert": _pct(sum(expert), len(expert)) if expert else None,
-            "valid": _pct(sum(a and b for a, b in zip(agree, crowd)), n)}
+    return {
+        "n": n,
+        "hateful": _pct(sum(agree), n),
+        "func_crowd": _pct(sum(crowd), n),
+        "func_expert": _pct(sum(expert), len(expert)) if expert else None,
+        "valid": _pct(sum(a and b for a, b in zip(agree, crowd)), n),
+    }
 
 
 def table7(cases: Sequence[Mapping[str, Any]], paper: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -316,13 +354,21 @@ def table7(cases: Sequence[Mapping[str, Any]], paper: Mapping[str, Any] | None =
         },
         "per_functionality": per_func,
     }
-    return {"table": "gpt_hatecheck_t7", "paper_source": SOURCE,
-            "rules": {"hateful": f"mean of the annotators' 1-5 scores > {HATEFUL_ABOVE} = hateful, compared with the intended label",
-                      "kappa_hateful": f"Fleiss' kappa over each annotator's score binarised (> {HATEFUL_ABOVE} = hateful)",
-                      "func_crowd": "majority vote of the annotators' yes/no", "func_expert": "the expert's yes/no",
-                      "valid": "hateful label agrees and func_crowd says consistent (not a figure the paper reports)",
-                      "GPT-HC": "cases the hypothesis tests kept", "GPT-HC -filter": "every annotated candidate"},
-            "ours": ours, "paper": dict(paper or {})}
+    return {
+        "table": "gpt_hatecheck_t7",
+        "paper_source": SOURCE,
+        "rules": {
+            "hateful": f"mean of the annotators' 1-5 scores > {HATEFUL_ABOVE} = hateful, compared with the intended label",
+            "kappa_hateful": f"Fleiss' kappa over each annotator's score binarised (> {HATEFUL_ABOVE} = hateful)",
+            "func_crowd": "majority vote of the annotators' yes/no",
+            "func_expert": "the expert's yes/no",
+            "valid": "hateful label agrees and func_crowd says consistent (not a figure the paper reports)",
+            "GPT-HC": "cases the hypothesis tests kept",
+            "GPT-HC -filter": "every annotated candidate",
+        },
+        "ours": ours,
+        "paper": dict(paper or {}),
+    }
 
 
 def read_and_score(returned: Path, key: Path, out: Path, paper: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -31,8 +31,10 @@ from hatecheck_pipeline.evaluation import metrics as M
 
 CLUSTER = "_cluster"  # the source case's template cluster (scoring.with_clusters)
 ANY = "any perturbation"  # the row over all label-preserving generators: a source case flipped by at least one
-METHOD = ("CheckList INV/DIR (Ribeiro et al. 2020): each perturbed case paired with its source case (source_id), "
-          "the same model's predictions on both compared")
+METHOD = (
+    "CheckList INV/DIR (Ribeiro et al. 2020): each perturbed case paired with its source case (source_id), "
+    "the same model's predictions on both compared"
+)
 
 
 def pair(perturbed: pl.DataFrame, source: pl.DataFrame) -> pl.DataFrame:
@@ -48,14 +50,15 @@ def pair(perturbed: pl.DataFrame, source: pl.DataFrame) -> pl.DataFrame:
     [('1', 'leet', 1, 1, 1, 0)]
     """
     src = source.select(
-        pl.col("id").cast(pl.String).alias("source_id"), pl.col("gold").alias("gold_source"), pl.col("pred").alias("pred_source"),
+        pl.col("id").cast(pl.String).alias("source_id"),
+        pl.col("gold").alias("gold_source"),
+        pl.col("pred").alias("pred_source"),
         *([pl.col(CLUSTER)] if CLUSTER in source.columns else []),
     )
     return (
         perturbed.select(pl.col("source_id").cast(pl.String), "generator", "gold", "pred")
         .join(src, on="source_id", how="inner", maintain_order="left")
-        .select("source_id", "generator", "gold_source", "pred_source", "gold", "pred",
-                *([CLUSTER] if CLUSTER in src.columns else []))
+        .select("source_id", "generator", "gold_source", "pred_source", "gold", "pred", *([CLUSTER] if CLUSTER in src.columns else []))
     )
 
 

@@ -50,8 +50,19 @@ from hatecheck_pipeline.models import llm as prompting
 
 SETTINGS = ("zero_shot", "one_shot", "few_shot_single", "mixed", "mixed_instruction")
 MIXED = ("mixed", "mixed_instruction")
-ANSWER_COLUMNS = ["backend", "model", "variant", "setting", "example_set", "item_id", "comment_id", "category", "label",
-                  "iteration", "answer"]
+ANSWER_COLUMNS = [
+    "backend",
+    "model",
+    "variant",
+    "setting",
+    "example_set",
+    "item_id",
+    "comment_id",
+    "category",
+    "label",
+    "iteration",
+    "answer",
+]
 
 
 # The paper's figures (GPT-3 davinci, temperature 0.3) per setting: the
@@ -103,13 +114,13 @@ def capped(part: pl.DataFrame, max_prompts: int, seed: int) -> pl.DataFrame:
         pl.int_range(pl.len()).shuffle(seed=seed).over(["setting", *STRATUM]).alias("_turn"),
         key.map_elements(lambda k: order[tuple(k)], return_dtype=pl.Int64).alias("_stratum"),
     )
-    kept = (ranked.sort("setting", "_turn", "_stratum")
-            .filter(pl.int_range(pl.len()).over("setting") < max_prompts)["_row"])
+    kept = ranked.sort("setting", "_turn", "_stratum").filter(pl.int_range(pl.len()).over("setting") < max_prompts)["_row"]
     return ranked.filter(pl.col("_row").is_in(kept.implode())).drop("_row", "_turn", "_stratum")
 
 
-def select_items(items: pl.DataFrame, settings: Sequence[str], example_sets: int | None, max_prompts: int | None = None,
-                 seed: int = 0) -> pl.DataFrame:
+def select_items(
+    items: pl.DataFrame, settings: Sequence[str], example_sets: int | None, max_prompts: int | None = None, seed: int = 0
+) -> pl.DataFrame:
     """The prompts to run: the configured settings; for the mixed settings
     the first ``example_sets`` example sets (None = all); at most
     ``max_prompts`` per setting (None = all), drawn stratified by example
@@ -132,8 +143,15 @@ def chat_client(cfg: Mapping[str, Any], cache_dir: Path):
     and retries."""
     from hatecheck_pipeline.expansion.llm import ChatClient
 
-    return ChatClient(cfg["base_url"], cfg.get("api_key_env"), cache_dir, cfg.get("timeout_s", 60), retries=cfg.get("retries", 5),
-                      api=cfg.get("api", "chat"), max_backoff_s=cfg.get("max_backoff_s", 60.0))
+    return ChatClient(
+        cfg["base_url"],
+        cfg.get("api_key_env"),
+        cache_dir,
+        cfg.get("timeout_s", 60),
+        retries=cfg.get("retries", 5),
+        api=cfg.get("api", "chat"),
+        max_backoff_s=cfg.get("max_backoff_s", 60.0),
+    )
 
 
 def request(cfg: Mapping[str, Any], prompt: str, seed: int, stop: Sequence[str] | None = None) -> dict[str, Any]:
@@ -186,8 +204,15 @@ def cut_at_stop(text: str, stop: Sequence[str] | None) -> str:
     return text
 
 
-def openai_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], cache_dir: Path, seed: int,
-                   progress: Callable | None = None, templates: Mapping[str, Any] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def openai_answers(
+    items: pl.DataFrame,
+    prompts: Sequence[str],
+    cfg: Mapping[str, Any],
+    cache_dir: Path,
+    seed: int,
+    progress: Callable | None = None,
+    templates: Mapping[str, Any] | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Every single-category prompt ``iterations`` times and every mixed
     prompt ``mixed_iterations`` times (at the mixed settings' temperature
     and token limit) through the cached client; request ``repeat`` of a
@@ -216,8 +241,16 @@ def openai_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str
     return rows, {"queried": client.queried, "cached": client.cached}
 
 
-def local_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str, Any], lm: "prompting.LocalLM",
-                  templates: Mapping[str, Any], seed: int, store: Any = None, identity: str = "") -> list[dict[str, Any]]:
+def local_answers(
+    items: pl.DataFrame,
+    prompts: Sequence[str],
+    cfg: Mapping[str, Any],
+    lm: "prompting.LocalLM",
+    templates: Mapping[str, Any],
+    seed: int,
+    store: Any = None,
+    identity: str = "",
+) -> list[dict[str, Any]]:
     """Free and/or constrained answers of a local causal LM
     (:func:`hatecheck_pipeline.evaluation.llm_local.local_answers`: the
     constrained iterations drawn from one pass, prompts sharing a prefix
@@ -234,9 +267,11 @@ def local_answers(items: pl.DataFrame, prompts: Sequence[str], cfg: Mapping[str,
 def answers_frame(rows: Sequence[Mapping[str, Any]], name: str, model: str) -> pl.DataFrame:
     """The answers in the score-llm layout (every row read for the schema:
     the single-category rows come first with no example set)."""
-    return pl.DataFrame(rows, infer_schema_length=None).with_columns(
-        pl.lit(name).alias("backend"), pl.lit(model).alias("model"), pl.col("example_set").cast(pl.Int64)
-    ).select(ANSWER_COLUMNS)
+    return (
+        pl.DataFrame(rows, infer_schema_length=None)
+        .with_columns(pl.lit(name).alias("backend"), pl.lit(model).alias("model"), pl.col("example_set").cast(pl.Int64))
+        .select(ANSWER_COLUMNS)
+    )
 
 
 def metrics_of(answers: pl.DataFrame) -> dict[str, Any]:
@@ -257,8 +292,11 @@ def contrast_of(by_setting: Mapping[str, Any]) -> dict[str, Any]:
     """Section 4.5's with/without-instruction contrast per variant answering
     both mixed settings (:func:`llm_answers.instruction_contrast`)."""
     without, with_ = by_setting.get("mixed") or {}, by_setting.get("mixed_instruction") or {}
-    return {v: instruction_contrast(without[v]["by_category"]["mixed"], with_[v]["by_category"]["mixed_instruction"])
-            for v in without if v in with_}
+    return {
+        v: instruction_contrast(without[v]["by_category"]["mixed"], with_[v]["by_category"]["mixed_instruction"])
+        for v in without
+        if v in with_
+    }
 
 
 def run_ethos(
@@ -298,8 +336,10 @@ def run_ethos(
     except ValueError as exc:
         raise BackendError(f"llm.backends.{name}.{exc}") from None
     if backend["kind"] == "openai" and mixed["answers"] != "free":
-        raise BackendError(f"llm.backends.{name}.mixed_answers: {mixed['answers']!r} needs a local backend; an endpoint "
-                           "answers in free text (mixed_answers: free)")
+        raise BackendError(
+            f"llm.backends.{name}.mixed_answers: {mixed['answers']!r} needs a local backend; an endpoint "
+            "answers in free text (mixed_answers: free)"
+        )
     if backend["kind"] == "openai":
         rows, info = openai_answers(base, prompts, backend, Path(cache_dir) / name, seed, templates=templates)
         model = backend["model"]
@@ -345,6 +385,14 @@ def run_ethos(
         "paper_tables": {k: v for k, v in PAPER_TABLES.items() if k in settings},
     }
     write_json(doc, metrics)
-    summary = {s: {v: {c: m["f1"]["mean"] if c not in MIXED else {k: b["pooled"]["f1"] for k, b in m["by_class"].items()}
-                       for c, m in d["by_category"].items()} for v, d in vs.items()} for s, vs in doc["by_setting"].items()}
+    summary = {
+        s: {
+            v: {
+                c: m["f1"]["mean"] if c not in MIXED else {k: b["pooled"]["f1"] for k, b in m["by_class"].items()}
+                for c, m in d["by_category"].items()
+            }
+            for v, d in vs.items()
+        }
+        for s, vs in doc["by_setting"].items()
+    }
     return f"{name}: {frame.height} answers in {seconds:.0f} s; F1 {json.dumps(summary)}"

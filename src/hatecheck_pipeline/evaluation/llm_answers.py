@@ -252,8 +252,9 @@ def read_answers(path: Path) -> pl.DataFrame:
         if category not in CATEGORIES:
             raise AnswersError(f"{path}: row {row}: category {category!r} is not one of {list(CATEGORIES)}")
         if label not in gold_labels(category):
-            raise AnswersError(f"{path}: row {row}: label {label!r} is not a gold label of category {category!r} "
-                               f"({list(gold_labels(category))})")
+            raise AnswersError(
+                f"{path}: row {row}: label {label!r} is not a gold label of category {category!r} ({list(gold_labels(category))})"
+            )
         if category == "mixed" and setting not in (None, "", *MIXED_SETTINGS):
             raise AnswersError(f"{path}: row {row}: setting {setting!r} of a mixed row is not one of {list(MIXED_SETTINGS)}")
     return frame
@@ -261,7 +262,9 @@ def read_answers(path: Path) -> pl.DataFrame:
 
 def with_predictions(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
-        pl.struct("answer", "category").map_elements(lambda r: parse_answer(r["answer"], r["category"]), return_dtype=pl.String).alias("parsed")
+        pl.struct("answer", "category")
+        .map_elements(lambda r: parse_answer(r["answer"], r["category"]), return_dtype=pl.String)
+        .alias("parsed")
     )
 
 
@@ -371,8 +374,11 @@ def score_mixed(part: pl.DataFrame, setting: str) -> dict[str, Any]:
         pooled = Counter()
         for c in counts.values():
             pooled.update(c)
-        per = {it: {**_rounded(metrics_from_counts(*(c[k] for k in COUNTS))), **{k: c[k] for k in COUNTS}}
-               for it, c in counts.items() if sum(c.values())}
+        per = {
+            it: {**_rounded(metrics_from_counts(*(c[k] for k in COUNTS))), **{k: c[k] for k in COUNTS}}
+            for it, c in counts.items()
+            if sum(c.values())
+        }
         by_class[cls] = {
             **summarise(per.values()),
             "pooled": {**_rounded(metrics_from_counts(*(pooled[k] for k in COUNTS))), **{k: pooled[k] for k in COUNTS}},
@@ -432,8 +438,13 @@ def appendix_b(by_category: Mapping[str, Any], setting: str) -> dict[str, Any]:
             sets: dict[str, Counter] = {}
             for it, c in (b.get("per_iteration") or {}).items():
                 sets.setdefault(str(it).split(".")[0], Counter()).update({k: c.get(k, 0) for k in COUNTS})
-            out[cls] = {"all": _counts_row(b.get("pooled") or {}),
-                        "by_example_set": {k: _counts_row(v) for k, v in sorted(sets.items(), key=lambda kv: (not kv[0].isdigit(), int(kv[0]) if kv[0].isdigit() else kv[0]))}}
+            out[cls] = {
+                "all": _counts_row(b.get("pooled") or {}),
+                "by_example_set": {
+                    k: _counts_row(v)
+                    for k, v in sorted(sets.items(), key=lambda kv: (not kv[0].isdigit(), int(kv[0]) if kv[0].isdigit() else kv[0]))
+                },
+            }
         return out
     for category in (*BINARY_CATEGORIES, "overall"):
         m = by_category.get(category)
@@ -461,13 +472,16 @@ def instruction_contrast(without: dict[str, Any], with_: dict[str, Any]) -> dict
     >>> c["without"]["correct_share"], c["with"]["out_of_scope"], c["change"]
     (25.0, 1, {'distinct': -1, 'out_of_scope_share': -25.0, 'correct_share': 25.0, 'f1_racist': 0.0, 'f1_sexist': 0.0})
     """
+
     def side(m: dict[str, Any]) -> dict[str, Any]:
         f1 = {f"f1_{c}": ((m.get("by_class") or {}).get(c) or {}).get("pooled", {}).get("f1") for c in BINARY_CATEGORIES}
         return {**{k: m.get(k) for k in CONTRAST_FIGURES}, "correct_share": (m.get("accuracy") or {}).get("mean"), **f1}
 
     a, b = side(without), side(with_)
-    change = {k: (round(b[k] - a[k], 6) if a[k] is not None and b[k] is not None else None)
-              for k in ("distinct", "out_of_scope_share", "correct_share", *(f"f1_{c}" for c in BINARY_CATEGORIES))}
+    change = {
+        k: (round(b[k] - a[k], 6) if a[k] is not None and b[k] is not None else None)
+        for k in ("distinct", "out_of_scope_share", "correct_share", *(f"f1_{c}" for c in BINARY_CATEGORIES))
+    }
     return {"without": a, "with": b, "change": change}
 
 
@@ -485,7 +499,8 @@ def score_frame(frame: pl.DataFrame) -> dict[str, Any]:
     if all(c in present for c in BINARY_CATEGORIES):
         out["overall"] = score_binary(frame, BINARY_CATEGORIES)
     mixed = frame.filter(pl.col("category") == "mixed").with_columns(
-        pl.when(pl.col("setting") == "mixed_instruction").then(pl.lit("mixed_instruction")).otherwise(pl.lit("mixed")).alias("setting"))
+        pl.when(pl.col("setting") == "mixed_instruction").then(pl.lit("mixed_instruction")).otherwise(pl.lit("mixed")).alias("setting")
+    )
     for setting in MIXED_SETTINGS:
         part = mixed.filter(pl.col("setting") == setting)
         if part.height:

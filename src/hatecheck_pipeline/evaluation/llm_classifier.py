@@ -88,7 +88,9 @@ def parse_yes_no(answer: str | None, template: Mapping[str, Any]) -> bool | None
     return True if words[0] in yes else False if words[0] in no else None
 
 
-def openai_scores(client, cfg: Mapping[str, Any], texts: Sequence[str], template: Mapping[str, Any], seed: int) -> list[tuple[str, float | None]]:
+def openai_scores(
+    client, cfg: Mapping[str, Any], texts: Sequence[str], template: Mapping[str, Any], seed: int
+) -> list[tuple[str, float | None]]:
     """(raw answer, 1 / 0 / None when unparsed) per text, one request each
     (cached by the client)."""
     out = []
@@ -160,17 +162,23 @@ def predict_suites(
             frame = predictions_frame(cases["id"], p, threshold, model, suite.name)
             write_parquet(frame, out, metadata={PRECISION_KEY: lm.precision} if lm is not None else None)
             unparsed = sum(v is None for _, v in scored)
-            rows.append(pl.DataFrame({
-                "suite": [suite.name] * cases.height,
-                "id": cases["id"],
-                "prompt_language": [languages[suite.name]] * cases.height,
-                "template": [name] * cases.height,
-                "answer": [a for a, _ in scored],
-                "p_hateful": pl.Series([v for _, v in scored], dtype=pl.Float64),
-                "parsed": [v is not None for _, v in scored],
-            }).select(ANSWER_COLUMNS))
-            lines.append(f"{suite.name}: {cases.height} cases, {(frame['pred'] == 'hateful').mean():.1%} hateful"
-                         + (f", {unparsed} unparsed (counted non-hateful)" if client is not None else ""))
+            rows.append(
+                pl.DataFrame(
+                    {
+                        "suite": [suite.name] * cases.height,
+                        "id": cases["id"],
+                        "prompt_language": [languages[suite.name]] * cases.height,
+                        "template": [name] * cases.height,
+                        "answer": [a for a, _ in scored],
+                        "p_hateful": pl.Series([v for _, v in scored], dtype=pl.Float64),
+                        "parsed": [v is not None for _, v in scored],
+                    }
+                ).select(ANSWER_COLUMNS)
+            )
+            lines.append(
+                f"{suite.name}: {cases.height} cases, {(frame['pred'] == 'hateful').mean():.1%} hateful"
+                + (f", {unparsed} unparsed (counted non-hateful)" if client is not None else "")
+            )
     finally:
         if client is not None:
             client.close()

@@ -156,9 +156,15 @@ def groups_of(records: Sequence[Mapping[str, Any]]) -> list[list[int]]:
     return list(out.values())
 
 
-def constrained_logps(lm: "prompting.LocalLM", records: Sequence[Mapping[str, Any]], prompts: Sequence[str],
-                      templates: Mapping[str, Any], store: AnswerStore, identity: str,
-                      progress: Callable[[int], None] | None = None) -> list[dict[str, float]]:
+def constrained_logps(
+    lm: "prompting.LocalLM",
+    records: Sequence[Mapping[str, Any]],
+    prompts: Sequence[str],
+    templates: Mapping[str, Any],
+    store: AnswerStore,
+    identity: str,
+    progress: Callable[[int], None] | None = None,
+) -> list[dict[str, float]]:
     """Log-probability of every allowed answer word of every prompt, from
     the store where it has them, else from ``lm`` (stored chunk by chunk)."""
     out: list[dict[str, float] | None] = [None] * len(records)
@@ -180,23 +186,34 @@ def constrained_logps(lm: "prompting.LocalLM", records: Sequence[Mapping[str, An
     return out  # type: ignore[return-value]
 
 
-def free_texts(lm: "prompting.LocalLM", prompts: Sequence[str], cfg: Mapping[str, Any], seed: int | Sequence[int], repeat: int,
-               store: AnswerStore, identity: str, progress: Callable[[int], None] | None = None) -> list[str]:
+def free_texts(
+    lm: "prompting.LocalLM",
+    prompts: Sequence[str],
+    cfg: Mapping[str, Any],
+    seed: int | Sequence[int],
+    repeat: int,
+    store: AnswerStore,
+    identity: str,
+    progress: Callable[[int], None] | None = None,
+) -> list[str]:
     """Generated answers (iteration ``repeat``), from the store where it has
     them. ``seed``: one int (the run's seed; the chunk's generator gets
     seed + repeat) or one seed per prompt (each answer drawn from its own
     generator: the same whatever else a chunk holds)."""
     per_prompt = not isinstance(seed, int)
     seeds = list(seed) if per_prompt else [seed + repeat] * len(prompts)
-    keys = [key_of("free", identity, lm.prompt_format, p, cfg["temperature"], cfg["max_new_tokens"], s)
-            for p, s in zip(prompts, seeds)]
+    keys = [key_of("free", identity, lm.prompt_format, p, cfg["temperature"], cfg["max_new_tokens"], s) for p, s in zip(prompts, seeds)]
     out = [store.get(k) for k in keys]
     todo = [i for i, v in enumerate(out) if v is None]
     for start in range(0, len(todo), CHUNK):
         chunk = todo[start : start + CHUNK]
         started = time.perf_counter()
-        texts = lm.generate([prompts[i] for i in chunk], cfg["max_new_tokens"], cfg["temperature"],
-                            [seeds[i] for i in chunk] if per_prompt else seed + repeat)
+        texts = lm.generate(
+            [prompts[i] for i in chunk],
+            cfg["max_new_tokens"],
+            cfg["temperature"],
+            [seeds[i] for i in chunk] if per_prompt else seed + repeat,
+        )
         store.put({keys[i]: t for i, t in zip(chunk, texts)}, time.perf_counter() - started)
         for i, t in zip(chunk, texts):
             out[i] = t
@@ -230,8 +247,12 @@ def mixed_settings(cfg: Mapping[str, Any]) -> dict[str, Any]:
     mode = cfg.get("mixed_answers", "free")
     if mode not in MIXED_MODES:
         raise ValueError(f"mixed_answers: {mode!r} is not one of {list(MIXED_MODES)}")
-    return {"answers": mode, "temperature": cfg.get("mixed_temperature", cfg["temperature"]),
-            "max_new_tokens": cfg.get("mixed_max_new_tokens", cfg["max_new_tokens"]), "iterations": cfg.get("mixed_iterations", 1)}
+    return {
+        "answers": mode,
+        "temperature": cfg.get("mixed_temperature", cfg["temperature"]),
+        "max_new_tokens": cfg.get("mixed_max_new_tokens", cfg["max_new_tokens"]),
+        "iterations": cfg.get("mixed_iterations", 1),
+    }
 
 
 def mixed_seed(seed: int, record: Mapping[str, Any], repeat: int) -> int:
@@ -242,9 +263,16 @@ def mixed_seed(seed: int, record: Mapping[str, Any], repeat: int) -> int:
     return int(hashlib.sha256(ident.encode()).hexdigest()[:8], 16)
 
 
-def local_answers(records: Sequence[Mapping[str, Any]], prompts: Sequence[str], cfg: Mapping[str, Any],
-                  lm: "prompting.LocalLM", templates: Mapping[str, Any], seed: int, store: AnswerStore,
-                  identity: str) -> list[dict[str, Any]]:
+def local_answers(
+    records: Sequence[Mapping[str, Any]],
+    prompts: Sequence[str],
+    cfg: Mapping[str, Any],
+    lm: "prompting.LocalLM",
+    templates: Mapping[str, Any],
+    seed: int,
+    store: AnswerStore,
+    identity: str,
+) -> list[dict[str, Any]]:
     """Rows (record + variant, iteration, answer): the single-category
     settings in every configured variant, the mixed settings as
     :func:`mixed_settings` says."""
@@ -287,8 +315,9 @@ def local_answers(records: Sequence[Mapping[str, Any]], prompts: Sequence[str], 
         part = [records[i] for i in multi]
         for repeat in range(n):
             with tqdm(total=len(part), desc=f"llm mixed free #{repeat + 1}", unit="prompt", mininterval=10) as bar:
-                texts = free_texts(lm, [prompts[i] for i in multi], gen, [mixed_seed(seed, r, repeat) for r in part], repeat,
-                                   store, identity, bar.update)
+                texts = free_texts(
+                    lm, [prompts[i] for i in multi], gen, [mixed_seed(seed, r, repeat) for r in part], repeat, store, identity, bar.update
+                )
             for r, text in zip(part, texts):
                 rows.append({**r, "variant": "free", "iteration": iteration_label(r, repeat, n), "answer": text})
     return rows

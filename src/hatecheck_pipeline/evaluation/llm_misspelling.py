@@ -98,11 +98,30 @@ def build_texts(table: pl.DataFrame, threshold: float, edits: Sequence[tuple[str
             for status, edit, text in versions:
                 if max_texts is not None and count >= max_texts:
                     break
-                rows.append({"category": category, "comment_id": cid, "ethos_id": str(pool["id"][i]), "status": status,
-                             "edit": edit, "text": text, "example": example})
+                rows.append(
+                    {
+                        "category": category,
+                        "comment_id": cid,
+                        "ethos_id": str(pool["id"][i]),
+                        "status": status,
+                        "edit": edit,
+                        "text": text,
+                        "example": example,
+                    }
+                )
                 count += 1
-    return pl.DataFrame(rows, schema={"category": pl.String, "comment_id": pl.Int64, "ethos_id": pl.String, "status": pl.String,
-                                      "edit": pl.String, "text": pl.String, "example": pl.String})
+    return pl.DataFrame(
+        rows,
+        schema={
+            "category": pl.String,
+            "comment_id": pl.Int64,
+            "ethos_id": pl.String,
+            "status": pl.String,
+            "edit": pl.String,
+            "text": pl.String,
+            "example": pl.String,
+        },
+    )
 
 
 def verdict(answer: str | None, category: str) -> str:
@@ -134,16 +153,21 @@ def summarise(answers: pl.DataFrame, texts_considered: Mapping[str, int]) -> dic
             for d in diff.iter_rows(named=True):
                 key = f"{b['verdict']}_to_{d['verdict']}"
                 flips[key if key in flips else "other"] += 1
-            rows += [{k: r[k] for k in ("comment_id", "status", "edit", "text", "answer", "verdict")}
-                     for r in (b, *diff.iter_rows(named=True))]
+            rows += [
+                {k: r[k] for k in ("comment_id", "status", "edit", "text", "answer", "verdict")} for r in (b, *diff.iter_rows(named=True))
+            ]
         out.setdefault(setting, {}).setdefault(variant, {})[category] = {
             "comments": part["comment_id"].n_unique(),
             "comments_with_profanity": texts_considered.get(category),
             "versions": part.height,
             "edited_versions": part.filter(pl.col("status") == "edited").height,
             "unparsed": part.filter(pl.col("verdict") == "unparsed").height,
-            "yes_share_unedited": round(100 * part.filter((pl.col("status") == "unedited") & (pl.col("verdict") == "yes")).height
-                                        / max(1, part.filter(pl.col("status") == "unedited").height), 6),
+            "yes_share_unedited": round(
+                100
+                * part.filter((pl.col("status") == "unedited") & (pl.col("verdict") == "yes")).height
+                / max(1, part.filter(pl.col("status") == "unedited").height),
+                6,
+            ),
             "changed": len(changed),
             "changed_comments": changed,
             "flipped_versions": flips,
@@ -185,8 +209,9 @@ def run_misspelling(
     frame = pl.read_parquet(table)
     pools = candidates(frame, threshold, 0.0)
     strings = list(dict.fromkeys(s for s, _ in edits))
-    considered = {c: pools[c].filter(pl.any_horizontal([pl.col("text").str.contains(s, literal=True) for s in strings])).height
-                  for c in CATEGORIES}
+    considered = {
+        c: pools[c].filter(pl.any_horizontal([pl.col("text").str.contains(s, literal=True) for s in strings])).height for c in CATEGORIES
+    }
     texts = build_texts(frame, threshold, edits, cap)
     templates = prompting.load_templates()
     started = time.perf_counter()
@@ -211,8 +236,7 @@ def run_misspelling(
     try:
         for setting in SETTINGS:
             tpl = templates[setting]
-            prompts = [prompting.render(tpl, r["text"], r["category"], [{"text": r["example"], "label": r["category"]}])
-                       for r in records]
+            prompts = [prompting.render(tpl, r["text"], r["category"], [{"text": r["example"], "label": r["category"]}]) for r in records]
             variants = backend.get("variants", ["free"]) if backend["kind"] == "local" else ["free"]
             for variant in variants:
                 chunk = 32
@@ -226,8 +250,17 @@ def run_misspelling(
                     else:
                         got += [w for w, _ in lm.choose(ps, [prompting.choices(tpl, r["category"]) for r in recs])]
                 for r, a in zip(records, got):
-                    rows.append({"backend": name, "model": model, "variant": variant, "setting": setting,
-                                 **{k: r[k] for k in TEXT_COLUMNS[:6]}, "answer": a, "verdict": verdict(a, r["category"])})
+                    rows.append(
+                        {
+                            "backend": name,
+                            "model": model,
+                            "variant": variant,
+                            "setting": setting,
+                            **{k: r[k] for k in TEXT_COLUMNS[:6]},
+                            "answer": a,
+                            "verdict": verdict(a, r["category"]),
+                        }
+                    )
     finally:
         if backend["kind"] == "openai":
             client.close()
@@ -249,5 +282,7 @@ def run_misspelling(
     }
     write_json(doc, metrics)
     zero = doc["by_setting"].get("zero_shot", {})
-    brief = "; ".join(f"{v}: " + ", ".join(f"{c} {m['changed']}/{m['comments']} changed" for c, m in cats.items()) for v, cats in zero.items())
+    brief = "; ".join(
+        f"{v}: " + ", ".join(f"{c} {m['changed']}/{m['comments']} changed" for c, m in cats.items()) for v, cats in zero.items()
+    )
     return f"{name}: misspelling test, {out.height} answers in {seconds:.0f} s; zero-shot {brief}"

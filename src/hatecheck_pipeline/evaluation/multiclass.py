@@ -85,8 +85,9 @@ def bootstrap(gold: np.ndarray, pred: np.ndarray, k: int, boot: Bootstrap) -> di
     return {f: None if ci[0] is None else ci for f, ci in cis.items()}
 
 
-def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], hateful: str,
-             boot: Bootstrap = Bootstrap()) -> dict[str, Any]:
+def evaluate(
+    gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], hateful: str, boot: Bootstrap = Bootstrap()
+) -> dict[str, Any]:
     """The all-class figures of gold vs predicted class names, plus the
     binary collapse (``hateful`` vs the rest, from the same argmax)."""
     index = {c: i for i, c in enumerate(classes)}
@@ -102,17 +103,25 @@ def evaluate(gold: Sequence[str], pred: Sequence[str], classes: Sequence[str], h
     h = index[hateful]
     binary = scores(confusion((g == h).astype(np.int64), (p == h).astype(np.int64), 2))
     out: dict[str, Any] = {
-        f: {"value": None if s[f] is None else round(s[f], 1), "ci_low": None if ci[f] is None else ci[f][0],
-            "ci_high": None if ci[f] is None else ci[f][1]}
+        f: {
+            "value": None if s[f] is None else round(s[f], 1),
+            "ci_low": None if ci[f] is None else ci[f][0],
+            "ci_high": None if ci[f] is None else ci[f][1],
+        }
         for f in FIGURES
     }
     out |= {
         "n": int(len(g)),
         "classes": list(classes),
-        "per_class": {c: {"f1": None if s["per_class_f1"][i] is None else round(s["per_class_f1"][i], 1),
-                          **({"undefined": NO_CLASS_CASE} if s["per_class_f1"][i] is None else {}),
-                          "support": int(cm[i].sum()), "predicted": int(cm[:, i].sum())}
-                      for i, c in enumerate(classes)},
+        "per_class": {
+            c: {
+                "f1": None if s["per_class_f1"][i] is None else round(s["per_class_f1"][i], 1),
+                **({"undefined": NO_CLASS_CASE} if s["per_class_f1"][i] is None else {}),
+                "support": int(cm[i].sum()),
+                "predicted": int(cm[:, i].sum()),
+            }
+            for i, c in enumerate(classes)
+        },
         "confusion": {"rows_gold_columns_predicted": list(classes), "counts": cm.tolist()},
         "binary_macro_f1_from_argmax": None if binary["macro_f1"] is None else round(binary["macro_f1"], 1),
         "resampling_unit": "case",  # held-out sets: cases are independent (no templates)
@@ -159,8 +168,14 @@ def heldout_multiclass(
     classes = [id2label[i] for i in range(len(id2label))]
     if classes != list(labels["classes"]):
         raise InputError(f"{model_dir}: the model's classes {classes} are not the recipe's {list(labels['classes'])}")
-    logits = forward_logits(net, encode(tokenizer, cases["text"].to_list(), profile["max_length"]), tokenizer.pad_token_id,
-                            prediction["batch_size"], amp=amp, progress=True)
+    logits = forward_logits(
+        net,
+        encode(tokenizer, cases["text"].to_list(), profile["max_length"]),
+        tokenizer.pad_token_id,
+        prediction["batch_size"],
+        amp=amp,
+        progress=True,
+    )
     pred = [classes[i] for i in torch.argmax(logits, dim=-1).tolist()]
     doc = {
         "model": model,
@@ -173,5 +188,7 @@ def heldout_multiclass(
         **evaluate(cases["gold"].to_list(), pred, classes, labels["hateful"], bootstrap),
     }
     write_json(doc, out)
-    return (f"{model} on {dataset} test ({doc['n']} cases, {len(classes)} classes): micro F1 {doc['micro_f1']['value']}, "
-            f"weighted F1 {doc['weighted_f1']['value']}, macro F1 {doc['macro_f1']['value']} -> {out}")
+    return (
+        f"{model} on {dataset} test ({doc['n']} cases, {len(classes)} classes): micro F1 {doc['micro_f1']['value']}, "
+        f"weighted F1 {doc['weighted_f1']['value']}, macro F1 {doc['macro_f1']['value']} -> {out}"
+    )

@@ -112,9 +112,9 @@ def _project(signs: np.ndarray, sums: np.ndarray, sizes: np.ndarray) -> tuple[np
     a = np.empty(len(signs))
     b = np.empty(len(signs))
     for start in range(0, len(signs), CHUNK):
-        block = signs[start:start + CHUNK].astype(np.float64)
-        a[start:start + CHUNK] = block @ sums
-        b[start:start + CHUNK] = block @ sizes
+        block = signs[start : start + CHUNK].astype(np.float64)
+        a[start : start + CHUNK] = block @ sums
+        b[start : start + CHUNK] = block @ sizes
     return a, b
 
 
@@ -192,9 +192,15 @@ class _Crossed:
         return float(np.clip(self.total / self.n + side * half, -1.0, 1.0))
 
 
-def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray | None = None,
-                cols: np.ndarray | None = None, samples: int = 20000, seed: int = 0,
-                alpha: float = 0.05) -> tuple[PairedResult, "_Test | _Crossed"]:
+def paired_test(
+    correct_a: np.ndarray,
+    correct_b: np.ndarray,
+    rows: np.ndarray | None = None,
+    cols: np.ndarray | None = None,
+    samples: int = 20000,
+    seed: int = 0,
+    alpha: float = 0.05,
+) -> tuple[PairedResult, "_Test | _Crossed"]:
     """The paired test of B against A on these cases (``rows``: a template
     code per case, None: every case its own; ``cols``: a filler code per
     case, -1 where a case has none, None: no fillers), with the interval at
@@ -211,9 +217,18 @@ def paired_test(correct_a: np.ndarray, correct_b: np.ndarray, rows: np.ndarray |
     test: _Test | _Crossed = _Crossed(cb - ca, rows, np.asarray(cols)) if crossed else _Test(cb - ca, rows, samples, seed)
     low, high = interval(test, alpha)
     return PairedResult(
-        n=len(ca), correct_a=int(ca.sum()), correct_b=int(cb.sum()), p_value=round(test.p(0.0), P_DIGITS),
-        ci_low=low, ci_high=high, n_templates=test.k, n_fillers=test.j, draws=test.draws, exact=test.exact,
-        method="crossed-t" if crossed else "sign-flip", df=test.df if crossed else None,
+        n=len(ca),
+        correct_a=int(ca.sum()),
+        correct_b=int(cb.sum()),
+        p_value=round(test.p(0.0), P_DIGITS),
+        ci_low=low,
+        ci_high=high,
+        n_templates=test.k,
+        n_fillers=test.j,
+        draws=test.draws,
+        exact=test.exact,
+        method="crossed-t" if crossed else "sign-flip",
+        df=test.df if crossed else None,
     ), test
 
 

@@ -138,10 +138,30 @@ def compare(metrics: Mapping[str, Any], model: str, published: Mapping[str, Any]
         for (row, col), (paper, _, source) in pub.items():
             value, n = cells.get((row, col), (None, None))
             diff = None if value is None else round(value - paper, 1)
-            rows.append({"table": table, "row": row, "column": col, "n": n, "ours": value, "paper": paper,
-                         "difference": diff, "match": diff is not None and abs(diff) <= tolerance, "source": source})
-    schema = {"table": pl.String, "row": pl.String, "column": pl.String, "n": pl.Int64, "ours": pl.Float64,
-              "paper": pl.Float64, "difference": pl.Float64, "match": pl.Boolean, "source": pl.String}
+            rows.append(
+                {
+                    "table": table,
+                    "row": row,
+                    "column": col,
+                    "n": n,
+                    "ours": value,
+                    "paper": paper,
+                    "difference": diff,
+                    "match": diff is not None and abs(diff) <= tolerance,
+                    "source": source,
+                }
+            )
+    schema = {
+        "table": pl.String,
+        "row": pl.String,
+        "column": pl.String,
+        "n": pl.Int64,
+        "ours": pl.Float64,
+        "paper": pl.Float64,
+        "difference": pl.Float64,
+        "match": pl.Boolean,
+        "source": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 

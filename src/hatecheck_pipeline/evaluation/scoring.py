@@ -25,12 +25,30 @@ from hatecheck_pipeline.suites.registry import Suite, by_name, mhc
 from hatecheck_pipeline.suites.sample import predicted_subsample
 
 LABEL_WORDS = {
-    "hateful": 1, "hate": 1, "1": 1, "true": 1,
-    "non-hateful": 0, "non_hateful": 0, "nonhateful": 0, "not-hateful": 0, "non-hate": 0, "0": 0, "false": 0,
+    "hateful": 1,
+    "hate": 1,
+    "1": 1,
+    "true": 1,
+    "non-hateful": 0,
+    "non_hateful": 0,
+    "nonhateful": 0,
+    "not-hateful": 0,
+    "non-hate": 0,
+    "0": 0,
+    "false": 0,
 }
-GOLD_COLUMNS = ["functionality", "target_ident", "from_identity_template", "focus_lemma", "ref_case_id", "language",
-                "source_functionality", "generator", "source_id",  # expanded suites (perturbed cases; source_id: the case perturbed)
-                *TEMPLATE_COLUMNS]  # the template of each case: the bootstrap's resampling unit (suites/clusters.py)
+GOLD_COLUMNS = [
+    "functionality",
+    "target_ident",
+    "from_identity_template",
+    "focus_lemma",
+    "ref_case_id",
+    "language",
+    "source_functionality",
+    "generator",
+    "source_id",  # expanded suites (perturbed cases; source_id: the case perturbed)
+    *TEMPLATE_COLUMNS,
+]  # the template of each case: the bootstrap's resampling unit (suites/clusters.py)
 
 
 class ScoringError(PipelineError, ValueError):
@@ -128,8 +146,10 @@ def _check_utf8(path: Path) -> None:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise ScoringError(f"{path}: line {line} (byte {exc.start}): bytes that are not UTF-8 text "
-                           "(a binary file, or another encoding: save the predictions as UTF-8 CSV)") from None
+        raise ScoringError(
+            f"{path}: line {line} (byte {exc.start}): bytes that are not UTF-8 text "
+            "(a binary file, or another encoding: save the predictions as UTF-8 CSV)"
+        ) from None
 
 
 def read_table(path: str | Path) -> pl.DataFrame:
@@ -284,8 +304,14 @@ def _summary(part: pl.DataFrame, names: list[str], boot: M.Bootstrap, store: dic
     return M.summarise(part["gold"].to_numpy(), part["pred"].to_numpy(), names, boot, clusters, store, fillers)
 
 
-def _groups(cases: pl.DataFrame, column: str, names: list[str], boot: M.Bootstrap,
-            replicates: dict[tuple[str, str | None], dict] | None = None, section: str = "") -> dict[str, Any]:
+def _groups(
+    cases: pl.DataFrame,
+    column: str,
+    names: list[str],
+    boot: M.Bootstrap,
+    replicates: dict[tuple[str, str | None], dict] | None = None,
+    section: str = "",
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, part in cases.filter(pl.col(column).is_not_null()).group_by(column, maintain_order=True):
         store = None if replicates is None else replicates.setdefault((section, str(key[0])), {})
@@ -297,10 +323,18 @@ def replicates_frame(replicates: dict[tuple[str, str | None], dict[str, Any]]) -
     """Bootstrap values in long form: section, group (None: overall), figure,
     replicate number, value (a share, not a percentage)."""
     parts = [
-        pl.DataFrame({"section": section, "group": group, "figure": figure,
-                      "replicate": np.arange(len(values), dtype=np.int32), "value": np.asarray(values, dtype=float)},
-                     schema=REPLICATE_SCHEMA)
-        for (section, group), figures in replicates.items() for figure, values in figures.items()
+        pl.DataFrame(
+            {
+                "section": section,
+                "group": group,
+                "figure": figure,
+                "replicate": np.arange(len(values), dtype=np.int32),
+                "value": np.asarray(values, dtype=float),
+            },
+            schema=REPLICATE_SCHEMA,
+        )
+        for (section, group), figures in replicates.items()
+        for figure, values in figures.items()
     ]
     return pl.concat(parts) if parts else pl.DataFrame(schema=REPLICATE_SCHEMA)
 
@@ -345,8 +379,12 @@ def with_clusters(cases: pl.DataFrame, unit: str, fillers: bool = False) -> pl.D
 
 
 def score_cases(
-    cases: pl.DataFrame, id_column: str, boot: M.Bootstrap = M.Bootstrap(), unit: str = M.CASE,
-    replicates: dict[tuple[str, str | None], dict] | None = None, fillers: bool = False,
+    cases: pl.DataFrame,
+    id_column: str,
+    boot: M.Bootstrap = M.Bootstrap(),
+    unit: str = M.CASE,
+    replicates: dict[tuple[str, str | None], dict] | None = None,
+    fillers: bool = False,
 ) -> dict[str, Any]:
     """Every section of METRICS.json from aligned cases (``gold``, ``pred``).
 
@@ -401,9 +439,12 @@ def bootstrap_record(cases: pl.DataFrame, unit: str, boot: M.Bootstrap, n_cluste
     how many cases have none (not resampled on that axis)."""
     out = boot.record(unit, n_clusters=n_clusters)
     if n_fillers is not None:
-        out["fillers"] = {"column": FILLER_COLUMN, "n_fillers": n_fillers,
-                          "cases_without_filler": int((cases[FILLER] < 0).sum()) if FILLER in cases.columns else cases.height,
-                          "method": "two-way (pigeonhole) bootstrap: templates and fillers drawn independently"}
+        out["fillers"] = {
+            "column": FILLER_COLUMN,
+            "n_fillers": n_fillers,
+            "cases_without_filler": int((cases[FILLER] < 0).sum()) if FILLER in cases.columns else cases.height,
+            "method": "two-way (pigeonhole) bootstrap: templates and fillers drawn independently",
+        }
     if unit == M.TEMPLATE:
         present = [c for c in TEMPLATE_COLUMNS if c in cases.columns]
         out["template_columns"] = present
@@ -446,8 +487,9 @@ def failures_frame(cases: pl.DataFrame) -> pl.DataFrame:
         "predicted_label": _label_word("pred"),
         P_HATEFUL: pl.col(P_HATEFUL),
     }
-    return wrong.select(expr.alias(name) for name, expr in present.items()
-                        if name in ("gold_label", "predicted_label") or name in wrong.columns)
+    return wrong.select(
+        expr.alias(name) for name, expr in present.items() if name in ("gold_label", "predicted_label") or name in wrong.columns
+    )
 
 
 def failures_path(metrics: str | Path) -> Path:
@@ -544,8 +586,9 @@ def run(
     return doc
 
 
-def source_cases(suite: Suite, table: str | Path | None, predictions: str | Path, pred_column: str = "pred",
-                 threshold: float | None = None) -> pl.DataFrame:
+def source_cases(
+    suite: Suite, table: str | Path | None, predictions: str | Path, pred_column: str = "pred", threshold: float | None = None
+) -> pl.DataFrame:
     """The source suite's cases that have a prediction in ``predictions``
     (``id``, ``gold``, ``pred``), each with its template cluster over the
     whole suite (``_cluster``: a perturbed suite's intervals resample the
@@ -596,8 +639,17 @@ def score(
         source = source_cases(source_suite, source_table, source_predictions, pred_column, threshold)
         record = {"source_suite": source_suite.name, "source_predictions": str(source_predictions)}
     doc = run(
-        suite, predictions, metrics, pred_column, threshold,
-        bootstrap, gold=gold, replicates=replicates, failures=failures, source=source, source_record=record,
+        suite,
+        predictions,
+        metrics,
+        pred_column,
+        threshold,
+        bootstrap,
+        gold=gold,
+        replicates=replicates,
+        failures=failures,
+        source=source,
+        source_record=record,
     )
     if suite.heldout and suite.dataset in (trained_on or []):
         doc["seen_in_training"] = True

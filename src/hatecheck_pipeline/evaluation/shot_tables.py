@@ -34,17 +34,38 @@ def setting(language: str | None, trained_on: list[str]) -> str:
     return "many-shot" if language in trained_on else "zero-shot"
 
 
-def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[str]], summary_file: str, stage: str) -> dict[str, pl.DataFrame]:
+def shot_tables(
+    loaded: list[tuple[Source, dict]], languages_of: dict[str, list[str]], summary_file: str, stage: str
+) -> dict[str, pl.DataFrame]:
     """Zero- vs many-shot per (model, language), per model and per functionality class."""
     mhc = [(s, d) for s, d in loaded if s.dataset == "mhc"]
     per_lang = frame(
-        _cell("shots_languages", s, s.language or s.suite, "macro_f1", d["overall"]["macro_f1"], d["overall"]["n"],
-              setting=setting(s.language, languages_of.get(s.model, [])), per_language=False, **boot(d, d["overall"]))
+        _cell(
+            "shots_languages",
+            s,
+            s.language or s.suite,
+            "macro_f1",
+            d["overall"]["macro_f1"],
+            d["overall"]["n"],
+            setting=setting(s.language, languages_of.get(s.model, [])),
+            per_language=False,
+            **boot(d, d["overall"]),
+        )
         for s, d in mhc
     )
     classes = frame(
-        _cell("shots_classes", s, cls, "accuracy", fig["accuracy"], fig["n"], setting=setting(s.language, languages_of.get(s.model, [])), **boot(d, fig))
-        for s, d in mhc for cls, fig in d.get("by_functionality_class", {}).items()
+        _cell(
+            "shots_classes",
+            s,
+            cls,
+            "accuracy",
+            fig["accuracy"],
+            fig["n"],
+            setting=setting(s.language, languages_of.get(s.model, [])),
+            **boot(d, fig),
+        )
+        for s, d in mhc
+        for cls, fig in d.get("by_functionality_class", {}).items()
     )
     derived = {"metrics_file": summary_file, "stage": stage}
     bootstrap = ShotReplicates([s for s, _ in mhc])
@@ -54,9 +75,15 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
             return frame([])
         # a mean over the defined values only (an undefined one is left out, never counted as 0), saying so
         means = cells.group_by([*keys, "setting"], maintain_order=True).agg(
-            pl.col("value").mean().round(1), pl.col("n").sum(), pl.col("n_clusters").sum(), pl.col("suite"),
-            pl.col("resampling_unit").drop_nulls().first(), pl.col("value").is_not_null().sum().alias("defined"),
-            pl.len().alias("parts"), pl.coalesce("language", "suite").filter(pl.col("value").is_null()).alias("left_out"))
+            pl.col("value").mean().round(1),
+            pl.col("n").sum(),
+            pl.col("n_clusters").sum(),
+            pl.col("suite"),
+            pl.col("resampling_unit").drop_nulls().first(),
+            pl.col("value").is_not_null().sum().alias("defined"),
+            pl.len().alias("parts"),
+            pl.coalesce("language", "suite").filter(pl.col("value").is_null()).alias("left_out"),
+        )
         rows = []
         for key, part in means.group_by(keys, maintain_order=True):
             by = {r["setting"]: r for r in part.iter_rows(named=True)}
@@ -69,19 +96,46 @@ def shot_tables(loaded: list[tuple[Source, dict]], languages_of: dict[str, list[
             for name in ("zero-shot", "many-shot"):
                 if name in by:
                     fig = {**with_interval(by[name]["value"], values[name], level), "undefined": mean_note(by[name])}
-                    rows.append(_cell(table, src, row, name, fig, by[name]["n"], setting=name, per_language=False, **derived,
-                                      unit=by[name]["resampling_unit"], n_clusters=by[name]["n_clusters"]))
+                    rows.append(
+                        _cell(
+                            table,
+                            src,
+                            row,
+                            name,
+                            fig,
+                            by[name]["n"],
+                            setting=name,
+                            per_language=False,
+                            **derived,
+                            unit=by[name]["resampling_unit"],
+                            n_clusters=by[name]["n_clusters"],
+                        )
+                    )
             if len(by) == 2:
                 defined = by["many-shot"]["value"] is not None and by["zero-shot"]["value"] is not None
                 gap = round(by["many-shot"]["value"] - by["zero-shot"]["value"], 1) if defined else None
                 both = None if values["many-shot"] is None or values["zero-shot"] is None else values["many-shot"] - values["zero-shot"]
                 fig = {**with_interval(gap, both, level), "undefined": None if defined else "a setting's mean is undefined"}
-                rows.append(_cell(table, src, row, "gap", fig, None, setting="gap", per_language=False,
-                                  **derived, unit=by["many-shot"]["resampling_unit"],
-                                  n_clusters=by["many-shot"]["n_clusters"] + by["zero-shot"]["n_clusters"]))
+                rows.append(
+                    _cell(
+                        table,
+                        src,
+                        row,
+                        "gap",
+                        fig,
+                        None,
+                        setting="gap",
+                        per_language=False,
+                        **derived,
+                        unit=by["many-shot"]["resampling_unit"],
+                        n_clusters=by["many-shot"]["n_clusters"] + by["zero-shot"]["n_clusters"],
+                    )
+                )
         return frame(rows)
 
-    level = next((d.get("bootstrap", {}).get("level") for _, d in mhc if d.get("bootstrap", {}).get("level")), Bootstrap().level)  # the scores' level; the default where no file says
+    level = next(
+        (d.get("bootstrap", {}).get("level") for _, d in mhc if d.get("bootstrap", {}).get("level")), Bootstrap().level
+    )  # the scores' level; the default where no file says
     return {
         "shots_languages": per_lang,
         "shots_summary": summarise(per_lang, "shots_summary", ["model"], "overall", "macro_f1"),
@@ -131,8 +185,11 @@ class ShotReplicates:
         reps = self.frames[key]
         if reps is None:
             return None
-        part = reps.filter((pl.col("section") == section) & (pl.col("figure") == figure)
-                           & (pl.col("group").is_null() if group is None else pl.col("group") == group)).sort("replicate")
+        part = reps.filter(
+            (pl.col("section") == section)
+            & (pl.col("figure") == figure)
+            & (pl.col("group").is_null() if group is None else pl.col("group") == group)
+        ).sort("replicate")
         if part.is_empty():
             return None
         order = np.random.default_rng(zlib.crc32(f"{model}/{suite}".encode())).permutation(part.height)

@@ -151,8 +151,10 @@ def _build_expanded(loaded: Loaded, languages_of: Mapping[str, list[str]], summa
     tables = expanded_tables(loaded, summary_file, stage)
     cells = tables["expanded_functionality"]
     flips = tables["expanded_invariance"].filter(pl.col("column") == "flip_rate")
-    return tables, {"change": nested(cells.filter(pl.col("column") == "change"), "model", "suite", "row"),
-                    "flip_rate": nested(flips, "model", "suite", "row")}
+    return tables, {
+        "change": nested(cells.filter(pl.col("column") == "change"), "model", "suite", "row"),
+        "flip_rate": nested(flips, "model", "suite", "row"),
+    }
 
 
 GROUPS: dict[str, Group] = {
@@ -163,27 +165,60 @@ GROUPS: dict[str, Group] = {
             ("hatecheck_t1", "hatecheck_t2", "hatecheck_t3", "hatecheck_t4", "hatecheck_heldout"),
             _build_hatecheck,
             _scored_on("hatecheck", with_heldout=True),
-            plots=(Plot("hatecheck_functionality", "hatecheck_t1", {"model": "model", "row": "functionality", "value": "accuracy"},
-                        {"template": "bar_horizontal", "x": "accuracy", "y": "functionality",
-                         "title": "HateCheck accuracy (%) per functional test", "x_label": "accuracy (%)"}),),
+            plots=(
+                Plot(
+                    "hatecheck_functionality",
+                    "hatecheck_t1",
+                    {"model": "model", "row": "functionality", "value": "accuracy"},
+                    {
+                        "template": "bar_horizontal",
+                        "x": "accuracy",
+                        "y": "functionality",
+                        "title": "HateCheck accuracy (%) per functional test",
+                        "x_label": "accuracy (%)",
+                    },
+                ),
+            ),
         ),
         Group(
             "mhc",
             ("mhc_t1", "mhc_t2", "mhc_t3", "mhc_t6", "mhc_t7"),
             _build_mhc,
             _scored_on("mhc", with_heldout=True),
-            plots=(Plot("mhc_macro_f1", "mhc_t7", {"model": "model", "row": "language", "value": "macro_f1"},
-                        {"template": "bar_horizontal", "x": "macro_f1", "y": "language",
-                         "title": "MHC macro F1 per language", "x_label": "macro F1"}),),
+            plots=(
+                Plot(
+                    "mhc_macro_f1",
+                    "mhc_t7",
+                    {"model": "model", "row": "language", "value": "macro_f1"},
+                    {
+                        "template": "bar_horizontal",
+                        "x": "macro_f1",
+                        "y": "language",
+                        "title": "MHC macro F1 per language",
+                        "x_label": "macro F1",
+                    },
+                ),
+            ),
         ),
         Group(
             "shots",
             ("shots_languages", "shots_summary", "shots_class_gap"),
             _build_shots,
             _scored_on("mhc", with_heldout=False),
-            plots=(Plot("zero_many_shot", "shots_languages", {"model": "model", "row": "language", "setting": "setting", "value": "macro_f1"},
-                        {"template": "bar_horizontal", "x": "macro_f1", "y": "language",
-                         "title": "MHC macro F1, zero-shot vs many-shot languages", "x_label": "macro F1"}),),
+            plots=(
+                Plot(
+                    "zero_many_shot",
+                    "shots_languages",
+                    {"model": "model", "row": "language", "setting": "setting", "value": "macro_f1"},
+                    {
+                        "template": "bar_horizontal",
+                        "x": "macro_f1",
+                        "y": "language",
+                        "title": "MHC macro F1, zero-shot vs many-shot languages",
+                        "x_label": "macro F1",
+                    },
+                ),
+            ),
             training_languages=True,
             replicates=True,
         ),
@@ -193,11 +228,21 @@ GROUPS: dict[str, Group] = {
             ("expanded_functionality", "expanded_invariance"),
             _build_expanded,
             _paired,
-            plots=(Plot("expanded_functionality", "expanded_functionality",
-                        {"model": "model", "suite": "suite", "row": "functionality", "column": "setting", "value": "accuracy"},
-                        {"template": "bar_horizontal", "x": "accuracy", "y": "functionality",
-                         "title": "Accuracy (%) per functional test, original vs expanded suite", "x_label": "accuracy (%)"},
-                        rows=lambda cells: cells.filter(pl.col("column") != "change")),),
+            plots=(
+                Plot(
+                    "expanded_functionality",
+                    "expanded_functionality",
+                    {"model": "model", "suite": "suite", "row": "functionality", "column": "setting", "value": "accuracy"},
+                    {
+                        "template": "bar_horizontal",
+                        "x": "accuracy",
+                        "y": "functionality",
+                        "title": "Accuracy (%) per functional test, original vs expanded suite",
+                        "x_label": "accuracy (%)",
+                    },
+                    rows=lambda cells: cells.filter(pl.col("column") != "change"),
+                ),
+            ),
         ),
         Group("other", ("other_scores",), _build_other, _unselected),
     ]
@@ -232,8 +277,10 @@ def run(
     table_files = [paths.table(t) for t in g.tables] if table_files is None else table_files
     plot_files = [paths.plot_data(p.name) for p in g.plots] if plot_files is None else plot_files
     if len(table_files) != len(g.tables) or len(plot_files) != len(g.plots):
-        raise ValueError(f"table group {name}: {len(g.tables)} table(s) and {len(g.plots)} plot(s) to write, "
-                         f"given {len(table_files)} and {len(plot_files)} file(s)")
+        raise ValueError(
+            f"table group {name}: {len(g.tables)} table(s) and {len(g.plots)} plot(s) to write, "
+            f"given {len(table_files)} and {len(plot_files)} file(s)"
+        )
     for table, file in zip(g.tables, table_files):
         write_csv(tables[table], file)
     for plot, file in zip(g.plots, plot_files):
@@ -266,15 +313,29 @@ def tables(
     ``replicates``: the score stages' bootstrap values, keyed like
     ``metrics`` (the shots group's intervals of means and gaps)."""
     sources = [
-        Source(model, suite.name, suite.dataset, suite.language, str(metrics[key]), key, suite.kind,
-               str(replicates[key]) if replicates and key in replicates else None)
+        Source(
+            model,
+            suite.name,
+            suite.dataset,
+            suite.language,
+            str(metrics[key]),
+            key,
+            suite.kind,
+            str(replicates[key]) if replicates and key in replicates else None,
+        )
         for key, (model, suite) in scored.items()
     ]
     if GROUPS[group].training_languages and languages is None:
         raise ValueError(f"{stage_name}: the group writes the training languages; declare that output")
     languages_of = {model: training_languages(files) for model, files in (training or {}).items()}
     out = run(
-        group, sources, stage_name, languages_of,
-        table_files=long_tables, summary_file=summary, plot_files=plots or [], languages_file=languages,
+        group,
+        sources,
+        stage_name,
+        languages_of,
+        table_files=long_tables,
+        summary_file=summary,
+        plot_files=plots or [],
+        languages_file=languages,
     )
     return f"{group}: " + ", ".join(f"{k} ({v.height} cells)" for k, v in out.items())

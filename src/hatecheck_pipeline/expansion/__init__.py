@@ -5,8 +5,18 @@ measures. Stages are declared in :mod:`hatecheck_pipeline.pipeline.expand`."""
 from importlib import resources
 
 SUITE_COLUMNS = [
-    "id", "text", "label", "language", "dataset", "split", "functionality",
-    "target_ident", "templ_id", "case_templ", "source_id", "generator",
+    "id",
+    "text",
+    "label",
+    "language",
+    "dataset",
+    "split",
+    "functionality",
+    "target_ident",
+    "templ_id",
+    "case_templ",
+    "source_id",
+    "generator",
 ]
 
 

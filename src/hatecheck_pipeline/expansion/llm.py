@@ -75,9 +75,19 @@ class ChatClient:
     """A kept HTTP session against ``{base_url}/chat/completions`` (``api:
     chat``) or ``{base_url}/completions`` (``api: completions``)."""
 
-    def __init__(self, base_url: str, api_key_env: str | None, cache_dir: Path, timeout_s: float = 60,
-                 retries: int = 5, api: str = "chat", backoff_s: float = 1.0, max_backoff_s: float = 60.0,  # noqa: F811  (the re-exported backoff_s is not used here)
-                 max_retry_after_s: float = 600.0, sleep: Callable[[float], None] = time.sleep):
+    def __init__(
+        self,
+        base_url: str,
+        api_key_env: str | None,
+        cache_dir: Path,
+        timeout_s: float = 60,
+        retries: int = 5,
+        api: str = "chat",
+        backoff_s: float = 1.0,  # noqa: F811  (the re-exported backoff_s is not used here)
+        max_backoff_s: float = 60.0,
+        max_retry_after_s: float = 600.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ):
         if api not in API_PATHS:
             raise EndpointError(f"api {api!r} is not one of {sorted(API_PATHS)}")
         self.base_url = base_url.rstrip("/")
@@ -191,8 +201,10 @@ class LocalChat:
             texts = self.lm.generate(prompts, max_tokens, temperature, seeds, first_line=False, templated=True)
             for i, text in zip(idx, texts):
                 body = bodies[i]
-                out[i] = {"model": body["model"],
-                          "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer_prefix + text}}]}
+                out[i] = {
+                    "model": body["model"],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": self.answer_prefix + text}}],
+                }
                 self.queried += 1
                 cache_write(self.cache_dir, keys[i], body, out[i])
         return out  # type: ignore[return-value]
@@ -201,8 +213,11 @@ class LocalChat:
         pass
 
 
-REFUSAL = re.compile(r"^\W*(?:I'?m sorry|I am sorry|I apologi[sz]e|I can(?:no|')t|I am unable|I'?m unable|I won'?t|"
-                     r"As an AI|I'?m not able|I do not feel comfortable|Sorry)", re.IGNORECASE)
+REFUSAL = re.compile(
+    r"^\W*(?:I'?m sorry|I am sorry|I apologi[sz]e|I can(?:no|')t|I am unable|I'?m unable|I won'?t|"
+    r"As an AI|I'?m not able|I do not feel comfortable|Sorry)",
+    re.IGNORECASE,
+)
 FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 BAD_OUTPUTS = ("empty", "refusal", "not_json", "wrong_format", "bad_items")
 
@@ -222,7 +237,7 @@ def parse_messages(content: str | None) -> tuple[list[str], str | None]:
     body = fenced.group(1).strip() if fenced else text
     start, end = body.find("{"), body.rfind("}")
     try:
-        data = json.loads(body[start:end + 1]) if 0 <= start < end else json.loads(body)
+        data = json.loads(body[start : end + 1]) if 0 <= start < end else json.loads(body)
     except ValueError:
         return [], "refusal" if REFUSAL.search(text) else "not_json"
     if not isinstance(data, dict) or not isinstance(data.get("messages"), list):

@@ -71,7 +71,7 @@ def sentences(text: str) -> list[str]:
 def subsequent_clause(text: str) -> str | None:
     """The text after the first comma (the notebook's F12 test); None
     without a comma (fewer than two clauses: the test fails)."""
-    return text[text.index(",") + 1:].strip() if "," in text else None
+    return text[text.index(",") + 1 :].strip() if "," in text else None
 
 
 def subsequent_sentences(text: str) -> str | None:
@@ -111,8 +111,12 @@ def premise_of(on: str, text: str, negation_words: Sequence[str]) -> str | None:
         return text
     if on == "negation_removed":
         return remove_negation(text, negation_words)
-    return {"subsequent_clause": subsequent_clause, "subsequent_sentences": subsequent_sentences,
-            "quote": quote, "quote_context": quote_context}[on](text)
+    return {
+        "subsequent_clause": subsequent_clause,
+        "subsequent_sentences": subsequent_sentences,
+        "quote": quote,
+        "quote_context": quote_context,
+    }[on](text)
 
 
 # --------------------------------------------------------------- judges
@@ -147,16 +151,16 @@ class NLIScorer:
         out: list[float] = []
         with torch.inference_mode():
             for i in range(0, len(pairs), self.batch_size):
-                chunk = pairs[i: i + self.batch_size]
-                enc = self.tokenizer([p for p, _ in chunk], [h for _, h in chunk], return_tensors="pt",
-                                     padding=True, truncation="only_first", max_length=256).to(self.device)
+                chunk = pairs[i : i + self.batch_size]
+                enc = self.tokenizer(
+                    [p for p, _ in chunk], [h for _, h in chunk], return_tensors="pt", padding=True, truncation="only_first", max_length=256
+                ).to(self.device)
                 logits = self.model(**enc).logits[:, [self.contra, self.entail]]
                 out.extend(torch.softmax(logits.float(), dim=-1)[:, 1].tolist())
         return out
 
 
-JUDGE_QUESTION = ("Premise: {premise}\nHypothesis: {hypothesis}\n"
-                  "Does the premise entail the hypothesis? Answer yes or no.")
+JUDGE_QUESTION = "Premise: {premise}\nHypothesis: {hypothesis}\nDoes the premise entail the hypothesis? Answer yes or no."
 JUDGE_ANSWERS = {"yes": ["Yes", "yes", " Yes", " yes"], "no": ["No", "no", " No", " no"]}
 
 
@@ -218,8 +222,9 @@ class Validator:
         premise = premise_of(t.get("premise", "text"), text, self.spec.get("negation_words", []))
         return [] if premise is None else [(premise, h) for h in self.hypotheses(t, target)]
 
-    def outcome(self, t: Mapping[str, Any], text: str, target: str | None,
-                probs: Mapping[tuple[str, str], float]) -> tuple[bool, float | None]:
+    def outcome(
+        self, t: Mapping[str, Any], text: str, target: str | None, probs: Mapping[tuple[str, str], float]
+    ) -> tuple[bool, float | None]:
         """(passed, the deciding P(entailment): the highest over its hypotheses)."""
         if "any_of" in t:
             results = [self.outcome(s, text, target, probs) for s in t["any_of"]]
@@ -253,11 +258,11 @@ class Validator:
                     failed = test_name(t)
             if not tests:
                 failed = "no tests for this functionality"
-            out.append({**case, "accepted": failed is None, "failed_test": failed,
-                        "tests": json.dumps(record, ensure_ascii=False)})
+            out.append({**case, "accepted": failed is None, "failed_test": failed, "tests": json.dumps(record, ensure_ascii=False)})
         return out
 
 
-def validate(cases: Sequence[Mapping[str, Any]], spec: Mapping[str, Any], judge: Judge, threshold: float,
-             all_targets: Sequence[str]) -> list[dict[str, Any]]:
+def validate(
+    cases: Sequence[Mapping[str, Any]], spec: Mapping[str, Any], judge: Judge, threshold: float, all_targets: Sequence[str]
+) -> list[dict[str, Any]]:
     return Validator(spec, judge, threshold, all_targets).run(cases)

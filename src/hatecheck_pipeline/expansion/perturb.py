@@ -30,12 +30,16 @@ def _words(text: str, min_len: int) -> list[re.Match]:
 
 def char_swap(text: str, rng: random.Random) -> str:
     """Swap two adjacent different letters inside a word."""
-    spots = [i for m in _words(text, 2) for i in range(m.start(), m.end() - 1)
-             if text[i].isalpha() and text[i + 1].isalpha() and text[i] != text[i + 1]]
+    spots = [
+        i
+        for m in _words(text, 2)
+        for i in range(m.start(), m.end() - 1)
+        if text[i].isalpha() and text[i + 1].isalpha() and text[i] != text[i + 1]
+    ]
     if not spots:
         return text
     i = rng.choice(spots)
-    return text[:i] + text[i + 1] + text[i] + text[i + 2:]
+    return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
 
 
 def char_del(text: str, rng: random.Random) -> str:
@@ -44,7 +48,7 @@ def char_del(text: str, rng: random.Random) -> str:
     if not spots:
         return text
     i = rng.choice(spots)
-    return text[:i] + text[i + 1:]
+    return text[:i] + text[i + 1 :]
 
 
 def space_del(text: str, rng: random.Random) -> str:
@@ -53,7 +57,7 @@ def space_del(text: str, rng: random.Random) -> str:
     if not spots:
         return text
     i = rng.choice(spots)
-    return text[:i] + text[i + 1:]
+    return text[:i] + text[i + 1 :]
 
 
 def space_add(text: str, rng: random.Random) -> str:
@@ -62,7 +66,7 @@ def space_add(text: str, rng: random.Random) -> str:
     if not words:
         return text
     m = rng.choice(words)
-    return text[: m.start()] + " ".join(m.group()) + text[m.end():]
+    return text[: m.start()] + " ".join(m.group()) + text[m.end() :]
 
 
 def leet(text: str, rng: random.Random) -> str:
@@ -71,7 +75,7 @@ def leet(text: str, rng: random.Random) -> str:
     if not spots:
         return text
     i = rng.choice(spots)
-    return text[:i] + LEET[text[i].lower()] + text[i + 1:]
+    return text[:i] + LEET[text[i].lower()] + text[i + 1 :]
 
 
 GENERATORS: dict[str, Callable[[str, random.Random], str]] = {
@@ -109,32 +113,51 @@ def perturb(cases: pl.DataFrame, generators: list[str], seed: int, dataset: str)
                         unchanged_examples.append(r["text"])
                     continue
                 changed += 1
-                rows.append({
-                    "id": f"{r['id']}~{gen}", "text": new, "label": "hateful", "language": language,
-                    "dataset": dataset, "split": "test", "functionality": f"spell_{gen}_h",
-                    "target_ident": r.get("target_ident"), "templ_id": r.get("templ_id"), "case_templ": None,
-                    "source_id": str(r["id"]), "generator": gen, "source_functionality": r.get("functionality"),
-                })
+                rows.append(
+                    {
+                        "id": f"{r['id']}~{gen}",
+                        "text": new,
+                        "label": "hateful",
+                        "language": language,
+                        "dataset": dataset,
+                        "split": "test",
+                        "functionality": f"spell_{gen}_h",
+                        "target_ident": r.get("target_ident"),
+                        "templ_id": r.get("templ_id"),
+                        "case_templ": None,
+                        "source_id": str(r["id"]),
+                        "generator": gen,
+                        "source_functionality": r.get("functionality"),
+                    }
+                )
             n = part.height
-            coverage.append({
-                "language": language, "generator": gen, "source_cases": n, "changed": changed,
-                "unchanged": n - changed, "share_changed": round(changed / n, 6) if n else None,
-                "unchanged_examples": unchanged_examples,
-            })
+            coverage.append(
+                {
+                    "language": language,
+                    "generator": gen,
+                    "source_cases": n,
+                    "changed": changed,
+                    "unchanged": n - changed,
+                    "share_changed": round(changed / n, 6) if n else None,
+                    "unchanged_examples": unchanged_examples,
+                }
+            )
     schema = {c: pl.Utf8 for c in SUITE_COLUMNS} | {"source_functionality": pl.Utf8}
     return pl.DataFrame(rows, schema=schema), coverage
 
 
-def run(table: Path, languages: list[str] | None, generators: list[str], seed: int, dataset: str,
-        out_table: Path, out_coverage: Path) -> list[dict]:
+def run(
+    table: Path, languages: list[str] | None, generators: list[str], seed: int, dataset: str, out_table: Path, out_coverage: Path
+) -> list[dict]:
     """Perturb one suite table (interim table, optionally one language)."""
     from hatecheck_pipeline.core.files import write_json, write_parquet
 
     frame = pl.scan_parquet(table)
     if languages:
         frame = frame.filter(pl.col("language").is_in(languages))
-    cols = [c for c in ("id", "text", "label", "language", "functionality", "target_ident", "templ_id")
-            if c in frame.collect_schema().names()]
+    cols = [
+        c for c in ("id", "text", "label", "language", "functionality", "target_ident", "templ_id") if c in frame.collect_schema().names()
+    ]
     cases = frame.select(cols).collect()
     out, coverage = perturb(cases, generators, seed, dataset)
     write_parquet(out, out_table)
@@ -164,8 +187,7 @@ def run_report(coverage_files: list[Path], out_json: Path, out_csv: Path) -> dic
     return report
 
 
-def expand_perturb(name: str, languages: list[str] | None, table: Path, generators: list[str], seed: int,
-                   out: Path, coverage: Path) -> str:
+def expand_perturb(name: str, languages: list[str] | None, table: Path, generators: list[str], seed: int, out: Path, coverage: Path) -> str:
     """Stage: seeded spelling perturbations of one suite's hateful cases
     (``table``: its interim table; ``languages``: the language filter)."""
     cov = run(table, languages, generators, seed, name, out, coverage)

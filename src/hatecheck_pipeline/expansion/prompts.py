@@ -49,8 +49,10 @@ def table_12_slurs(path: str | Path | None = None) -> dict[str, list[str]]:
             if "*" in printed:
                 pattern = "".join("[^\\W\\d_]" if ch == "*" else re.escape(ch) for ch in printed)
                 if not re.fullmatch(pattern, slur, flags=re.IGNORECASE) or not entry.get("note"):
-                    raise ValueError(f"{where}: {target}: {printed!r} -> {slur!r} needs a word with one letter per "
-                                     "'*' and a note saying where its spelling comes from")
+                    raise ValueError(
+                        f"{where}: {target}: {printed!r} -> {slur!r} needs a word with one letter per "
+                        "'*' and a note saying where its spelling comes from"
+                    )
             elif slur != printed:
                 raise ValueError(f"{where}: {target}: {printed!r} is printed uncensored but sent as {slur!r}")
             out[target].append(slur)
@@ -81,8 +83,7 @@ def fill(text: str, target: str | None, slurs: Sequence[str], first_slur_only: b
     return text
 
 
-def build(spec: Mapping[str, Any], functionality: str, target: str | None, slurs: Sequence[str], language: str,
-          n: int) -> Cell:
+def build(spec: Mapping[str, Any], functionality: str, target: str | None, slurs: Sequence[str], language: str, n: int) -> Cell:
     """The prompt of one (functionality, target group) asking for ``n`` messages."""
     entry = spec["functionalities"][functionality]
     instruction = fill(entry["segment"], target, slurs).rstrip(".")
@@ -97,8 +98,14 @@ def has_target(spec: Mapping[str, Any], functionality: str) -> bool:
     return "[identity]" in spec["functionalities"][functionality]["segment"]
 
 
-def cells(spec: Mapping[str, Any], functionalities: Sequence[str], targets: Sequence[str],
-          slurs: Mapping[str, Sequence[str]], language: str, n: int) -> list[Cell]:
+def cells(
+    spec: Mapping[str, Any],
+    functionalities: Sequence[str],
+    targets: Sequence[str],
+    slurs: Mapping[str, Sequence[str]],
+    language: str,
+    n: int,
+) -> list[Cell]:
     """One prompt per (functionality, target group); a functionality without
     ``[identity]`` in its segment gets one cell with no target."""
     unknown = sorted(set(functionalities) - set(spec["functionalities"]))
@@ -106,6 +113,6 @@ def cells(spec: Mapping[str, Any], functionalities: Sequence[str], targets: Sequ
         raise ValueError(f"functionalities without an instruction segment in the prompt spec: {unknown}")
     out = []
     for func in functionalities:
-        for target in (targets if has_target(spec, func) else [None]):
+        for target in targets if has_target(spec, func) else [None]:
             out.append(build(spec, func, target, list(slurs.get(target or "", [])), language, n))
     return out

@@ -44,7 +44,7 @@ def reference_texts(hatecheck: pl.DataFrame) -> list[str]:
 
 
 def _ngrams(toks: Sequence[str], n: int) -> Counter:
-    return Counter(tuple(toks[i: i + n]) for i in range(len(toks) - n + 1))
+    return Counter(tuple(toks[i : i + n]) for i in range(len(toks) - n + 1))
 
 
 def self_bleu(texts: Sequence[str], orders: Sequence[int] = ORDERS) -> dict[str, float]:
@@ -124,7 +124,7 @@ def perplexity(texts: Sequence[str], net, tokenizer, batch_size: int = 64) -> di
     device = next(net.parameters()).device
     with torch.inference_mode():
         for i in tqdm(range(0, len(order), batch_size), desc="perplexity", leave=False):
-            rows = order[i: i + batch_size]
+            rows = order[i : i + batch_size]
             chunk = [scorable[k] for k in rows]
             width = max(map(len, chunk))
             ids = torch.full((len(chunk), width), pad, dtype=torch.long)
@@ -138,8 +138,11 @@ def perplexity(texts: Sequence[str], net, tokenizer, batch_size: int = 64) -> di
             mask = att[:, 1:].float()
             for k, v in zip(rows, ((nll * mask).sum(-1) / mask.sum(-1)).tolist()):
                 losses[k] = v
-    return {"perplexity": round(math.exp(sum(losses) / len(losses)), 4) if losses else None,
-            "scored": len(losses), "too_short": len(encoded) - len(scorable)}
+    return {
+        "perplexity": round(math.exp(sum(losses) / len(losses)), 4) if losses else None,
+        "scored": len(losses),
+        "too_short": len(encoded) - len(scorable),
+    }
 
 
 def measure(texts: Sequence[str], lm, batch_size: int) -> dict[str, Any]:

@@ -96,8 +96,11 @@ def terms_placeholders(path: Path, language: str) -> pl.DataFrame:
     if "slot" not in frame.columns:
         frame = frame.with_columns(pl.lit("0").alias("slot"))
     return frame.select(
-        pl.col("placeholder"), pl.col("target_ident"), pl.col("form").fill_null(""),
-        pl.col("slot").cast(pl.Int64), pl.col("value"),
+        pl.col("placeholder"),
+        pl.col("target_ident"),
+        pl.col("form").fill_null(""),
+        pl.col("slot").cast(pl.Int64),
+        pl.col("value"),
     )
 
 
@@ -107,8 +110,9 @@ def hatecheck_templates(all_cases: Path) -> pl.DataFrame:
     return (
         cases.group_by("templ_id", maintain_order=True)
         .agg(pl.col("functionality").first(), pl.col("case_templ").first(), pl.col("label_gold").first())
-        .with_columns(pl.lit(None, pl.Utf8).alias("gender_male"), pl.lit(None, pl.Utf8).alias("gender_female"),
-                      pl.lit(None, pl.Utf8).alias("case"))
+        .with_columns(
+            pl.lit(None, pl.Utf8).alias("gender_male"), pl.lit(None, pl.Utf8).alias("gender_female"), pl.lit(None, pl.Utf8).alias("case")
+        )
     )
 
 
@@ -183,8 +187,14 @@ def _fills(text: str, target: str, index, form: str | None) -> list[dict[str, st
     return [dict(itertools.chain.from_iterable(d.items() for d in combo)) for combo in itertools.product(*options)]
 
 
-def instantiate(templates: pl.DataFrame, placeholders: pl.DataFrame, language: str, dataset: str,
-                targets: Iterable[str] | None = None, capitalise: bool = True) -> pl.DataFrame:
+def instantiate(
+    templates: pl.DataFrame,
+    placeholders: pl.DataFrame,
+    language: str,
+    dataset: str,
+    targets: Iterable[str] | None = None,
+    capitalise: bool = True,
+) -> pl.DataFrame:
     """All cases of ``templates`` filled with ``placeholders``.
 
     A gendered template (``gender_male``/``gender_female``) takes, per
@@ -199,9 +209,14 @@ def instantiate(templates: pl.DataFrame, placeholders: pl.DataFrame, language: s
     rows: list[dict[str, Any]] = []
     for t in templates.iter_rows(named=True):
         base = {
-            "language": language, "dataset": dataset, "split": "test", "functionality": t["functionality"],
-            "templ_id": str(t["templ_id"]), "label": label_of(t["functionality"], t.get("label_gold")),
-            "source_id": None, "generator": "template",
+            "language": language,
+            "dataset": dataset,
+            "split": "test",
+            "functionality": t["functionality"],
+            "templ_id": str(t["templ_id"]),
+            "label": label_of(t["functionality"], t.get("label_gold")),
+            "source_id": None,
+            "generator": "template",
         }
         variants = [v for v in (t.get("gender_male"), t.get("gender_female")) if v]
         texts = variants or ([t["case_templ"]] if t.get("case_templ") else [])
@@ -215,13 +230,13 @@ def instantiate(templates: pl.DataFrame, placeholders: pl.DataFrame, language: s
             for text in texts:  # male variant first, female where the male forms are missing
                 fills = _fills(text, target, index, t.get("case"))
                 for values in fills:
-                    rows.append({**base, "text": fill(text, values, capitalise, language == "english"), "target_ident": target, "case_templ": text})
+                    rows.append(
+                        {**base, "text": fill(text, values, capitalise, language == "english"), "target_ident": target, "case_templ": text}
+                    )
                 if fills:
                     break
     frame = pl.DataFrame(rows, schema={c: pl.Utf8 for c in SUITE_COLUMNS if c != "id"})
-    frame = frame.with_columns(
-        (pl.lit(f"{dataset}-{language}-") + pl.int_range(pl.len()).cast(pl.Utf8)).alias("id")
-    )
+    frame = frame.with_columns((pl.lit(f"{dataset}-{language}-") + pl.int_range(pl.len()).cast(pl.Utf8)).alias("id"))
     return frame.select(SUITE_COLUMNS)
 
 
@@ -244,6 +259,7 @@ def compare(published: pl.DataFrame, generated: pl.DataFrame) -> tuple[dict[str,
     cases not reproduced, each with the generated texts of its template and
     target for diagnosis; generated cases matching no published case).
     """
+
     def keyed(frame: pl.DataFrame) -> pl.DataFrame:
         return frame.with_columns(
             normalise(pl.col("text")).alias("text_norm"),
@@ -257,14 +273,31 @@ def compare(published: pl.DataFrame, generated: pl.DataFrame) -> tuple[dict[str,
     extra = gen.join(pub.select(*KEY, "dup"), on=[*KEY, "dup"], how="anti")
     hint = gen.group_by("templ_id", "target").agg(pl.col("text").str.join(" || ").alias("generated_text"))
     missing = missing.join(hint, on=["templ_id", "target"], how="left")
-    diffs = pl.concat([
-        missing.select(pl.lit("not_reproduced").alias("kind"), "templ_id", "functionality", "label",
-                       pl.col("target_ident"), pl.col("id").alias("published_id"),
-                       pl.col("text").alias("published_text"), "generated_text"),
-        extra.select(pl.lit("not_published").alias("kind"), "templ_id", "functionality", "label",
-                     pl.col("target_ident"), pl.lit(None, pl.Utf8).alias("published_id"),
-                     pl.lit(None, pl.Utf8).alias("published_text"), pl.col("text").alias("generated_text")),
-    ], how="vertical_relaxed")
+    diffs = pl.concat(
+        [
+            missing.select(
+                pl.lit("not_reproduced").alias("kind"),
+                "templ_id",
+                "functionality",
+                "label",
+                pl.col("target_ident"),
+                pl.col("id").alias("published_id"),
+                pl.col("text").alias("published_text"),
+                "generated_text",
+            ),
+            extra.select(
+                pl.lit("not_published").alias("kind"),
+                "templ_id",
+                "functionality",
+                "label",
+                pl.col("target_ident"),
+                pl.lit(None, pl.Utf8).alias("published_id"),
+                pl.lit(None, pl.Utf8).alias("published_text"),
+                pl.col("text").alias("generated_text"),
+            ),
+        ],
+        how="vertical_relaxed",
+    )
     n = pub.height
     summary = {
         "published_template_cases": n,
@@ -281,14 +314,24 @@ def compare(published: pl.DataFrame, generated: pl.DataFrame) -> tuple[dict[str,
 
 def _published_hatecheck(all_cases: Path) -> pl.DataFrame:
     return pl.read_csv(all_cases, infer_schema_length=0).select(
-        pl.col("case_id").alias("id"), pl.col("test_case").alias("text"), pl.col("label_gold").alias("label"),
-        "functionality", "target_ident", "templ_id")
+        pl.col("case_id").alias("id"),
+        pl.col("test_case").alias("text"),
+        pl.col("label_gold").alias("label"),
+        "functionality",
+        "target_ident",
+        "templ_id",
+    )
 
 
 def _published_mhc(cases: Path) -> pl.DataFrame:
     return pl.read_csv(cases, infer_schema_length=0).select(
-        pl.col("mhc_case_id").alias("id"), pl.col("test_case").alias("text"), pl.col("label_gold").alias("label"),
-        "functionality", "target_ident", "templ_id")
+        pl.col("mhc_case_id").alias("id"),
+        pl.col("test_case").alias("text"),
+        pl.col("label_gold").alias("label"),
+        "functionality",
+        "target_ident",
+        "templ_id",
+    )
 
 
 def sources(hatecheck_dir: Path, mhc_dir: Path, languages: list[str]) -> dict[str, dict[str, Any]]:
@@ -311,32 +354,35 @@ def sources(hatecheck_dir: Path, mhc_dir: Path, languages: list[str]) -> dict[st
     return out
 
 
-def run_regenerate(hatecheck_dir: Path, mhc_dir: Path, languages: list[str], lowercase_languages: list[str],
-                   out_table: Path, out_json: Path, out_csv: Path) -> dict[str, Any]:
+def run_regenerate(
+    hatecheck_dir: Path, mhc_dir: Path, languages: list[str], lowercase_languages: list[str], out_table: Path, out_json: Path, out_csv: Path
+) -> dict[str, Any]:
     """Regenerate every published suite from its templates and measure the
     share of published template cases reproduced, per language."""
     from hatecheck_pipeline.core.files import write_csv, write_json, write_parquet
 
     tables, diffs, report = [], [], {}
     for lang, src in sources(hatecheck_dir, mhc_dir, languages).items():
-        gen = instantiate(src["templates"](), src["placeholders"](), lang, src["dataset"],
-                          capitalise=lang not in lowercase_languages)
+        gen = instantiate(src["templates"](), src["placeholders"](), lang, src["dataset"], capitalise=lang not in lowercase_languages)
         summary, diff = compare(src["published"](), gen)
         report[lang] = summary
         tables.append(gen)
         diffs.append(diff.with_columns(pl.lit(lang).alias("language")))
     total = sum(s["published_template_cases"] for s in report.values())
     hit = sum(s["reproduced"] for s in report.values())
-    result = {"per_language": report, "overall": {"published_template_cases": total, "reproduced": hit,
-                                                 "share_reproduced": round(hit / total, 6) if total else None}}
+    result = {
+        "per_language": report,
+        "overall": {"published_template_cases": total, "reproduced": hit, "share_reproduced": round(hit / total, 6) if total else None},
+    }
     write_parquet(pl.concat(tables), out_table)
     write_csv(pl.concat(diffs, how="vertical_relaxed").select("language", pl.exclude("language")), out_csv)
     write_json(result, out_json)
     return result
 
 
-def run_extend(terms_files: list[Path], hatecheck_dir: Path, mhc_dir: Path, languages: list[str],
-               lowercase_languages: list[str], out_table: Path) -> pl.DataFrame:
+def run_extend(
+    terms_files: list[Path], hatecheck_dir: Path, mhc_dir: Path, languages: list[str], lowercase_languages: list[str], out_table: Path
+) -> pl.DataFrame:
     """New cases for the groups/slurs of ``terms_files`` (CSV: language,
     target_ident, placeholder, form, value[, slot]) on the published
     templates of their language."""
@@ -351,8 +397,16 @@ def run_extend(terms_files: list[Path], hatecheck_dir: Path, mhc_dir: Path, lang
                 raise ValueError(f"{path}: language {lang!r} has no templates (known: {sorted(srcs)})")
             ph = terms_placeholders(path, lang)
             targets = ph["target_ident"].unique(maintain_order=True).to_list()
-            frames.append(instantiate(srcs[lang]["templates"](), ph, lang, f"{srcs[lang]['dataset']}_extended",
-                                      targets=targets, capitalise=lang not in lowercase_languages))
+            frames.append(
+                instantiate(
+                    srcs[lang]["templates"](),
+                    ph,
+                    lang,
+                    f"{srcs[lang]['dataset']}_extended",
+                    targets=targets,
+                    capitalise=lang not in lowercase_languages,
+                )
+            )
     frame = pl.concat(frames) if frames else pl.DataFrame(schema={c: pl.Utf8 for c in SUITE_COLUMNS})
     frame = frame.with_columns((pl.lit("ext-") + pl.int_range(pl.len()).cast(pl.Utf8)).alias("id"))
     write_parquet(frame, out_table)
@@ -366,18 +420,20 @@ def raw_dirs(raw_files: list[Path]) -> tuple[Path, Path]:
     return hatecheck_dir, mhc_dir
 
 
-def expand_templates(raw_files: list[Path], languages: list[str], lowercase_languages: list[str],
-                     table: Path, differences: Path, reproduction: Path) -> str:
+def expand_templates(
+    raw_files: list[Path], languages: list[str], lowercase_languages: list[str], table: Path, differences: Path, reproduction: Path
+) -> str:
     """Stage: regenerate HateCheck and MHC from their templates and
     placeholders; the share of published cases reproduced per language."""
     hatecheck_dir, mhc_dir = raw_dirs(raw_files)
     res = run_regenerate(hatecheck_dir, mhc_dir, languages, lowercase_languages, table, reproduction, differences)
-    return "; ".join(f"{lang}: reproduced {s['reproduced']}/{s['published_template_cases']} ({s['share_reproduced']:.2%})"
-                     for lang, s in res["per_language"].items())
+    return "; ".join(
+        f"{lang}: reproduced {s['reproduced']}/{s['published_template_cases']} ({s['share_reproduced']:.2%})"
+        for lang, s in res["per_language"].items()
+    )
 
 
-def expand_extend(terms: list[Path], raw_files: list[Path], languages: list[str], lowercase_languages: list[str],
-                  out: Path) -> str:
+def expand_extend(terms: list[Path], raw_files: list[Path], languages: list[str], lowercase_languages: list[str], out: Path) -> str:
     """Stage: new cases for the identity terms / slurs of the ``terms`` CSVs."""
     hatecheck_dir, mhc_dir = raw_dirs(raw_files)
     frame = run_extend(terms, hatecheck_dir, mhc_dir, languages, lowercase_languages, out)

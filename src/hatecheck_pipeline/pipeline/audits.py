@@ -75,8 +75,7 @@ def plain_bootstrap(values: Mapping[str, Any], stage: str = "") -> dict[str, Any
     """The bootstrap settings as plain values (samples, seed, level) for an
     audits stage (audits does not import evaluation's ``Bootstrap``), each
     read by its key."""
-    return {"samples": int(values["evaluation.bootstrap_samples"]), "seed": int(values[SEED_KEY]),
-            "level": float(values[LEVEL_KEY])}
+    return {"samples": int(values["evaluation.bootstrap_samples"]), "seed": int(values[SEED_KEY]), "level": float(values[LEVEL_KEY])}
 
 
 def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:

@@ -77,8 +77,13 @@ def commit_stages(names: Iterable[str], root: str | Path = ".", overrides: Mappi
     from hatecheck_pipeline.pipeline import dvc_speedups
 
     wanted = set(names)
-    with Repo(str(root)) as repo, repo.lock, _params_as_run(root, overrides), dvc_speedups.memoised_reads(repo), \
-            dvc_speedups.lock_read_plain():
+    with (
+        Repo(str(root)) as repo,
+        repo.lock,
+        _params_as_run(root, overrides),
+        dvc_speedups.memoised_reads(repo),
+        dvc_speedups.lock_read_plain(),
+    ):
         stages = [s for s in repo.index.stages if getattr(s, "name", None) in wanted]
         missing = wanted - {s.name for s in stages}
         if missing:
@@ -143,8 +148,7 @@ def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None =
 
     from hatecheck_pipeline.pipeline import dvc_speedups
 
-    with Repo(str(root)) as repo, _params_as_run(root, overrides), \
-            dvc_speedups.memoised_reads(repo, git_index=False):
+    with Repo(str(root)) as repo, _params_as_run(root, overrides), dvc_speedups.memoised_reads(repo, git_index=False):
         status = repo.status()
     return {name.split(":")[-1] for name in status}
 
@@ -192,8 +196,12 @@ def stage_runs(rwlock: str | Path) -> str:
         doc = json.loads(Path(rwlock).read_text("utf-8"))
     except (OSError, ValueError):
         return ""
-    infos = [i for group in ("read", "write") for entries in (doc.get(group) or {}).values()
-             for i in (entries if isinstance(entries, list) else [entries])]
+    infos = [
+        i
+        for group in ("read", "write")
+        for entries in (doc.get(group) or {}).values()
+        for i in (entries if isinstance(entries, list) else [entries])
+    ]
     live = {}
     for info in infos:
         try:

@@ -98,8 +98,7 @@ def has(where: str, name: str) -> bool:
     return hasattr(obj, name)
 
 
-def differences(relied_on: Mapping[tuple[str, str], str] = SPEED,
-                signatures: Mapping[str, tuple[str, ...]] = SIGNATURES) -> list[str]:
+def differences(relied_on: Mapping[tuple[str, str], str] = SPEED, signatures: Mapping[str, tuple[str, ...]] = SIGNATURES) -> list[str]:
     """What of ``relied_on`` and ``signatures`` the installed packages lack,
     each as ``where.name`` (and why it is relied on)."""
     gone = []
@@ -112,7 +111,7 @@ def differences(relied_on: Mapping[tuple[str, str], str] = SPEED,
             gone.append(f"{where}.{name} ({why})")
     for where, params in signatures.items():
         try:
-            found = tuple(inspect.signature(resolve(where)).parameters)[:len(params)]
+            found = tuple(inspect.signature(resolve(where)).parameters)[: len(params)]
         except (ImportError, AttributeError, TypeError, ValueError):
             found = ()
         if found != params:
@@ -137,9 +136,12 @@ def check() -> bool:
     ACTIVE = not gone
     if gone:
         more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
-        warnings.warn(f"DVC {dvc_version()}: {gone[0]}{more} differs from what pipeline/dvc_speedups.py relies on; "
-                      "its speed-ups are off and stock DVC records the runs (slower, the same dvc.lock)",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"DVC {dvc_version()}: {gone[0]}{more} differs from what pipeline/dvc_speedups.py relies on; "
+            "its speed-ups are off and stock DVC records the runs (slower, the same dvc.lock)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     return ACTIVE
 
 
@@ -192,8 +194,7 @@ def _memoised_reads(repo: Any, git_index: bool = True):
     def load_path(path: str, fs: Any, **kwargs: Any) -> Any:
         return copy.deepcopy(parsed(path, fs, kwargs))
 
-    def read_param_file(fs: Any, path: str, key_paths: list[str] | None = None, flatten: bool = False,
-                        **kwargs: Any) -> Any:
+    def read_param_file(fs: Any, path: str, key_paths: list[str] | None = None, flatten: bool = False, **kwargs: Any) -> Any:
         def look() -> Any:
             if flatten and key_paths:
                 found = _walked(parsed(path, fs, kwargs), key_paths)
@@ -256,8 +257,7 @@ def _walked(config: Any, key_paths: Iterable[str]) -> dict[str, Any] | None:
     for key in key_paths:
         node = config
         for name in key.split("."):
-            if not name or name.isdigit() or any(c in name for c in "*?[]") or not isinstance(node, Mapping) \
-                    or name not in node:
+            if not name or name.isdigit() or any(c in name for c in "*?[]") or not isinstance(node, Mapping) or name not in node:
                 return None
             node = node[name]
         found[key] = node

@@ -134,8 +134,11 @@ def score_stage(params: Mapping[str, Any], model: str, suite: Suite) -> Stage:
         "evaluate",
         SCORE,
         inputs=inputs,
-        outputs={"metrics": metric(paths.metrics(model, suite.name)), "replicates": out(paths.bootstrap_replicates(model, suite.name)),
-                 "failures": tracked(model_failures(model, suite.name))},
+        outputs={
+            "metrics": metric(paths.metrics(model, suite.name)),
+            "replicates": out(paths.bootstrap_replicates(model, suite.name)),
+            "failures": tracked(model_failures(model, suite.name)),
+        },
         params=keys,
         args=args,
     )
@@ -193,16 +196,16 @@ def hatecheck_agreement_stage() -> Stage:
         "hatecheck_agreement",
         "evaluate",
         HATECHECK_AGREEMENT,
-        inputs={"annotations": paths.raw("hatecheck", "all_annotations.csv"),
-                "released": paths.raw("hatecheck", "test_suite_cases.csv")},
+        inputs={"annotations": paths.raw("hatecheck", "all_annotations.csv"), "released": paths.raw("hatecheck", "test_suite_cases.csv")},
         outputs={"out": metric(hatecheck_agreement_metrics())},
     )
 
 
 def multiclass_models(params: Mapping[str, Any]) -> list[str]:
     """Fine-tuned models whose recipe names its own classes (``labels``)."""
-    return [m for m, spec in params["models"].items()
-            if is_finetuned(spec) and (params["training"]["recipes"][spec["recipe"]].get("labels"))]
+    return [
+        m for m, spec in params["models"].items() if is_finetuned(spec) and (params["training"]["recipes"][spec["recipe"]].get("labels"))
+    ]
 
 
 def multiclass_metrics(model: str, dataset: str) -> str:
@@ -217,25 +220,27 @@ def heldout_multiclass_stages(params: Mapping[str, Any]) -> list[Stage]:
     for model in multiclass_models(params):
         spec = params["models"][model]
         for dataset in spec["train"]:
-            out_.append(Stage(
-                f"heldout_multiclass_{model}_{dataset}",
-                "evaluate",
-                HELDOUT_MULTICLASS,
-                inputs={"model_dir": paths.model_dir(model), "table": paths.processed(dataset, spec["scheme"])},
-                outputs={"out": metric(multiclass_metrics(model, dataset))},
-                params={
-                    "labels": f"training.recipes.{spec['recipe']}.labels",
-                    **profile_params(params, ["max_cases_per_suite", "max_length"]),
-                    "seed": f"models.{model}.seed",
-                    "prediction": "prediction",
-                    "amp": "training.amp",
-                    "bootstrap": bootstrap_keys(),
-                },
-                args={"model": model, "dataset": dataset},
-                threads=max(1, params["prediction"]["threads"]),
-                mem_mb=3000,  # a fine-tuned model loaded (as a predict stage)
-                gpu=profile(params).get("gpu", 0),
-            ))
+            out_.append(
+                Stage(
+                    f"heldout_multiclass_{model}_{dataset}",
+                    "evaluate",
+                    HELDOUT_MULTICLASS,
+                    inputs={"model_dir": paths.model_dir(model), "table": paths.processed(dataset, spec["scheme"])},
+                    outputs={"out": metric(multiclass_metrics(model, dataset))},
+                    params={
+                        "labels": f"training.recipes.{spec['recipe']}.labels",
+                        **profile_params(params, ["max_cases_per_suite", "max_length"]),
+                        "seed": f"models.{model}.seed",
+                        "prediction": "prediction",
+                        "amp": "training.amp",
+                        "bootstrap": bootstrap_keys(),
+                    },
+                    args={"model": model, "dataset": dataset},
+                    threads=max(1, params["prediction"]["threads"]),
+                    mem_mb=3000,  # a fine-tuned model loaded (as a predict stage)
+                    gpu=profile(params).get("gpu", 0),
+                )
+            )
     return out_
 
 
@@ -256,15 +261,21 @@ def diff_stages(params: Mapping[str, Any]) -> list[Stage]:
         if missing:
             raise PipelineError(f"evaluation.diffs[{i}]: {', '.join(missing)} not scored on {name!r} (a model's suites name it)")
         suite = scored_on[(a, name)]
-        out_.append(Stage(
-            diff_stage_name(a, b, name),
-            "evaluate",
-            DIFF,
-            inputs={"predictions_a": paths.predictions(a, name), "predictions_b": paths.predictions(b, name), "gold_table": suite.raw_table()},
-            outputs={"out": metric(paths.model_diff(a, b, name))},
-            params={"bootstrap": bootstrap_keys("evaluation.diff_samples")},
-            args={"suite": suite, "a": a, "b": b},
-        ))
+        out_.append(
+            Stage(
+                diff_stage_name(a, b, name),
+                "evaluate",
+                DIFF,
+                inputs={
+                    "predictions_a": paths.predictions(a, name),
+                    "predictions_b": paths.predictions(b, name),
+                    "gold_table": suite.raw_table(),
+                },
+                outputs={"out": metric(paths.model_diff(a, b, name))},
+                params={"bootstrap": bootstrap_keys("evaluation.diff_samples")},
+                args={"suite": suite, "a": a, "b": b},
+            )
+        )
     return out_
 
 

@@ -23,7 +23,7 @@ GPT = "hatecheck_pipeline.evaluation.gpt_hatecheck"
 
 def resolve(path: str) -> str:
     """``package:NAME`` -> the file shipped in resources/expansion."""
-    return f"{RESOURCES}/{path[len('package:'):]}" if path.startswith("package:") else path
+    return f"{RESOURCES}/{path[len('package:') :]}" if path.startswith("package:") else path
 
 
 def template_inputs(params: Mapping[str, Any]) -> list[str]:
@@ -57,8 +57,7 @@ def expanded_names(params: Mapping[str, Any]) -> list[str]:
 
 def gpt_suites(params: Mapping[str, Any]) -> dict[str, str]:
     """Each generated suite -> its table (GPT-HateCheck, one per language)."""
-    return {f"gpt_hatecheck_{lang}": paths.expanded_table(f"gpt_hatecheck_{lang}")
-            for lang in params["expansion"]["llm"]["languages"]}
+    return {f"gpt_hatecheck_{lang}": paths.expanded_table(f"gpt_hatecheck_{lang}") for lang in params["expansion"]["llm"]["languages"]}
 
 
 def gpt_report(lang: str, kind: str) -> str:
@@ -108,40 +107,64 @@ def llm_stages(params: Mapping[str, Any]) -> list[Stage]:
     for lang in llm["languages"]:
         cand = paths.expansion_file(f"gpt_candidates_{lang}", "candidates.parquet")
         name = f"gpt_hatecheck_{lang}"
-        out_.append(Stage(
-            f"expand_llm_generate_{lang}", "expand", f"{GPT}:gpt_generate",
-            inputs={"slurs": f"{RESOURCES}/gpt_hatecheck_slurs.yaml", "prompts_file": prompts_file,
-                    **gen_weights},
-            outputs={"candidates": out(cand), "requests": out(gpt_report(lang, "requests.parquet")),
-                     "report": metric(gpt_report(lang, "generation.json"))},
-            params={"settings": "expansion.llm", "backends": "llm.backends", "threads": "llm.threads", **profile_params(params, ["gpt_hatecheck"])},
-            args={"language": lang},
-            threads=threads,
-            mem_mb=gen_mem,
-        ))
-        out_.append(Stage(
-            f"expand_llm_validate_{lang}", "expand", f"{GPT}:gpt_validate",
-            inputs={"candidates": cand, "hypotheses": hypotheses, "generation": gpt_report(lang, "generation.json"),
-                    **judge_weights},
-            outputs={
-                "accepted": out(paths.expanded_table(name)),
-                "rejected": out(paths.expansion_file(name, "rejected.parquet")),
-                "report": metric(gpt_report(lang, "validation.json")),
-            },
-            params={"settings": "expansion.nli", "targets": "expansion.llm.targets", "backends": "llm.backends",
-                    "threads": "llm.threads", "batch_size": "llm.batch_size", **profile_params(params, ["gpt_hatecheck"])},
-            args={"name": name},
-            threads=threads,
-            mem_mb=judge_mem,
-        ))
-    out_.append(Stage(
-        "expand_quality", "expand", f"{GPT}:gpt_quality",
-        inputs={"reference": paths.interim_table("hatecheck"), "generated": gpt_suites(params)},
-        outputs={"report": metric(quality_report())},
-        params={"settings": "expansion.quality", **profile_params(params, ["gpt_hatecheck"])},
-        threads=exp["quality"]["threads"],
-        mem_mb=4000,
-    ))
+        out_.append(
+            Stage(
+                f"expand_llm_generate_{lang}",
+                "expand",
+                f"{GPT}:gpt_generate",
+                inputs={"slurs": f"{RESOURCES}/gpt_hatecheck_slurs.yaml", "prompts_file": prompts_file, **gen_weights},
+                outputs={
+                    "candidates": out(cand),
+                    "requests": out(gpt_report(lang, "requests.parquet")),
+                    "report": metric(gpt_report(lang, "generation.json")),
+                },
+                params={
+                    "settings": "expansion.llm",
+                    "backends": "llm.backends",
+                    "threads": "llm.threads",
+                    **profile_params(params, ["gpt_hatecheck"]),
+                },
+                args={"language": lang},
+                threads=threads,
+                mem_mb=gen_mem,
+            )
+        )
+        out_.append(
+            Stage(
+                f"expand_llm_validate_{lang}",
+                "expand",
+                f"{GPT}:gpt_validate",
+                inputs={"candidates": cand, "hypotheses": hypotheses, "generation": gpt_report(lang, "generation.json"), **judge_weights},
+                outputs={
+                    "accepted": out(paths.expanded_table(name)),
+                    "rejected": out(paths.expansion_file(name, "rejected.parquet")),
+                    "report": metric(gpt_report(lang, "validation.json")),
+                },
+                params={
+                    "settings": "expansion.nli",
+                    "targets": "expansion.llm.targets",
+                    "backends": "llm.backends",
+                    "threads": "llm.threads",
+                    "batch_size": "llm.batch_size",
+                    **profile_params(params, ["gpt_hatecheck"]),
+                },
+                args={"name": name},
+                threads=threads,
+                mem_mb=judge_mem,
+            )
+        )
+    out_.append(
+        Stage(
+            "expand_quality",
+            "expand",
+            f"{GPT}:gpt_quality",
+            inputs={"reference": paths.interim_table("hatecheck"), "generated": gpt_suites(params)},
+            outputs={"report": metric(quality_report())},
+            params={"settings": "expansion.quality", **profile_params(params, ["gpt_hatecheck"])},
+            threads=exp["quality"]["threads"],
+            mem_mb=4000,
+        )
+    )
     return out_
 
 
@@ -149,54 +172,74 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
     if "expansion" not in params:
         return []
     exp = params["expansion"]
-    out_: list[Stage] = [Stage(
-        "expand_templates", "expand", "hatecheck_pipeline.expansion.templates:expand_templates",
-        inputs={"raw_files": template_inputs(params)},
-        outputs={
-            "table": out(paths.expansion_file("regenerated", "table.parquet")),
-            "differences": out(paths.expansion_file("regenerated", "differences.csv")),
-            "reproduction": metric(paths.expansion_file("regenerated", "reproduction.json")),
-        },
-        params=TEMPLATE_KEYS,
-    )]
-    if exp["templates"]["new_terms"]:
-        out_.append(Stage(
-            "expand_extend", "expand", "hatecheck_pipeline.expansion.templates:expand_extend",
-            inputs={"terms": [resolve(p) for p in exp["templates"]["new_terms"]], "raw_files": template_inputs(params)},
-            outputs={"out": out(paths.expanded_table("extended"))},
+    out_: list[Stage] = [
+        Stage(
+            "expand_templates",
+            "expand",
+            "hatecheck_pipeline.expansion.templates:expand_templates",
+            inputs={"raw_files": template_inputs(params)},
+            outputs={
+                "table": out(paths.expansion_file("regenerated", "table.parquet")),
+                "differences": out(paths.expansion_file("regenerated", "differences.csv")),
+                "reproduction": metric(paths.expansion_file("regenerated", "reproduction.json")),
+            },
             params=TEMPLATE_KEYS,
-        ))
+        )
+    ]
+    if exp["templates"]["new_terms"]:
+        out_.append(
+            Stage(
+                "expand_extend",
+                "expand",
+                "hatecheck_pipeline.expansion.templates:expand_extend",
+                inputs={"terms": [resolve(p) for p in exp["templates"]["new_terms"]], "raw_files": template_inputs(params)},
+                outputs={"out": out(paths.expanded_table("extended"))},
+                params=TEMPLATE_KEYS,
+            )
+        )
     coverage = []
     for name, (source, languages) in perturb_sources(params).items():
         cov = paths.expansion_file(name, "coverage.json")
         coverage.append(cov)
-        out_.append(Stage(
-            f"expand_{name}", "expand", "hatecheck_pipeline.expansion.perturb:expand_perturb",
-            inputs={"table": paths.interim_table(source)},
-            outputs={"out": out(paths.expanded_table(name)), "coverage": out(cov)},
-            params={"generators": "expansion.perturb.generators", "seed": "expansion.perturb.seed"},
-            args={"name": name, "languages": languages},
-        ))
+        out_.append(
+            Stage(
+                f"expand_{name}",
+                "expand",
+                "hatecheck_pipeline.expansion.perturb:expand_perturb",
+                inputs={"table": paths.interim_table(source)},
+                outputs={"out": out(paths.expanded_table(name)), "coverage": out(cov)},
+                params={"generators": "expansion.perturb.generators", "seed": "expansion.perturb.seed"},
+                args={"name": name, "languages": languages},
+            )
+        )
     if coverage:
-        out_.append(Stage(
-            "expand_coverage_report", "expand", "hatecheck_pipeline.expansion.perturb:expand_coverage_report",
-            inputs={"coverage": coverage},
-            outputs={
-                "report_csv": out(paths.expansion_file("reports", "perturbation_coverage.csv")),
-                "report_json": metric(paths.expansion_file("reports", "perturbation_coverage.json")),
-            },
-        ))
+        out_.append(
+            Stage(
+                "expand_coverage_report",
+                "expand",
+                "hatecheck_pipeline.expansion.perturb:expand_coverage_report",
+                inputs={"coverage": coverage},
+                outputs={
+                    "report_csv": out(paths.expansion_file("reports", "perturbation_coverage.csv")),
+                    "report_json": metric(paths.expansion_file("reports", "perturbation_coverage.json")),
+                },
+            )
+        )
     if exp["llm"]["enabled"]:
         out_ += llm_stages(params)
     for name in expanded_names(params):
         for scheme in exp["schemes"]:
-            out_.append(Stage(
-                f"expand_preprocess_{name}_{scheme}", "expand", "hatecheck_pipeline.expansion.preprocess:expand_preprocess",
-                inputs={"table": paths.expanded_table(name)},
-                outputs={"out": out(paths.expanded_processed(name, scheme))},
-                params={"settings": f"preprocessing.schemes.{scheme}"},
-                args={"name": name, "scheme": scheme},
-            ))
+            out_.append(
+                Stage(
+                    f"expand_preprocess_{name}_{scheme}",
+                    "expand",
+                    "hatecheck_pipeline.expansion.preprocess:expand_preprocess",
+                    inputs={"table": paths.expanded_table(name)},
+                    outputs={"out": out(paths.expanded_processed(name, scheme))},
+                    params={"settings": f"preprocessing.schemes.{scheme}"},
+                    args={"name": name, "scheme": scheme},
+                )
+            )
     return out_
 
 
@@ -221,10 +264,17 @@ def gpt_compare_stages(params: Mapping[str, Any]) -> list[Stage]:
             pairs[model] = ["hatecheck", gpt[0]]
     if not pairs:
         return []
-    return [Stage(
-        "gpt_hatecheck_compare", "evaluate", f"{GPT}:gpt_compare",
-        inputs={"hatecheck": paths.interim_table("hatecheck"), "generated": generated,
-                "predictions": {f"{m}/{s}": paths.predictions(m, s) for m, ss in pairs.items() for s in ss}},
-        outputs={"report": metric(gpt_compare_report())},
-        args={"id_columns": {"hatecheck": "case_id", **{n: "id" for n in generated}}, "pairs": pairs},
-    )]
+    return [
+        Stage(
+            "gpt_hatecheck_compare",
+            "evaluate",
+            f"{GPT}:gpt_compare",
+            inputs={
+                "hatecheck": paths.interim_table("hatecheck"),
+                "generated": generated,
+                "predictions": {f"{m}/{s}": paths.predictions(m, s) for m, ss in pairs.items() for s in ss},
+            },
+            outputs={"report": metric(gpt_compare_report())},
+            args={"id_columns": {"hatecheck": "case_id", **{n: "id" for n in generated}}, "pairs": pairs},
+        )
+    ]

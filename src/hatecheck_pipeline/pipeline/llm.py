@@ -74,8 +74,10 @@ def sets_stage() -> Stage:
         SETS,
         inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos"), "paper_sets": PAPER_SETS},
         outputs={"items": out(paths.ethos_sets()), "pools": out(paths.ethos_pools()), "report": metric(paths.ethos_sets_validation())},
-        params={k: f"llm.ethos.{k}" for k in ("example_source", "fuzzy_threshold", "seed", "threshold", "not_hate_max",
-                                              "per_category", "example_sets", "expected")},
+        params={
+            k: f"llm.ethos.{k}"
+            for k in ("example_source", "fuzzy_threshold", "seed", "threshold", "not_hate_max", "per_category", "example_sets", "expected")
+        },
     )
 
 
@@ -109,8 +111,12 @@ def misspelling_stage(name: str, params: Mapping[str, Any]) -> Stage:
         f"llm_misspelling_{name}",
         PHASE,
         MISSPELLING_RUN,
-        inputs={"table": paths.interim_table("ethos"), "validation": paths.validation_json("ethos"), "published": PUBLISHED,
-                **weights_input(params["llm"]["backends"][name])},
+        inputs={
+            "table": paths.interim_table("ethos"),
+            "validation": paths.validation_json("ethos"),
+            "published": PUBLISHED,
+            **weights_input(params["llm"]["backends"][name]),
+        },
         outputs={"answers": out(paths.llm_misspelling_answers(name)), "metrics": metric(paths.llm_misspelling_metrics(name))},
         # the profile's cap of the versions asked per category (smoke)
         params=backend_params(name, params, ["llm_misspelling_max_texts"], threshold="llm.ethos.threshold"),

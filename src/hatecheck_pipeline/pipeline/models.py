@@ -151,7 +151,9 @@ def rationales_stage(params: Mapping[str, Any], sup: Mapping[str, Any]) -> Stage
     )
 
 
-def variant_train_stage(params: Mapping[str, Any], model: str, from_model: str, recipe: str, extra: Mapping[str, str] | None = None) -> Stage:
+def variant_train_stage(
+    params: Mapping[str, Any], model: str, from_model: str, recipe: str, extra: Mapping[str, str] | None = None
+) -> Stage:
     """train_<model> of a variant of ``from_model`` (its role, scheme, data
     and seed) with another recipe; ``extra``: more named inputs."""
     base = train_stage(params, from_model)
@@ -285,16 +287,23 @@ def classifier_predict_stage(params: Mapping[str, Any], model: str, group: str, 
         f"predict_{model}_{group}",
         "predict",
         CLASSIFIER_PREDICT,
-        inputs={"card": paths.model_card(model), "tables": {s.name: s.raw_table() for s in suites},
-                # the suites' data-quality results: a failed validation stops prediction
-                "validation": sorted({paths.validation_json(s.dataset) for s in suites if not s.expanded}),
-                **({"model_file": read} if read else {})},
+        inputs={
+            "card": paths.model_card(model),
+            "tables": {s.name: s.raw_table() for s in suites},
+            # the suites' data-quality results: a failed validation stops prediction
+            "validation": sorted({paths.validation_json(s.dataset) for s in suites if not s.expanded}),
+            **({"model_file": read} if read else {}),
+        },
         outputs={"predictions": tuple(out(paths.predictions(model, s.name)) for s in suites)},
         # a transformers model follows the fine-tuned models' precision rule (the profile's predict_cpu_bf16)
-        params={"spec": f"models.{model}", "seed": f"models.{model}.seed", "threshold": "prediction.threshold",
-                "threads": "prediction.threads",
-                **({"amp": "training.amp"} if spec["kind"] == "pretrained" else {}),
-                **profile_params(params, [*cap_keys, *(["predict_cpu_bf16"] if spec["kind"] == "pretrained" else [])])},
+        params={
+            "spec": f"models.{model}",
+            "seed": f"models.{model}.seed",
+            "threshold": "prediction.threshold",
+            "threads": "prediction.threads",
+            **({"amp": "training.amp"} if spec["kind"] == "pretrained" else {}),
+            **profile_params(params, [*cap_keys, *(["predict_cpu_bf16"] if spec["kind"] == "pretrained" else [])]),
+        },
         args={"model": model, "suites": suites, "cap_key": cap_keys[0]},
         threads=max(1, params["prediction"]["threads"]),
         mem_mb=CLASSIFIER_MEM_MB.get(spec["kind"], PREDICT_MEM_MB),

@@ -75,13 +75,14 @@ def held_logs(logs_dir: str | Path = LOGS, proc: str | Path = "/proc") -> set[Pa
                 target = os.readlink(fd.path)
             except OSError:
                 continue
-            if target.startswith(folder) and target.endswith(".log") and os.sep not in target[len(folder):]:
+            if target.startswith(folder) and target.endswith(".log") and os.sep not in target[len(folder) :]:
                 found.add(Path(target))
     return found
 
 
-def running_stages(logs_dir: str | Path = LOGS, held: Iterable[Path] | None = None, recent_s: float = 60.0,
-                   now: float | None = None) -> list[Running]:
+def running_stages(
+    logs_dir: str | Path = LOGS, held: Iterable[Path] | None = None, recent_s: float = 60.0, now: float | None = None
+) -> list[Running]:
     """The stages running now, by name: those whose log a process holds open
     (``held``, :func:`held_logs`' answer), or, where none is held, those whose
     log was written in the last ``recent_s`` seconds."""
@@ -110,9 +111,15 @@ def render(rows: list[Running], width: int) -> list[str]:
     return [line if len(line) <= width else line[: max(1, width - 1)] + "…" for line in lines]
 
 
-def follow(logs_dir: str | Path = LOGS, interval_s: float = 2.0, recent_s: float = 60.0, out: TextIO | None = None,
-           run_alive: Callable[[], bool] = lambda: False, sleep: Callable[[float], None] = time.sleep,
-           find_held: Callable[[], set[Path] | None] | None = None) -> int:
+def follow(
+    logs_dir: str | Path = LOGS,
+    interval_s: float = 2.0,
+    recent_s: float = 60.0,
+    out: TextIO | None = None,
+    run_alive: Callable[[], bool] = lambda: False,
+    sleep: Callable[[float], None] = time.sleep,
+    find_held: Callable[[], set[Path] | None] | None = None,
+) -> int:
     """Show every running stage's last progress line every ``interval_s``
     seconds until no stage runs and no Snakemake run of the workspace is
     alive (``run_alive``: between two jobs none runs). On a terminal the
@@ -145,9 +152,15 @@ def follow(logs_dir: str | Path = LOGS, interval_s: float = 2.0, recent_s: float
     return refreshes
 
 
-def report_while(alive: Callable[[], bool], logs_dir: str | Path = LOGS, interval_s: float = 10.0,
-                 out: TextIO | None = None, sleep: Callable[[float], None] = time.sleep,
-                 find_held: Callable[[], set[Path] | None] | None = None, recent_s: float = 60.0) -> int:
+def report_while(
+    alive: Callable[[], bool],
+    logs_dir: str | Path = LOGS,
+    interval_s: float = 10.0,
+    out: TextIO | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    find_held: Callable[[], set[Path] | None] | None = None,
+    recent_s: float = 60.0,
+) -> int:
     """While ``alive()`` (a run this command started), every ``interval_s``
     seconds, one line per running stage whose progress line changed since it
     was last shown: ``  <stage>: <line>``. Lines are only appended, never

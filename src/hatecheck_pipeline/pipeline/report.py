@@ -33,8 +33,11 @@ def table_files(params: Mapping[str, Any]) -> dict[str, str]:
 def failure_files(params: Mapping[str, Any]) -> dict[str, str]:
     """score stage -> its failures.csv, for every model on a HateCheck or MHC
     suite (the report lists failing cases under Tables 1's functional tests)."""
-    return {s.stage: model_failures(s.model, s.suite) for s in evaluate.sources(params)
-            if s.dataset in ("hatecheck", "mhc") and not s.heldout and not s.expanded}
+    return {
+        s.stage: model_failures(s.model, s.suite)
+        for s in evaluate.sources(params)
+        if s.dataset in ("hatecheck", "mhc") and not s.heldout and not s.expanded
+    }
 
 
 def _produced(stages: list[Stage]) -> set[str]:
@@ -69,9 +72,7 @@ def expanded_suites(params: Mapping[str, Any]) -> dict[str, str]:
     from hatecheck_pipeline.pipeline import expand
 
     return {
-        f"{s.args['name']}/{s.args['scheme']}": s.outputs["out"].path
-        for s in expand.stages(params)
-        if s.function == "expand_preprocess"
+        f"{s.args['name']}/{s.args['scheme']}": s.outputs["out"].path for s in expand.stages(params) if s.function == "expand_preprocess"
     }
 
 
@@ -85,10 +86,13 @@ def gpt_hatecheck_files(params: Mapping[str, Any]) -> dict[str, str]:
     langs = params.get("expansion", {}).get("llm", {}).get("languages", [])
     if not langs:
         return {}
-    wanted = {"generation": expand.gpt_report(langs[0], "generation.json"),
-              "requests": expand.gpt_report(langs[0], "requests.parquet"),
-              "validation": expand.gpt_report(langs[0], "validation.json"),
-              "quality": expand.quality_report(), "compare": expand.gpt_compare_report()}
+    wanted = {
+        "generation": expand.gpt_report(langs[0], "generation.json"),
+        "requests": expand.gpt_report(langs[0], "requests.parquet"),
+        "validation": expand.gpt_report(langs[0], "validation.json"),
+        "quality": expand.quality_report(),
+        "compare": expand.gpt_compare_report(),
+    }
     return {k: v for k, v in wanted.items() if v in produced}
 
 
@@ -123,14 +127,18 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
         inputs["ethos_sets"] = llm.ethos_sets_report_path(params)  # which example sets, next to Tables 4 and 7
     inputs["mhc_t5"] = paths.table_summary("mhc_t5")  # MHC Table 5 (stage mhc_disagreement)
     inputs["hatecheck_agreement"] = evaluate.hatecheck_agreement_metrics()  # HateCheck section 2.5 (stage hatecheck_agreement)
-    multiclass = {f"{m}/{d}": evaluate.multiclass_metrics(m, d) for m in evaluate.multiclass_models(params) for d in params["models"][m]["train"]}
+    multiclass = {
+        f"{m}/{d}": evaluate.multiclass_metrics(m, d) for m in evaluate.multiclass_models(params) for d in params["models"][m]["train"]
+    }
     if multiclass:  # HateCheck appendix F (stages heldout_multiclass_<model>_<dataset>)
         inputs["multiclass"] = multiclass
     misspelling = llm.misspelling_metrics_paths(params)
     if misspelling:
         inputs["llm_misspelling"] = misspelling
-    diffs = {evaluate.diff_stage_name(e["a"], e["b"], e["suite"]): paths.model_diff(e["a"], e["b"], e["suite"])
-             for e in params["evaluation"].get("diffs") or []}
+    diffs = {
+        evaluate.diff_stage_name(e["a"], e["b"], e["suite"]): paths.model_diff(e["a"], e["b"], e["suite"])
+        for e in params["evaluation"].get("diffs") or []
+    }
     if diffs:  # what changed between two models per functional test (evaluation.diffs)
         inputs["diffs"] = diffs
     failures = failure_files(params)
@@ -163,7 +171,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 "models": "models",
                 **llm_keys,
             },
-        )
+        ),
     ]
 
 
@@ -176,15 +184,23 @@ def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
 
     scored = {evaluate.score_stage_name(model, s.name): s for s in suites_run(params, model)}
     not_run = not_run_suites(params, model)  # e.g. a scoring API's languages leave a suite out
-    answers = ({"answers": {k: paths.predictions(model, s.name) for k, s in scored.items()}}
-               if params["models"][model].get("kind") == "http" else {})
+    answers = (
+        {"answers": {k: paths.predictions(model, s.name) for k, s in scored.items()}}
+        if params["models"][model].get("kind") == "http"
+        else {}
+    )
     return Stage(
         f"model_page_{model}",
         "report",
         MODEL_PAGE,
-        inputs={"card": paths.model_card(model), "metrics": {k: paths.metrics(model, s.name) for k, s in scored.items()},
-                "failures": {k: model_failures(model, s.name) for k, s in scored.items()},
-                "published": PUBLISHED, "functionalities": FUNCTIONALITIES, **answers},
+        inputs={
+            "card": paths.model_card(model),
+            "metrics": {k: paths.metrics(model, s.name) for k, s in scored.items()},
+            "failures": {k: model_failures(model, s.name) for k, s in scored.items()},
+            "published": PUBLISHED,
+            "functionalities": FUNCTIONALITIES,
+            **answers,
+        },
         outputs={"page": out(paths.model_page(model))},
         params={"below_mark": "evaluation.below_mark", "max_ci_width": "evaluation.max_ci_width"},
         args={"model": model, "scored": scored, **({"not_run": not_run} if not_run else {})},

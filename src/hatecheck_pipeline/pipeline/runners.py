@@ -347,6 +347,7 @@ def align_to_record(
     times, so that Snakemake re-runs them. ``overrides``: the run's
     ``--config`` values, with which DVC compares the record
     (:func:`record_in_dvc` records them)."""
+
     def stale(s: Stage) -> bool:
         outs = [_mtime(o.path) for o in s.snakemake_outs]
         if not outs or None in outs:
@@ -370,8 +371,10 @@ def align_to_record(
                 os.utime(marker, (stamp, stamp))
         done.append(s.name)
     if done:
-        echo(f"aligned the modification times of {len(done)} stage(s) up to date in dvc.lock "
-             "(outputs pulled or checked out by DVC), so that Snakemake does not re-run them")
+        echo(
+            f"aligned the modification times of {len(done)} stage(s) up to date in dvc.lock "
+            "(outputs pulled or checked out by DVC), so that Snakemake does not re-run them"
+        )
     return done
 
 
@@ -418,12 +421,11 @@ SNAKEMAKE_LOCKS = ".snakemake/locks"
 SNAKEMAKE_RELIED_ON = {
     ("workflow", "local_exec"): "jobs run on this machine (not Slurm): threads capped, no job rate limiter",
     ("workflow.scheduler", "job_rate_limiter"): "set to None at onstart (disable_job_rate_limiter): no timer-driven "
-                                                "scheduling passes; where absent, warned once",
+    "scheduling passes; where absent, warned once",
     ("workflow.dag", "jobs"): "every job of the run's DAG, at onsuccess (dag_job_names): recorded if never recorded",
     ("job.rule", "name"): "a job's rule, i.e. its stage",
     (SNAKEMAKE_LOCKS, "*"): "where a run's locks are (clear_stale_locks removes those a killed run left)",
-    ("directory()", ".snakemake_timestamp"): "the marker whose time Snakemake takes as a directory output's (_mtime, "
-                                             "align_to_record)",
+    ("directory()", ".snakemake_timestamp"): "the marker whose time Snakemake takes as a directory output's (_mtime, align_to_record)",
 }
 _WARNED: set[str] = set()
 
@@ -454,8 +456,11 @@ def disable_job_rate_limiter(workflow: Any) -> bool:
     if scheduler is None or not hasattr(scheduler, "job_rate_limiter"):
         import importlib.metadata
 
-        _warn_once("job_rate_limiter", f"Snakemake {importlib.metadata.version('snakemake')}: workflow.scheduler has no "
-                   "job_rate_limiter (pipeline/runners.SNAKEMAKE_RELIED_ON); the run keeps Snakemake's rate limiter")
+        _warn_once(
+            "job_rate_limiter",
+            f"Snakemake {importlib.metadata.version('snakemake')}: workflow.scheduler has no "
+            "job_rate_limiter (pipeline/runners.SNAKEMAKE_RELIED_ON); the run keeps Snakemake's rate limiter",
+        )
         return False
     scheduler.job_rate_limiter = None
     return True
@@ -528,13 +533,17 @@ def hold_dvc_lock(root: str | Path = ".") -> bool:
     try:
         lock.lock()
     except LockError as exc:
-        raise PipelineError(f"{lockfile}: DVC or another Snakemake run is working in this workspace (DVC's repository "
-                            "lock is held); wait for it to finish, then run Snakemake again") from exc
+        raise PipelineError(
+            f"{lockfile}: DVC or another Snakemake run is working in this workspace (DVC's repository "
+            "lock is held); wait for it to finish, then run Snakemake again"
+        ) from exc
     busy = dvc_adapter.stage_runs(lockfile.parent / "rwlock")
     if busy:
         lock.unlock()
-        raise PipelineError(f"{lockfile.parent / 'rwlock'}: DVC is running a stage in this workspace ({busy}); "
-                            "wait for it to finish, then run Snakemake again")
+        raise PipelineError(
+            f"{lockfile.parent / 'rwlock'}: DVC is running a stage in this workspace ({busy}); "
+            "wait for it to finish, then run Snakemake again"
+        )
     _HELD["lock"] = lock
     return True
 

@@ -89,8 +89,9 @@ def shown_ci(cell: Mapping[str, Any]) -> str:
     >>> shown_ci({"ci_low": None, "ci_high": None, "n": None})
     ''
     """
-    parts = ([] if cell.get("ci_low") is None else [f"[{fmt(cell['ci_low'])}, {fmt(cell['ci_high'])}]"]) + \
-        ([] if cell.get("n") is None else [f"n={cell['n']}"])
+    parts = ([] if cell.get("ci_low") is None else [f"[{fmt(cell['ci_low'])}, {fmt(cell['ci_high'])}]"]) + (
+        [] if cell.get("n") is None else [f"n={cell['n']}"]
+    )
     return f'<span class="ci">{" ".join(parts)}</span>' if parts else ""
 
 
@@ -105,14 +106,17 @@ def td(cell: Mapping[str, Any] | None, below_mark: float | None, max_ci_width: f
     seen = cell.get("setting") == SEEN_IN_TRAINING
     undefined = value is None and bool(cell.get("undefined"))
     wide = too_wide(cell.get("ci_low"), cell.get("ci_high"), max_ci_width)
-    classes = ["seen" if seen else "below" if below_mark is not None and value is not None and value < below_mark else "",
-               "undefined" if undefined else "", "too-few" if wide else ""]
+    classes = [
+        "seen" if seen else "below" if below_mark is not None and value is not None and value < below_mark else "",
+        "undefined" if undefined else "",
+        "too-few" if wide else "",
+    ]
     cls = " ".join(c for c in classes if c)
     cls = f' class="{cls}"' if cls else ""
     return (
         f'<td{cls} data-cell-id="{escape(cell["cell_id"])}" data-metrics="{escape(cell["metrics_file"])}"'
         f' data-stage="{escape(cell["stage"])}" title="{escape(wide + provenance(cell) + (SEEN_NOTE if seen else ""))}">'
-        f'{NA if undefined else fmt(value)}{" (training data)" if seen else ""}{shown_ci(cell) if show_ci else ""}</td>'
+        f"{NA if undefined else fmt(value)}{' (training data)' if seen else ''}{shown_ci(cell) if show_ci else ''}</td>"
     )
 
 
@@ -149,9 +153,7 @@ def pivot(
         row_keys.sort(key=lambda code: P.functionality_order(code, functionalities_of))
     col_keys = list(dict.fromkeys(cells[columns].to_list()))
     lookup = {(r[rows], r[columns]): r for r in cells.iter_rows(named=True)}
-    head = "".join(
-        f"<th>{escape(str(c))}</th>" + (f'<th>{escape(str(c))} (paper)</th>' if published is not None else "") for c in col_keys
-    )
+    head = "".join(f"<th>{escape(str(c))}</th>" + (f"<th>{escape(str(c))} (paper)</th>" if published is not None else "") for c in col_keys)
     body = []
     for rk in row_keys:
         tds = []
@@ -164,7 +166,9 @@ def pivot(
         label = P.functionality_label(rk, functionalities_of) if functionalities_of else str(rk)
         body.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return f'<table id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead"></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return (
+        f'<table id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead"></th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
 
 
 def undefined_td(reason: str, cid: str, source: str, stage: str, note: str = "") -> str:
@@ -176,8 +180,9 @@ def undefined_td(reason: str, cid: str, source: str, stage: str, note: str = "")
     )
 
 
-def json_td(value: Any, cid: str, source: str, stage: str, digits: int = 1, note: str = "", cls: str = "",
-            undefined: str | None = None) -> str:
+def json_td(
+    value: Any, cid: str, source: str, stage: str, digits: int = 1, note: str = "", cls: str = "", undefined: str | None = None
+) -> str:
     """A cell of a figure read from a JSON artifact, with its provenance;
     ``undefined``: why a None figure is undefined (shown as n/a, not as
     missing)."""

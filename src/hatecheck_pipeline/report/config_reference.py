@@ -186,8 +186,9 @@ def _otherwise(test: Mapping[str, Any]) -> str:
     return f"{names} is another value{absent}" if names else "otherwise"
 
 
-def _branches(node: Mapping[str, Any], schema: Mapping[str, Any], when: str, conds: tuple[Condition, ...],
-              depth: int) -> Iterator[tuple[dict[str, Any], str, tuple[Condition, ...]]]:
+def _branches(
+    node: Mapping[str, Any], schema: Mapping[str, Any], when: str, conds: tuple[Condition, ...], depth: int
+) -> Iterator[tuple[dict[str, Any], str, tuple[Condition, ...]]]:
     """``node`` and the ``then``/``else`` schemas of its ``if`` chain, each with its condition in
     words and as schemas (an ``else`` that holds an ``if`` of its own is labelled by that one)."""
     yield node, when, conds
@@ -223,8 +224,9 @@ def _join(path: str, part: str) -> str:
     return f"{path}.{part}" if path else part
 
 
-def _children(node: Mapping[str, Any], schema: Mapping[str, Any], when: str = "", conds: tuple[Condition, ...] = (),
-              depth: int = 0) -> Iterator[tuple[Any, str, dict[str, Any], str, tuple[Condition, ...], str]]:
+def _children(
+    node: Mapping[str, Any], schema: Mapping[str, Any], when: str = "", conds: tuple[Condition, ...] = (), depth: int = 0
+) -> Iterator[tuple[Any, str, dict[str, Any], str, tuple[Condition, ...], str]]:
     """(part, label, schema, condition, conditions, requirement) of every key one level below ``node``
     (``depth``: the number of parts of ``node``'s own path)."""
     node = resolve(node, schema)
@@ -232,8 +234,7 @@ def _children(node: Mapping[str, Any], schema: Mapping[str, Any], when: str = ""
         required = set(branch.get("required") or [])
         sometimes = _conditional_required(branch)
         for key, sub in (branch.get("properties") or {}).items():
-            need = "required" if key in required else (
-                "required when " + " or ".join(sometimes[key]) if key in sometimes else "optional")
+            need = "required" if key in required else ("required when " + " or ".join(sometimes[key]) if key in sometimes else "optional")
             yield key, key, sub, cond, bconds, need
         subs = branch.get("additionalProperties")
         for sub in [subs] if isinstance(subs, Mapping) else list((branch.get("patternProperties") or {}).values()):
@@ -247,8 +248,14 @@ def _children(node: Mapping[str, Any], schema: Mapping[str, Any], when: str = ""
                 yield from _children(alternative, schema, cond, bconds, depth)
 
 
-def rows(schema: Mapping[str, Any], node: Mapping[str, Any] | None = None, parts: tuple[Any, ...] = (),
-         path: str = "", when: str = "", conds: tuple[Condition, ...] = ()) -> list[Row]:
+def rows(
+    schema: Mapping[str, Any],
+    node: Mapping[str, Any] | None = None,
+    parts: tuple[Any, ...] = (),
+    path: str = "",
+    when: str = "",
+    conds: tuple[Condition, ...] = (),
+) -> list[Row]:
     """Every key below ``node`` (the whole schema by default), depth first, in the schema's order."""
     out = []
     for part, label, sub, cond, bconds, need in _children(node if node is not None else schema, schema, when, conds, len(parts)):
@@ -258,14 +265,25 @@ def rows(schema: Mapping[str, Any], node: Mapping[str, Any] | None = None, parts
         resolved = resolve(sub, schema)
         has_children = any(True for _ in _children(resolved, schema))
         limits = constraints_of(resolved, schema) + ([need] if need and need != "required" else [])
-        out.append(Row(parts + (part,), _join(path, label), cond, bconds, type_of(resolved, schema), "; ".join(limits),
-                       str(resolved.get("description", "")).strip(), has_children and _types(resolved, schema) == ["mapping"]))
+        out.append(
+            Row(
+                parts + (part,),
+                _join(path, label),
+                cond,
+                bconds,
+                type_of(resolved, schema),
+                "; ".join(limits),
+                str(resolved.get("description", "")).strip(),
+                has_children and _types(resolved, schema) == ["mapping"],
+            )
+        )
         out += rows(schema, resolved, parts + (part,), _join(path, label), cond, bconds)
     return out
 
 
-def instances(params: Any, parts: tuple[Any, ...], labels: tuple[str, ...] = (),
-              chain: tuple[Any, ...] = ()) -> list[tuple[tuple[str, ...], Any, tuple[Any, ...]]]:
+def instances(
+    params: Any, parts: tuple[Any, ...], labels: tuple[str, ...] = (), chain: tuple[Any, ...] = ()
+) -> list[tuple[tuple[str, ...], Any, tuple[Any, ...]]]:
     """The values of ``params`` at a row's parts: (the names of its ``ANY``/``ITEMS`` levels, the
     value, the values at every level above it, the whole tree first).
 
@@ -328,8 +346,13 @@ def section(name: str, schema: Mapping[str, Any], params: Mapping[str, Any]) -> 
     head = ["key", "type", "value in params.yaml", "allowed", "description"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in table:
-        cells = [_key_cell(row), _cell(row.type), value_cell(params, row).replace("|", "\\|"), _cell(row.constraints),
-                 _cell(row.description)]
+        cells = [
+            _key_cell(row),
+            _cell(row.type),
+            value_cell(params, row).replace("|", "\\|"),
+            _cell(row.constraints),
+            _cell(row.description),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     required = "required" if name in (schema.get("required") or []) else "optional"
     intro = _cell(str(node.get("description", "")).strip())

@@ -14,14 +14,16 @@ from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import fmt, html_table, json_td
 
-NOTE = ("<p class='note'>Difference = accuracy of B minus accuracy of A (percentage points, from the counts) on the cases "
-        "both predicted. Test: paired sign-flip test at the resampling units (each template's cases flip together; on "
-        "HateCheck and MHC the fillers crossed with the templates, target groups and slurs, flip too); the 95% interval "
-        "is the differences the same test does not reject, so it excludes zero exactly when p ≤ 0.05. A functional test "
-        "is <b>flagged</b> when its Holm-adjusted p-value (Holm's step-down over the functional tests compared, on the "
-        "p-values shown) is at most 0.05; <b>worse</b> when flagged with B below A. Also on the command line: "
-        "<code>hatecheck-pipeline diff A B --suite SUITE</code> (<code>--check</code> exits 1 when a test is worse), or "
-        "<code>--rev REV</code> for one model against a git revision or DVC experiment.</p>")
+NOTE = (
+    "<p class='note'>Difference = accuracy of B minus accuracy of A (percentage points, from the counts) on the cases "
+    "both predicted. Test: paired sign-flip test at the resampling units (each template's cases flip together; on "
+    "HateCheck and MHC the fillers crossed with the templates, target groups and slurs, flip too); the 95% interval "
+    "is the differences the same test does not reject, so it excludes zero exactly when p ≤ 0.05. A functional test "
+    "is <b>flagged</b> when its Holm-adjusted p-value (Holm's step-down over the functional tests compared, on the "
+    "p-values shown) is at most 0.05; <b>worse</b> when flagged with B below A. Also on the command line: "
+    "<code>hatecheck-pipeline diff A B --suite SUITE</code> (<code>--check</code> exits 1 when a test is worse), or "
+    "<code>--rev REV</code> for one model against a git revision or DVC experiment.</p>"
+)
 SHOWN_CASES = 3  # cases that went from right to wrong, shown under each test flagged worse
 
 
@@ -40,23 +42,39 @@ def one(key: str, entry: Mapping[str, Any]) -> str:
         verdict = "worse" if t.get("worse") else "flagged" if t["flagged"] else ""
         rows.append(
             f"<tr><td class='rowhead'>{escape(P.functionality_label(code, dataset))}</td><td>{t['n']}</td>"
-            + json_td(t["accuracy_a"], ids["a"], file, stage) + json_td(t["accuracy_b"], ids["b"], file, stage)
-            + json_td(t["difference"], ids["difference"], file, stage, cls=cls,
-                      note=f" [95% CI {fmt(t['ci_low'])}–{fmt(t['ci_high'])}; p = {t['p_value']:.4g}, Holm {t.get('p_holm', 1):.4g}]")
+            + json_td(t["accuracy_a"], ids["a"], file, stage)
+            + json_td(t["accuracy_b"], ids["b"], file, stage)
+            + json_td(
+                t["difference"],
+                ids["difference"],
+                file,
+                stage,
+                cls=cls,
+                note=f" [95% CI {fmt(t['ci_low'])}–{fmt(t['ci_high'])}; p = {t['p_value']:.4g}, Holm {t.get('p_holm', 1):.4g}]",
+            )
             + f"<td>{fmt(t['ci_low'])}–{fmt(t['ci_high'])}</td><td>{t['p_value']:.4g}</td><td>{t.get('p_holm', 1):.4g}</td>"
             f"<td class='{'fail' if t['flagged'] else ''}'>{verdict}</td></tr>"
         )
         if t.get("worse") and t.get("went_wrong"):
-            shown = "".join(f"<li>{escape(str(c.get('text', c['id'])))} <span class='note'>(gold {escape(c['gold'])}; "
-                            f"id {escape(str(c['id']))})</span></li>" for c in t["went_wrong"][:SHOWN_CASES])
-            rows.append(f"<tr><td></td><td colspan='7'>Right for {escape(a)}, wrong for {escape(b)} "
-                        f"({t['n_went_wrong']} cases; all in the comparison's JSON):<ul>{shown}</ul></td></tr>")
+            shown = "".join(
+                f"<li>{escape(str(c.get('text', c['id'])))} <span class='note'>(gold {escape(c['gold'])}; "
+                f"id {escape(str(c['id']))})</span></li>"
+                for c in t["went_wrong"][:SHOWN_CASES]
+            )
+            rows.append(
+                f"<tr><td></td><td colspan='7'>Right for {escape(a)}, wrong for {escape(b)} "
+                f"({t['n_went_wrong']} cases; all in the comparison's JSON):<ul>{shown}</ul></td></tr>"
+            )
     flagged = doc.get("flagged") or []
-    head = (f"<h3>{escape(b)} minus {escape(a)} on {escape(suite)}</h3>"
-            f"<p>{len(flagged)} of {len(tests)} functional tests flagged"
-            + (": " + escape(", ".join(P.functionality_label(c, dataset, short=True) for c in flagged)) if flagged else "") + ".</p>")
-    return head + html_table(f"diff-{a}-{b}-{suite}", ["functional test", "n", f"{a} (A)", f"{b} (B)", "B − A", "95% CI",
-                                                     "p", "p (Holm)", ""], rows)
+    head = (
+        f"<h3>{escape(b)} minus {escape(a)} on {escape(suite)}</h3>"
+        f"<p>{len(flagged)} of {len(tests)} functional tests flagged"
+        + (": " + escape(", ".join(P.functionality_label(c, dataset, short=True) for c in flagged)) if flagged else "")
+        + ".</p>"
+    )
+    return head + html_table(
+        f"diff-{a}-{b}-{suite}", ["functional test", "n", f"{a} (A)", f"{b} (B)", "B − A", "95% CI", "p", "p (Holm)", ""], rows
+    )
 
 
 def diff_section(diffs: Mapping[str, Mapping[str, Any]]) -> str:

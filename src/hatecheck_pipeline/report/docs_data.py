@@ -31,13 +31,35 @@ def data_page(record: Path) -> str:
         checks = [c for s in doc.get("suites") or [] for c in s.get("checks") or []]
         reasons = ", ".join(f"{k}: {v:,}" for k, v in sorted((counts.get("quarantined_by_reason") or {}).items())) or "–"
         share = counts.get("hateful_share")
-        rows.append([
-            str(doc.get("dataset") or path.stem), num(counts.get("raw_rows"), 0), num(counts.get("kept"), 0),
-            num(counts.get("quarantined"), 0), reasons, "–" if share is None else f"{100 * share:.1f}%", _published_share(doc),
-            f"{'passed' if doc.get('success') else 'FAILED'} ({sum(bool(c.get('success')) for c in checks)} of {len(checks)})",
-            path_cell(path.relative_to(record).as_posix()),
-        ])
-    body = (md_table(["dataset", "raw rows", "kept", "quarantined", "quarantined by reason", "hateful", "allowed (published ± tolerance)",
-                    "great-expectations", "source"], rows)
-            if rows else "No validation results in this record.")
+        rows.append(
+            [
+                str(doc.get("dataset") or path.stem),
+                num(counts.get("raw_rows"), 0),
+                num(counts.get("kept"), 0),
+                num(counts.get("quarantined"), 0),
+                reasons,
+                "–" if share is None else f"{100 * share:.1f}%",
+                _published_share(doc),
+                f"{'passed' if doc.get('success') else 'FAILED'} ({sum(bool(c.get('success')) for c in checks)} of {len(checks)})",
+                path_cell(path.relative_to(record).as_posix()),
+            ]
+        )
+    body = (
+        md_table(
+            [
+                "dataset",
+                "raw rows",
+                "kept",
+                "quarantined",
+                "quarantined by reason",
+                "hateful",
+                "allowed (published ± tolerance)",
+                "great-expectations",
+                "source",
+            ],
+            rows,
+        )
+        if rows
+        else "No validation results in this record."
+    )
     return run_header(info, record.as_posix()) + "\n\n" + body + "\n"

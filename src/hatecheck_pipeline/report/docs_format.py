@@ -88,6 +88,5 @@ def run_header(info: Mapping[str, Any], record: str) -> str:
         rows.append(["command", f"`{info['command']}`"])
     return (
         f'!!! {kind} "{info.get("label")}"\n    Every figure below comes from the files of this recorded run '
-        f"(paths relative to `{record}/`, as in the workspace that ran).\n\n"
-        + md_table(["run", ""], rows)
+        f"(paths relative to `{record}/`, as in the workspace that ran).\n\n" + md_table(["run", ""], rows)
     )

@@ -54,10 +54,31 @@ def ethos_table(rel: str, doc: Mapping[str, Any], published: Mapping[str, Any]) 
                 cells.append(f"{f1_text} / {_with_paper(acc, paper_acc)}" if scored_here else "–")
             unparsed = [c.get("unparsed_share") for c in cats.values() if c.get("unparsed_share") is not None]
             n = sum(c.get("n", 0) for k, c in cats.items() if k != "overall")
-            rows.append([setting, variant, f"{n:,}", *cells, num(max(unparsed)) if unparsed else "–",
-                         f"`{table}`" if table else "–", path_cell(rel)])
-    return md_table(["setting", "variant", "answers", "racist F1 / acc.", "sexist F1 / acc.", "overall F1 / acc.",
-                   "answers left out %", "paper table", "source"], rows)
+            rows.append(
+                [
+                    setting,
+                    variant,
+                    f"{n:,}",
+                    *cells,
+                    num(max(unparsed)) if unparsed else "–",
+                    f"`{table}`" if table else "–",
+                    path_cell(rel),
+                ]
+            )
+    return md_table(
+        [
+            "setting",
+            "variant",
+            "answers",
+            "racist F1 / acc.",
+            "sexist F1 / acc.",
+            "overall F1 / acc.",
+            "answers left out %",
+            "paper table",
+            "source",
+        ],
+        rows,
+    )
 
 
 def answers_md(doc: Mapping[str, Any], published: Mapping[str, Any]) -> str:
@@ -71,10 +92,11 @@ def answers_md(doc: Mapping[str, Any], published: Mapping[str, Any]) -> str:
         answers = m.get("answers") or {}
         if not answers:
             continue
-        rows = [[f"`{a or '(empty)'}`", f"{count:,}", "in scope" if a in MIXED_CLASSES else "out of scope"]
-                for a, count in answers.items()]
-        parts.append(f"Variant `{variant}`: {len(answers)} distinct answers, {m.get('out_of_scope')} of {m.get('n')} out of "
-                     f"scope (GPT-3: {num(theirs, 0)} distinct answers).\n\n" + md_table(["answer", "count", "section 4.4"], rows))
+        rows = [[f"`{a or '(empty)'}`", f"{count:,}", "in scope" if a in MIXED_CLASSES else "out of scope"] for a, count in answers.items()]
+        parts.append(
+            f"Variant `{variant}`: {len(answers)} distinct answers, {m.get('out_of_scope')} of {m.get('n')} out of "
+            f"scope (GPT-3: {num(theirs, 0)} distinct answers).\n\n" + md_table(["answer", "count", "section 4.4"], rows)
+        )
     return "\n\n".join(parts)
 
 
@@ -107,22 +129,34 @@ def ethos_section(record: Path, published: Mapping[str, Any]) -> str:
     parts = []
     for path in sorted(record.glob("results/llm/*/metrics.json")):
         rel, doc = path.relative_to(record).as_posix(), read_json(path)
-        scope = "the whole protocol" if doc.get("complete") else (
-            f"a seeded sample: {doc.get('max_prompts_per_setting')} prompts per setting, "
-            f"{doc.get('example_sets')} mixed example set(s)")
+        scope = (
+            "the whole protocol"
+            if doc.get("complete")
+            else (
+                f"a seeded sample: {doc.get('max_prompts_per_setting')} prompts per setting, {doc.get('example_sets')} mixed example set(s)"
+            )
+        )
         parts.append(
             f"#### Backend `{doc.get('backend')}`: {doc.get('model')}\n\n"
             f"{doc.get('stand_in') or 'the paper model'}; {doc.get('prompts', 0):,} prompts, {doc.get('answers', 0):,} answers "
-            f"in {num(doc.get('seconds'), 0)} s; {scope}.\n\n" + ethos_table(rel, doc, published)
-            + "".join(f"\n\n##### {title}\n\n{body}" for title, body in (
-                ("Table 5: distinct answers, mixed-category few-shot without instruction", answers_md(doc, published)),
-                ("Section 4.5: mixed-category few-shot without and with the instruction", contrast_md(doc, published)))
-                if body))
+            f"in {num(doc.get('seconds'), 0)} s; {scope}.\n\n"
+            + ethos_table(rel, doc, published)
+            + "".join(
+                f"\n\n##### {title}\n\n{body}"
+                for title, body in (
+                    ("Table 5: distinct answers, mixed-category few-shot without instruction", answers_md(doc, published)),
+                    ("Section 4.5: mixed-category few-shot without and with the instruction", contrast_md(doc, published)),
+                )
+                if body
+            )
+        )
     if not parts:
         return "No prompted-LLM run in this record."
-    return ("In percent; GPT-3's figure in brackets (Chiu et al. 2022; mixed settings: the 'All' row of Tables 4 / 7, "
-            "category c scored over the comments labelled c or neither). A stand-in is not GPT-3: compare shapes, "
-            "not levels.\n\n" + "\n\n".join(parts))
+    return (
+        "In percent; GPT-3's figure in brackets (Chiu et al. 2022; mixed settings: the 'All' row of Tables 4 / 7, "
+        "category c scored over the comments labelled c or neither). A stand-in is not GPT-3: compare shapes, "
+        "not levels.\n\n" + "\n\n".join(parts)
+    )
 
 
 QUALITY = ("self_bleu_2", "self_bleu_3", "self_bleu_4", "perplexity")
@@ -149,14 +183,19 @@ def gpt_hatecheck_section(record: Path, published: Mapping[str, Any]) -> str:
         if val:
             rows += [
                 ["judge", str(val.get("judge")), path_cell(val_path.relative_to(record).as_posix())],
-                ["kept after the hypothesis tests (pass rate)",
-                 f"{val.get('kept')} ({num(100 * val['pass_rate']) + '%' if val.get('pass_rate') is not None else '–'})",
-                 "`validation.json`"],
+                [
+                    "kept after the hypothesis tests (pass rate)",
+                    f"{val.get('kept')} ({num(100 * val['pass_rate']) + '%' if val.get('pass_rate') is not None else '–'})",
+                    "`validation.json`",
+                ],
             ]
         paper = (published.get("gpt_hatecheck_t4") or {}).get("values", {}).get("GPT-3.5", {}).get("total", {})
-        parts.append(f"#### `{name}`\n\n" + md_table(["", "figure", "source"], rows)
-                     + f"\n\nThe paper (Table 4, all 144 cells x 40): {paper.get('-Filter', '–')} candidates, "
-                       f"{paper.get('GPT-HC', '–')} kept.")
+        parts.append(
+            f"#### `{name}`\n\n"
+            + md_table(["", "figure", "source"], rows)
+            + f"\n\nThe paper (Table 4, all 144 cells x 40): {paper.get('-Filter', '–')} candidates, "
+            f"{paper.get('GPT-HC', '–')} kept."
+        )
     quality = record / "data/expanded/reports/quality.json"
     if quality.is_file():
         doc = read_json(quality)
@@ -165,24 +204,47 @@ def gpt_hatecheck_section(record: Path, published: Mapping[str, Any]) -> str:
         for suite, q in (doc.get("suites") or {}).items():
             ref = paper.get("HateCheck" if suite == "hatecheck" else "GPT-HateCheck", {}).get("all", {})
             rows.append([suite, str(q.get("cases", "–")), *[_quality_cell(q.get(k), ref.get(k), k) for k in QUALITY]])
-        parts.append("#### Diversity and fluency (GPT-HateCheck Table 6)\n\n"
-                     f"Perplexity under `{doc.get('lm')}` ({doc.get('lm_stand_in') or 'the paper LM'}); the paper's figure "
-                     "(gpt2-large) in brackets.\n\n"
-                     + md_table(["suite", "cases", "Self-BLEU-2", "Self-BLEU-3", "Self-BLEU-4", "perplexity"], rows)
-                     + f"\n\nSource: `{quality.relative_to(record).as_posix()}`.")
+        parts.append(
+            "#### Diversity and fluency (GPT-HateCheck Table 6)\n\n"
+            f"Perplexity under `{doc.get('lm')}` ({doc.get('lm_stand_in') or 'the paper LM'}); the paper's figure "
+            "(gpt2-large) in brackets.\n\n"
+            + md_table(["suite", "cases", "Self-BLEU-2", "Self-BLEU-3", "Self-BLEU-4", "perplexity"], rows)
+            + f"\n\nSource: `{quality.relative_to(record).as_posix()}`."
+        )
     compare = record / "data/expanded/reports/gpt_hatecheck_compare.json"
     if compare.is_file():
         rows = []
         for model, d in (read_json(compare).get("models") or {}).items():
             t9 = d.get("table9") or {}
-            rows.append([model, f"{d['cases']['HC']} / {d['cases']['GPT-HC']}", str(d.get("functionalities_compared")),
-                         *[num((t9.get(s) or {}).get(lab, {}).get("mean_prediction"), 3) for lab in ("hateful", "non-hateful")
-                           for s in ("HC", "GPT-HC")]])
-        parts.append("#### The fine-tuned models on HateCheck (HC) and GPT-HateCheck (GPT-HC) (Table 9)\n\n"
-                     "Mean prediction (1 = hateful) on the cases each model predicted.\n\n"
-                     + md_table(["model", "cases HC / GPT-HC", "functionalities on both", "hateful: HC", "hateful: GPT-HC",
-                               "non-hateful: HC", "non-hateful: GPT-HC"], rows)
-                     + f"\n\nSource: `{compare.relative_to(record).as_posix()}`.")
+            rows.append(
+                [
+                    model,
+                    f"{d['cases']['HC']} / {d['cases']['GPT-HC']}",
+                    str(d.get("functionalities_compared")),
+                    *[
+                        num((t9.get(s) or {}).get(lab, {}).get("mean_prediction"), 3)
+                        for lab in ("hateful", "non-hateful")
+                        for s in ("HC", "GPT-HC")
+                    ],
+                ]
+            )
+        parts.append(
+            "#### The fine-tuned models on HateCheck (HC) and GPT-HateCheck (GPT-HC) (Table 9)\n\n"
+            "Mean prediction (1 = hateful) on the cases each model predicted.\n\n"
+            + md_table(
+                [
+                    "model",
+                    "cases HC / GPT-HC",
+                    "functionalities on both",
+                    "hateful: HC",
+                    "hateful: GPT-HC",
+                    "non-hateful: HC",
+                    "non-hateful: GPT-HC",
+                ],
+                rows,
+            )
+            + f"\n\nSource: `{compare.relative_to(record).as_posix()}`."
+        )
     return "\n\n".join(parts) if parts else "No GPT-HateCheck run in this record."
 
 
@@ -190,8 +252,13 @@ def llm_page(record: Path, published: Mapping[str, Any] | None = None) -> str:
     record = Path(record)
     published = P.load() if published is None else published
     info = docs_record.load(record)
-    return "\n\n".join([
-        run_header(info, record.as_posix()),
-        "### Prompted LLM on ETHOS (GPT-3 detection paper, Tables 1-4 and 7)\n\n" + ethos_section(record, published),
-        "### GPT-HateCheck (Jin et al. 2024): generation, validation, quality\n\n" + gpt_hatecheck_section(record, published),
-    ]) + "\n"
+    return (
+        "\n\n".join(
+            [
+                run_header(info, record.as_posix()),
+                "### Prompted LLM on ETHOS (GPT-3 detection paper, Tables 1-4 and 7)\n\n" + ethos_section(record, published),
+                "### GPT-HateCheck (Jin et al. 2024): generation, validation, quality\n\n" + gpt_hatecheck_section(record, published),
+            ]
+        )
+        + "\n"
+    )

@@ -35,23 +35,48 @@ def performance_page(record: Path) -> str:
     ]
     loads = [r["load_1min_at_end"] for r in records if r.get("load_1min_at_end") is not None]
     if loads:
-        summary.append(["1-minute load average when a stage ended (mean / max; the machine's other work included)",
-                        f"{num(mean(loads), 2)} / {num(max(loads), 2)}", f"`{folder}/*.json` (`load_1min_at_end`)"])
+        summary.append(
+            [
+                "1-minute load average when a stage ended (mean / max; the machine's other work included)",
+                f"{num(mean(loads), 2)} / {num(max(loads), 2)}",
+                f"`{folder}/*.json` (`load_1min_at_end`)",
+            ]
+        )
     if info.get("wall_s") is not None:
         summary.insert(0, ["Snakemake wall time (the command above)", f"{num(info['wall_s'] / 60)} min", "`run.json` (`wall_s`)"])
     data = [r for r in records if r["phase"] in DATA_PHASES]
     if data:
-        summary.append(["data stages (ingest, prepare, validate, preprocess): first start to last end",
-                        f"{num(span_s(data))} s ({len(data)} stages)", f"`{folder}/*.json` of those stages"])
+        summary.append(
+            [
+                "data stages (ingest, prepare, validate, preprocess): first start to last end",
+                f"{num(span_s(data))} s ({len(data)} stages)",
+                f"`{folder}/*.json` of those stages",
+            ]
+        )
     phases = [
-        [r["phase"], str(r["stages"]), num(r["wall_s"]), num(r["cpu_s"]), num(r["max_rss_mb"], 0), f"{100 * r['share']:.1f}%",
-         num(r["span_s"]), f"`{folder}/*.json` of the {r['phase']} stages"]
+        [
+            r["phase"],
+            str(r["stages"]),
+            num(r["wall_s"]),
+            num(r["cpu_s"]),
+            num(r["max_rss_mb"], 0),
+            f"{100 * r['share']:.1f}%",
+            num(r["span_s"]),
+            f"`{folder}/*.json` of the {r['phase']} stages",
+        ]
         for r in phase_rows(records)
     ]
     slowest = sorted(records, key=lambda r: -r["wall_s"])[:SLOWEST]
     stages = [
-        [r["stage"], r["phase"], num(r["wall_s"]), num(r["cpu_s"]), num(r["max_rss_mb"], 0), f"{100 * r['wall_s'] / (wall or 1):.1f}%",
-         path_cell(f"{folder}/{r['stage']}.json")]
+        [
+            r["stage"],
+            r["phase"],
+            num(r["wall_s"]),
+            num(r["cpu_s"]),
+            num(r["max_rss_mb"], 0),
+            f"{100 * r['wall_s'] / (wall or 1):.1f}%",
+            path_cell(f"{folder}/{r['stage']}.json"),
+        ]
         for r in slowest
     ]
     parts = [
@@ -82,16 +107,22 @@ def memory_section(records: list[dict[str, Any]], info: Mapping[str, Any], folde
     top = max(records, key=lambda r: r["max_rss_mb"])
     big = sorted((r for r in records if r["max_rss_mb"] >= MEMORY_LISTED_MIB), key=lambda r: -r["max_rss_mb"])
     source = path_cell(f"{folder}/{top['stage']}.json")
-    text = (f"### Memory and disk\n\nThe largest peak resident memory of any stage: **{num(top['max_rss_mb'], 0)} MiB** "
-            f"(`{top['stage']}`, {source}). A machine running this profile needs that much "
-            "free; Snakemake starts further stages beside it only while their declared `mem_mb` fits in the machine's "
-            "available memory ([pipeline](pipeline.md)). Stages peaking at or above "
-            f"{MEMORY_LISTED_MIB:,} MiB:\n\n"
-            + md_table(["stage", "phase", "peak RSS MiB", "source"],
-                     [[r["stage"], r["phase"], num(r["max_rss_mb"], 0), path_cell(f"{folder}/{r['stage']}.json")] for r in big]))
+    text = (
+        f"### Memory and disk\n\nThe largest peak resident memory of any stage: **{num(top['max_rss_mb'], 0)} MiB** "
+        f"(`{top['stage']}`, {source}). A machine running this profile needs that much "
+        "free; Snakemake starts further stages beside it only while their declared `mem_mb` fits in the machine's "
+        "available memory ([pipeline](pipeline.md)). Stages peaking at or above "
+        f"{MEMORY_LISTED_MIB:,} MiB:\n\n"
+        + md_table(
+            ["stage", "phase", "peak RSS MiB", "source"],
+            [[r["stage"], r["phase"], num(r["max_rss_mb"], 0), path_cell(f"{folder}/{r['stage']}.json")] for r in big],
+        )
+    )
     disk = info.get("disk_bytes")
     if disk:
         rows = [[f"`{k}/`" if k != "total" else "total", num(v / 2**30, 2)] for k, v in disk.items()]
-        text += ("\n\nDisk used by the workspace when the run was recorded (GiB; a file linked from DVC's cache into the "
-                 "workspace counted once; `run.json`, `disk_bytes`):\n\n" + md_table(["folder", "GiB"], rows))
+        text += (
+            "\n\nDisk used by the workspace when the run was recorded (GiB; a file linked from DVC's cache into the "
+            "workspace counted once; `run.json`, `disk_bytes`):\n\n" + md_table(["folder", "GiB"], rows)
+        )
     return text

@@ -37,15 +37,23 @@ from hatecheck_pipeline.core.files import write_text
 
 RUN_FILE = "run.json"
 # Workspace-relative globs of the files a record keeps.
-METRICS_GLOBS = ("results/*/heldout_*/metrics.json", "results/*/hatecheck/metrics.json", "results/*/mhc_*/metrics.json",
-                 "results/diffs/*/*.json")
+METRICS_GLOBS = (
+    "results/*/heldout_*/metrics.json",
+    "results/*/hatecheck/metrics.json",
+    "results/*/mhc_*/metrics.json",
+    "results/diffs/*/*.json",
+)
 CARD_GLOB = "models/*/model_card.json"
 VALIDATION_GLOB = "data/validation/*.json"
 BENCHMARK_GLOB = "logs/benchmarks/*.json"
 # The prompted LLM's ETHOS metrics and GPT-HateCheck's reports (the llm page).
-LLM_GLOBS = ("results/llm/*/metrics.json", "data/expanded/gpt_hatecheck_*/generation.json",
-             "data/expanded/gpt_hatecheck_*/validation.json", "data/expanded/reports/quality.json",
-             "data/expanded/reports/gpt_hatecheck_compare.json")
+LLM_GLOBS = (
+    "results/llm/*/metrics.json",
+    "data/expanded/gpt_hatecheck_*/generation.json",
+    "data/expanded/gpt_hatecheck_*/validation.json",
+    "data/expanded/reports/quality.json",
+    "data/expanded/reports/gpt_hatecheck_compare.json",
+)
 
 
 class RecordError(PipelineError, ValueError):

@@ -14,8 +14,17 @@ from typing import Any, Mapping
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report import docs_record
 from hatecheck_pipeline.report.cells import NA
-from hatecheck_pipeline.report.docs_format import (MHC_ORDER, figure_of, md_table, num, paper_figure, path_cell, read_json,
-                                                   run_header, with_ci)
+from hatecheck_pipeline.report.docs_format import (
+    MHC_ORDER,
+    figure_of,
+    md_table,
+    num,
+    paper_figure,
+    path_cell,
+    read_json,
+    run_header,
+    with_ci,
+)
 
 
 def _metrics(record: Path) -> dict[tuple[str, str], tuple[str, dict[str, Any]]]:
@@ -36,16 +45,23 @@ def models_table(record: Path) -> str:
     for model, (rel, card) in _cards(record).items():
         base = card.get("base_model") or {}
         minutes = card.get("train_seconds")
-        kind = f"classifier trained elsewhere ({card.get('kind')})" if card.get("classifier") else \
-            "stand-in" if base.get("stand_in") else "paper model"
-        rows.append([
-            model,
-            str(base.get("description") or base.get("ref") or "–"),
-            kind,
-            str(card.get("budget_note") or "–"),
-            "–" if minutes is None else f"{minutes / 60:.1f} min ({card.get('device', '?')})",
-            path_cell(rel),
-        ])
+        kind = (
+            f"classifier trained elsewhere ({card.get('kind')})"
+            if card.get("classifier")
+            else "stand-in"
+            if base.get("stand_in")
+            else "paper model"
+        )
+        rows.append(
+            [
+                model,
+                str(base.get("description") or base.get("ref") or "–"),
+                kind,
+                str(card.get("budget_note") or "–"),
+                "–" if minutes is None else f"{minutes / 60:.1f} min ({card.get('device', '?')})",
+                path_cell(rel),
+            ]
+        )
     if not rows:
         return "No model cards in this record."
     return md_table(["model", "base model that ran", "paper model or stand-in", "training budget", "training time", "source"], rows)
@@ -59,10 +75,18 @@ def heldout_table(metrics: Mapping[tuple[str, str], tuple[str, dict]], published
         dataset = str(doc.get("dataset") or suite.removeprefix("heldout_"))
         paper, source = paper_figure(("hatecheck_heldout", "mhc_t6"), model, dataset, "macro_f1", published)
         seen = " (its training data: not held out)" if doc.get("seen_in_training") else ""
-        rows.append([
-            model, dataset + seen, f"{doc['overall']['n']:,}", with_ci(figure_of(doc, "overall", None, "macro_f1")),
-            num(figure_of(doc, "overall", None, "f1_hateful").get("value")), num(paper), source or "–", path_cell(rel),
-        ])
+        rows.append(
+            [
+                model,
+                dataset + seen,
+                f"{doc['overall']['n']:,}",
+                with_ci(figure_of(doc, "overall", None, "macro_f1")),
+                num(figure_of(doc, "overall", None, "f1_hateful").get("value")),
+                num(paper),
+                source or "–",
+                path_cell(rel),
+            ]
+        )
     if not rows:
         return "No held-out test set was scored in this record."
     return md_table(["model", "test set", "n", "macro F1 [95% CI]", "F1 hateful", "paper", "paper's source", "source"], rows)
@@ -135,20 +159,32 @@ def diff_tables(record: Path) -> str:
         dataset = "mhc" if suite.startswith("mhc_") else "hatecheck"
         tests = doc.get("by_functionality", {})
         tested = "p_holm" in next(iter(tests.values()), {})  # written by the paired sign-flip test
-        rows = [[P.functionality_label(code, dataset, short=True), f"{t['n']:,}", num(t["accuracy_a"]), num(t["accuracy_b"]),
-                 f"{t['difference']:+.1f} [{num(t['ci_low'])}, {num(t['ci_high'])}]",
-                 *([f"{t['p_value']:.4g}", f"{t['p_holm']:.4g}"] if tested else []),
-                 ("worse" if t.get("worse") else "flagged") if t["flagged"] else ""]
-                for code, t in sorted(tests.items(), key=lambda kv: P.functionality_order(kv[0], dataset))]
+        rows = [
+            [
+                P.functionality_label(code, dataset, short=True),
+                f"{t['n']:,}",
+                num(t["accuracy_a"]),
+                num(t["accuracy_b"]),
+                f"{t['difference']:+.1f} [{num(t['ci_low'])}, {num(t['ci_high'])}]",
+                *([f"{t['p_value']:.4g}", f"{t['p_holm']:.4g}"] if tested else []),
+                ("worse" if t.get("worse") else "flagged") if t["flagged"] else "",
+            ]
+            for code, t in sorted(tests.items(), key=lambda kv: P.functionality_order(kv[0], dataset))
+        ]
         flagged = doc.get("flagged") or []
-        method = (f"paired sign-flip test at the {doc['bootstrap']['resampling_unit']}s"
-                  + (" and fillers" if doc["bootstrap"].get("fillers") else "") + f", {doc['bootstrap']['samples']:,} sign draws"
-                  if tested else f"paired {doc['bootstrap']['resampling_unit']}-level bootstrap, {doc['bootstrap']['samples']:,} resamples, "
-                  "recorded before the paired sign-flip test replaced it")
-        parts.append(f"#### {b} minus {a} on {suite}\n\n{len(flagged)} of {len(tests)} functional tests flagged "
-                     f"({doc['correction']} correction, {method}); from {path_cell(path.relative_to(record).as_posix())}.\n\n"
-                     + md_table(["functional test", "n", f"{a} (A)", f"{b} (B)", "B − A [95% CI]", *(["p", "p (Holm)"] if tested else []), ""],
-                                rows))
+        method = (
+            f"paired sign-flip test at the {doc['bootstrap']['resampling_unit']}s"
+            + (" and fillers" if doc["bootstrap"].get("fillers") else "")
+            + f", {doc['bootstrap']['samples']:,} sign draws"
+            if tested
+            else f"paired {doc['bootstrap']['resampling_unit']}-level bootstrap, {doc['bootstrap']['samples']:,} resamples, "
+            "recorded before the paired sign-flip test replaced it"
+        )
+        parts.append(
+            f"#### {b} minus {a} on {suite}\n\n{len(flagged)} of {len(tests)} functional tests flagged "
+            f"({doc['correction']} correction, {method}); from {path_cell(path.relative_to(record).as_posix())}.\n\n"
+            + md_table(["functional test", "n", f"{a} (A)", f"{b} (B)", "B − A [95% CI]", *(["p", "p (Holm)"] if tested else []), ""], rows)
+        )
     return "\n\n".join(parts)
 
 
@@ -158,15 +194,26 @@ def results_page(record: Path, published: Mapping[str, Any] | None = None) -> st
     info = docs_record.load(record)
     metrics = _metrics(record)
     diffs = diff_tables(record)
-    return "\n\n".join([
-        run_header(info, record.as_posix()),
-        "### Models that ran\n\nFrom each model's card.\n\n" + models_table(record),
-        "### Held-out test sets\n\nMacro F1 on each model's own test set(s), hateful vs non-hateful, in percent, with the "
-        "bootstrap 95% interval; the paper's figure is for the paper's model trained on the full data.\n\n"
-        + heldout_table(metrics, published),
-        "### HateCheck: accuracy per gold label (HateCheck Table 2)\n\n" + hatecheck_table(metrics, published),
-        "### Multilingual HateCheck: macro F1 per language (MHC Table 7)\n\n" + mhc_table(metrics, published),
-        *(["### What changed between models, per functional test\n\nAccuracy of B minus accuracy of A, in percentage "
-           "points, with the paired interval; flagged where Holm's correction over the tests still excludes zero "
-           "([method](your-classifier.md#what-changed-between-two-models-diff)).\n\n" + diffs] if diffs else []),
-    ]) + "\n"
+    return (
+        "\n\n".join(
+            [
+                run_header(info, record.as_posix()),
+                "### Models that ran\n\nFrom each model's card.\n\n" + models_table(record),
+                "### Held-out test sets\n\nMacro F1 on each model's own test set(s), hateful vs non-hateful, in percent, with the "
+                "bootstrap 95% interval; the paper's figure is for the paper's model trained on the full data.\n\n"
+                + heldout_table(metrics, published),
+                "### HateCheck: accuracy per gold label (HateCheck Table 2)\n\n" + hatecheck_table(metrics, published),
+                "### Multilingual HateCheck: macro F1 per language (MHC Table 7)\n\n" + mhc_table(metrics, published),
+                *(
+                    [
+                        "### What changed between models, per functional test\n\nAccuracy of B minus accuracy of A, in percentage "
+                        "points, with the paired interval; flagged where Holm's correction over the tests still excludes zero "
+                        "([method](your-classifier.md#what-changed-between-two-models-diff)).\n\n" + diffs
+                    ]
+                    if diffs
+                    else []
+                ),
+            ]
+        )
+        + "\n"
+    )

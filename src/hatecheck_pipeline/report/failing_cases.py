@@ -60,8 +60,9 @@ def cases_list(failures: pl.DataFrame | None, functionality: str, href: str, k: 
         for r in wrong.head(k).iter_rows(named=True)
     )
     more = f"{wrong.height} failing case{'s' if wrong.height != 1 else ''} in all"
-    return (f"<ul class='failing-cases'>{items}</ul>" if items else "") + \
-        f"<p class='note'>{more}: <a href='{escape(href)}'>failures.csv</a></p>"
+    return (
+        f"<ul class='failing-cases'>{items}</ul>" if items else ""
+    ) + f"<p class='note'>{more}: <a href='{escape(href)}'>failures.csv</a></p>"
 
 
 def below(cells: Iterable[Mapping[str, Any]], below_mark: float) -> list[Mapping[str, Any]]:
@@ -73,19 +74,23 @@ def below(cells: Iterable[Mapping[str, Any]], below_mark: float) -> list[Mapping
     return [c for c in cells if c.get("value") is not None and c["value"] < below_mark]
 
 
-def failing_tests_block(cells: Iterable[Mapping[str, Any]], dataset: str, failures: pl.DataFrame | None, href: str,
-                        below_mark: float, heading: str = "") -> str:
+def failing_tests_block(
+    cells: Iterable[Mapping[str, Any]], dataset: str, failures: pl.DataFrame | None, href: str, below_mark: float, heading: str = ""
+) -> str:
     """Under every functional test below the mark (``cells``: one suite's
     accuracy per functionality), its first failing cases; '' when it fails
     none."""
     failing = sorted(below(cells, below_mark), key=lambda c: P.functionality_order(c["row"], dataset))
     if not failing:
         return ""
-    parts = [f"<details class='failing-tests'><summary>{escape(heading) or 'Failing cases'}: "
-             f"{len(failing)} functional test{'s' if len(failing) != 1 else ''} below {below_mark:g}%</summary>"]
+    parts = [
+        f"<details class='failing-tests'><summary>{escape(heading) or 'Failing cases'}: "
+        f"{len(failing)} functional test{'s' if len(failing) != 1 else ''} below {below_mark:g}%</summary>"
+    ]
     for c in failing:
-        parts.append(f"<h5>{escape(P.functionality_label(c['row'], dataset))}: {fmt(c['value'])}%</h5>"
-                     + cases_list(failures, c["row"], href))
+        parts.append(
+            f"<h5>{escape(P.functionality_label(c['row'], dataset))}: {fmt(c['value'])}%</h5>" + cases_list(failures, c["row"], href)
+        )
     return "".join(parts) + "</details>"
 
 
@@ -94,8 +99,7 @@ def hrefs(failure_files: Mapping[str, str | Path], page: str | Path) -> dict[str
     return {stage: (str(path), link(path, page)) for stage, path in failure_files.items()}
 
 
-def table_block(cells: pl.DataFrame, dataset: str, failures: Mapping[str, tuple[str, str]], below_mark: float,
-                group: str = "model") -> str:
+def table_block(cells: pl.DataFrame, dataset: str, failures: Mapping[str, tuple[str, str]], below_mark: float, group: str = "model") -> str:
     """A long table's functional-test cells (hatecheck_t1, mhc_t1): for each
     score stage behind them (a model on a suite), the failing cases under
     each test below the mark. ``failures``: score stage -> (its
@@ -109,6 +113,7 @@ def table_block(cells: pl.DataFrame, dataset: str, failures: Mapping[str, tuple[
             continue
         path, href = failures[str(stage)]
         first = part.row(0, named=True)
-        out.append(failing_tests_block(part.to_dicts(), dataset, read_failures(path), href, below_mark,
-                                       heading=str(first.get(group) or stage)))
+        out.append(
+            failing_tests_block(part.to_dicts(), dataset, read_failures(path), href, below_mark, heading=str(first.get(group) or stage))
+        )
     return "".join(out)

@@ -72,7 +72,7 @@ def expanded_bars(cells: pl.DataFrame, title: str) -> str:
         ax.set_ylabel("accuracy (%)")
         ax.set_title(f"{suite} vs {part['setting'][0]}", fontsize=9)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(suites):]:
+    for ax in list(axes.flat)[len(suites) :]:
         ax.axis("off")
     fig.suptitle(title)
     fig.tight_layout()
@@ -136,6 +136,12 @@ def confidence_distributions(models: list[tuple[str, dict[str, Any]]], title: st
     ax.set_title(title, fontsize=9)
     from matplotlib.patches import Patch
 
-    ax.legend(handles=[Patch(color="#c0504d", label="S1 (more stereotyping) scored higher"),
-                       Patch(color="#4f81bd", label="S2 (less stereotyping) scored higher")], fontsize=7, loc="upper right")
+    ax.legend(
+        handles=[
+            Patch(color="#c0504d", label="S1 (more stereotyping) scored higher"),
+            Patch(color="#4f81bd", label="S2 (less stereotyping) scored higher"),
+        ],
+        fontsize=7,
+        loc="upper right",
+    )
     return png(fig)

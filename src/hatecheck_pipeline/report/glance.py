@@ -105,8 +105,14 @@ def paper_columns(table: str, models: list[str] | tuple[str, ...], published: Ma
     for model in models:
         values = {r: v for (r, c), (v, _, _) in P.lookup(table, model, published).items() if column is None or c == column}
         if values:
-            out.append(Column(f"{model} (paper)", paper={r: (v, ns.get(r)) for r, v in values.items()},
-                              source=P.source_of(table, model, published), table=table))
+            out.append(
+                Column(
+                    f"{model} (paper)",
+                    paper={r: (v, ns.get(r)) for r, v in values.items()},
+                    source=P.source_of(table, model, published),
+                    table=table,
+                )
+            )
     return out
 
 
@@ -131,32 +137,48 @@ def heat_td(col: Column, row: str, suite: str, below_mark: float, max_ci_width: 
         attrs = f'data-cell-id="{escape(cid)}" data-metrics="{escape(cell["metrics_file"])}" data-stage="{escape(cell["stage"])}"'
         if value is None:
             return f'<td class="undefined" {attrs} title="{escape(tip)}">{NA}</td>'
-    classes = ["heat-best" if best is not None and value == best else "",
-               "heat-below" if value < below_mark else "", "too-few" if wide else ""]
+    classes = [
+        "heat-best" if best is not None and value == best else "",
+        "heat-below" if value < below_mark else "",
+        "too-few" if wide else "",
+    ]
     cls = " ".join(c for c in classes if c) or "heat"
     style = f"background:{shade(value, below_mark)}"
     return f'<td class="{cls}" style="{style}" {attrs} title="{escape(tip)}">{fmt(value)}{DAGGER if wide else ""}</td>'
 
 
-def heatmap(columns: list[Column], table_id: str, suite: str, below_mark: float, functionalities_of: str,
-            max_ci_width: float | None = None, caption: str = "") -> str:
+def heatmap(
+    columns: list[Column],
+    table_id: str,
+    suite: str,
+    below_mark: float,
+    functionalities_of: str,
+    max_ci_width: float | None = None,
+    caption: str = "",
+) -> str:
     """The heat map: one row per functional test the scored columns have
     (in the paper's order), one column per model (the papers' after ours)."""
-    rows = sorted({r for c in columns if c.paper is None for r in c.cells}, key=lambda code: P.functionality_order(code, functionalities_of))
+    rows = sorted(
+        {r for c in columns if c.paper is None for r in c.cells}, key=lambda code: P.functionality_order(code, functionalities_of)
+    )
     if not rows:
         return f'<p class="note" id="{escape(table_id)}">No results for this heat map.</p>'
     paper = ' class="paper"'
-    head = "".join(f'<th{paper if c.paper is not None else ""}>{escape(c.label)}</th>' for c in columns)
+    head = "".join(f"<th{paper if c.paper is not None else ''}>{escape(c.label)}</th>" for c in columns)
     body = []
     for row in rows:
         values = [v for c in columns if (v := c.value(row)) is not None]
         best = max(values) if len(values) > 1 else None
         tds = "".join(heat_td(c, row, suite, below_mark, max_ci_width, best) for c in columns)
         label = P.functionality_label(row, functionalities_of, short=True)
-        body.append(f'<tr><td class="rowhead" title="{escape(P.functionality_label(row, functionalities_of))}">{escape(label)}</td>{tds}</tr>')
+        body.append(
+            f'<tr><td class="rowhead" title="{escape(P.functionality_label(row, functionalities_of))}">{escape(label)}</td>{tds}</tr>'
+        )
     cap = f"<caption>{escape(caption)}</caption>" if caption else ""
-    return (f'<table class="heat" id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead">functional test</th>{head}</tr></thead>'
-            f'<tbody>{"".join(body)}</tbody></table>')
+    return (
+        f'<table class="heat" id="{escape(table_id)}">{cap}<thead><tr><th class="rowhead">functional test</th>{head}</tr></thead>'
+        f"<tbody>{''.join(body)}</tbody></table>"
+    )
 
 
 def legend(below_mark: float, max_ci_width: float | None) -> str:
@@ -179,8 +201,16 @@ def side_by_side(heat: str, table: str) -> str:
     return f'<div class="glance">{heat}{table}</div>'
 
 
-def view(cells: pl.DataFrame, suite: str, table_id: str, below_mark: float, functionalities_of: str,
-         papers: list[Column] | None = None, max_ci_width: float | None = None, caption: str = "") -> str:
+def view(
+    cells: pl.DataFrame,
+    suite: str,
+    table_id: str,
+    below_mark: float,
+    functionalities_of: str,
+    papers: list[Column] | None = None,
+    max_ci_width: float | None = None,
+    caption: str = "",
+) -> str:
     """The heat map of one suite's cells (every model scored on it) and the
     papers' columns."""
     return heatmap(scored_columns(cells) + list(papers or []), table_id, suite, below_mark, functionalities_of, max_ci_width, caption)
@@ -241,8 +271,10 @@ def summary_items(hatecheck: pl.DataFrame, mhc: pl.DataFrame, shots: pl.DataFram
     wide) and the many- minus zero-shot gap (``shots``)."""
     lines = []
     for r in hatecheck.filter(pl.col("row") == "total").iter_rows(named=True):
-        lines.append(f"<li>{escape(r['model'])}: HateCheck accuracy {fmt(r['value'])}%{_interval(r)}{_n(r['n'])}"
-                     f"{_mark(too_wide(r['ci_low'], r['ci_high'], max_ci_width))}</li>")
+        lines.append(
+            f"<li>{escape(r['model'])}: HateCheck accuracy {fmt(r['value'])}%{_interval(r)}{_n(r['n'])}"
+            f"{_mark(too_wide(r['ci_low'], r['ci_high'], max_ci_width))}</li>"
+        )
     if not mhc.is_empty():
         # over the languages where it is defined, saying so when one is not
         for (model,), part in mhc.group_by("model", maintain_order=True):
@@ -250,14 +282,24 @@ def summary_items(hatecheck: pl.DataFrame, mhc: pl.DataFrame, shots: pl.DataFram
             mean = round(defined["value"].mean(), 1) if defined.height else None
             over = "" if defined.height == part.height else f" (over the {defined.height} of {part.height} languages where it is defined)"
             wide = [r["row"] for r in part.iter_rows(named=True) if too_wide(r["ci_low"], r["ci_high"], max_ci_width)]
-            tip = (f"{TOO_FEW[0].upper()}{TOO_FEW[1:]} in {len(wide)} of {part.height} languages ({', '.join(wide)}): their 95% "
-                   f"intervals are wider than {max_ci_width:g} points." if wide else "")
+            tip = (
+                f"{TOO_FEW[0].upper()}{TOO_FEW[1:]} in {len(wide)} of {part.height} languages ({', '.join(wide)}): their 95% "
+                f"intervals are wider than {max_ci_width:g} points."
+                if wide
+                else ""
+            )
             n = part["n"].drop_nulls()
-            mark = f" <span class='too-few' title='{escape(tip)}'>({TOO_FEW} in {len(wide)} of {part.height} languages)</span>" if wide else ""
-            lines.append(f"<li>{escape(str(model))}: mean macro F1 over MHC languages {fmt(mean) if mean is not None else NA}{over}"
-                         f"{_n(int(n.sum()) if n.len() else None)}{mark}</li>")
+            mark = (
+                f" <span class='too-few' title='{escape(tip)}'>({TOO_FEW} in {len(wide)} of {part.height} languages)</span>" if wide else ""
+            )
+            lines.append(
+                f"<li>{escape(str(model))}: mean macro F1 over MHC languages {fmt(mean) if mean is not None else NA}{over}"
+                f"{_n(int(n.sum()) if n.len() else None)}{mark}</li>"
+            )
     for r in shots.filter(pl.col("column") == "gap").iter_rows(named=True):
         gap = NA if r["value"] is None else f"{r['value']:+.1f} pp"
-        lines.append(f"<li>{escape(r['model'])}: many-shot minus zero-shot macro F1 {gap}{_interval(r)}{_n(r['n'])}"
-                     f"{_mark(too_wide(r['ci_low'], r['ci_high'], max_ci_width))}</li>")
+        lines.append(
+            f"<li>{escape(r['model'])}: many-shot minus zero-shot macro F1 {gap}{_interval(r)}{_n(r['n'])}"
+            f"{_mark(too_wide(r['ci_low'], r['ci_high'], max_ci_width))}</li>"
+        )
     return lines

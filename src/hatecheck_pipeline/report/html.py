@@ -39,7 +39,8 @@ from hatecheck_pipeline.report.sections import (
     validation_section,
 )
 
-CSS = """
+CSS = (
+    """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1200px;color:#222;line-height:1.4}
 h1{font-size:1.6em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.4em}
 table{border-collapse:collapse;margin:.6em 0 1.2em;font-size:.85em}
@@ -55,7 +56,9 @@ td.too-few{color:#888;text-decoration:underline dotted}
 .ok{color:#0a6b2d;font-weight:600}.fail{color:#b00020;font-weight:600}
 .note{color:#555;font-size:.9em}figure{margin:1em 0}figure img{max-width:100%}
 nav a{margin-right:1em}a.docs{font-size:.6em;font-weight:normal;margin-left:.6em}
-""" + G.GLANCE_CSS
+"""
+    + G.GLANCE_CSS
+)
 
 # The documentation page that explains each section and paper table: the
 # Markdown sources, relative to reports/mhc_xtc.html (the built site has
@@ -63,10 +66,18 @@ nav a{margin-right:1em}a.docs{font-size:.6em;font-weight:normal;margin-left:.6em
 # docs/evaluation.md (a test checks that each exists).
 DOCS_PAGE = "../docs/evaluation.md"
 DOCS_ANCHORS = {
-    "summary": "summary", "models": "models-that-ran", "hatecheck": "hatecheck-english", "mhc": "multilingual-hatecheck",
-    "shots": "zero-shot-versus-many-shot", "contrast": "contrast-consistency", "other": "other-scores",
-    "expanded": "expanded-suites-original-versus-expanded", "bias": "bias-and-explainability-audits",
-    "llm": "prompted-llms-as-classifiers", "validation": "data-validation", "usage": "run-time-and-memory",
+    "summary": "summary",
+    "models": "models-that-ran",
+    "hatecheck": "hatecheck-english",
+    "mhc": "multilingual-hatecheck",
+    "shots": "zero-shot-versus-many-shot",
+    "contrast": "contrast-consistency",
+    "other": "other-scores",
+    "expanded": "expanded-suites-original-versus-expanded",
+    "bias": "bias-and-explainability-audits",
+    "llm": "prompted-llms-as-classifiers",
+    "validation": "data-validation",
+    "usage": "run-time-and-memory",
     "diffs": "what-changed-between-models-per-functional-test",
 }
 GPT_DOCS = "../docs/gpt-hatecheck.md"
@@ -88,7 +99,9 @@ def read_cells(table_files: Mapping[str, str | Path]) -> dict[str, pl.DataFrame]
     out = {}
     for name, path in table_files.items():
         path = Path(path)
-        out[name] = pl.read_csv(path, schema_overrides=CELL_COLUMNS) if path.exists() and path.stat().st_size else pl.DataFrame(schema=CELL_COLUMNS)
+        out[name] = (
+            pl.read_csv(path, schema_overrides=CELL_COLUMNS) if path.exists() and path.stat().st_size else pl.DataFrame(schema=CELL_COLUMNS)
+        )
     return out
 
 
@@ -157,9 +170,13 @@ def build(
     summary = (
         f"<p>Profile <b>{escape(profile)}</b>. Cells below {below_mark:g}% are <span class='below' style='background:#f8d7da'>marked</span>, "
         "as in the papers. "
-        + (f"Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: "
-           f"{C.TOO_FEW} (their n and interval are in the tooltip, and under the figure in the tables of accuracy per functional test; "
-           f"a heat map marks them {G.DAGGER}). " if max_ci_width is not None else "")
+        + (
+            f"Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: "
+            f"{C.TOO_FEW} (their n and interval are in the tooltip, and under the figure in the tables of accuracy per functional test; "
+            f"a heat map marks them {G.DAGGER}). "
+            if max_ci_width is not None
+            else ""
+        )
         + "<b>n/a</b>: the figure is undefined, its denominator zero (an F1 of a class with no gold and no predicted "
         "case); it is left out of every mean, never counted as 0. Hover a cell for its confidence interval and provenance; every cell's "
         "<code>data-cell-id</code> can be traced with <code>hatecheck-pipeline lineage CELL_ID</code>.</p>"
@@ -178,94 +195,249 @@ def build(
     section("summary", "Summary", summary)
     cards = {**cards, **{m: prompted_card(spec, llm_backends or {}) for m, spec in models.items() if is_llm(spec)}}
     pages = "".join(f'<li><a href="{escape(href)}">{escape(m)}</a></li>' for m, href in (model_pages or {}).items())
-    section("models", "Models that ran", models_section(models, cards, profile, training_languages)
-            + (f"<p>Pages of the classifiers trained elsewhere (every suite, each functional test beside the papers' models):</p>"
-               f"<ul id='model-pages'>{pages}</ul>" if pages else ""))
+    section(
+        "models",
+        "Models that ran",
+        models_section(models, cards, profile, training_languages)
+        + (
+            f"<p>Pages of the classifiers trained elsewhere (every suite, each functional test beside the papers' models):</p>"
+            f"<ul id='model-pages'>{pages}</ul>"
+            if pages
+            else ""
+        ),
+    )
 
     # HateCheck
     hc = ""
     if not get("hatecheck_t2").is_empty():
-        hc += "<h3>Table 1: accuracy per functional test" + docs_link("hatecheck") + "</h3>" + G.legend(below_mark, max_ci_width) + G.side_by_side(
-            G.view(get("hatecheck_t1"), "hatecheck", "heat-hatecheck", below_mark, "hatecheck", G.papers_for("hatecheck", None, published), max_ci_width),
-            pivot(get("hatecheck_t1"), "hatecheck-t1", "row", "model", below_mark, published=paper_cols("hatecheck_t1"), functionalities_of="hatecheck", show_ci=True))
+        hc += (
+            "<h3>Table 1: accuracy per functional test"
+            + docs_link("hatecheck")
+            + "</h3>"
+            + G.legend(below_mark, max_ci_width)
+            + G.side_by_side(
+                G.view(
+                    get("hatecheck_t1"),
+                    "hatecheck",
+                    "heat-hatecheck",
+                    below_mark,
+                    "hatecheck",
+                    G.papers_for("hatecheck", None, published),
+                    max_ci_width,
+                ),
+                pivot(
+                    get("hatecheck_t1"),
+                    "hatecheck-t1",
+                    "row",
+                    "model",
+                    below_mark,
+                    published=paper_cols("hatecheck_t1"),
+                    functionalities_of="hatecheck",
+                    show_ci=True,
+                ),
+            )
+        )
         hc += failing_cases(get("hatecheck_t1"), "hatecheck", failures or {}, below_mark)
-        hc += "<h3>Table 2: accuracy per gold label" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
-        hc += "<h3>Table 3: accuracy per reclaimed slur (F9)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
-        hc += "<h3>Table 4: accuracy per target group (identity-template cases)" + docs_link("hatecheck") + "</h3>" + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
+        hc += (
+            "<h3>Table 2: accuracy per gold label"
+            + docs_link("hatecheck")
+            + "</h3>"
+            + pivot(get("hatecheck_t2"), "hatecheck-t2", "row", "model", below_mark, published=paper_cols("hatecheck_t2"))
+        )
+        hc += (
+            "<h3>Table 3: accuracy per reclaimed slur (F9)"
+            + docs_link("hatecheck")
+            + "</h3>"
+            + pivot(get("hatecheck_t3"), "hatecheck-t3", "row", "model", below_mark, published=paper_cols("hatecheck_t3"))
+        )
+        hc += (
+            "<h3>Table 4: accuracy per target group (identity-template cases)"
+            + docs_link("hatecheck")
+            + "</h3>"
+            + pivot(get("hatecheck_t4"), "hatecheck-t4", "row", "model", below_mark, published=paper_cols("hatecheck_t4"))
+        )
         if not get("hatecheck_t4").is_empty():
-            hc += figure(grouped_bars(get("hatecheck_t4"), "row", "model", "HateCheck accuracy per target group", "accuracy (%)", below_mark), "HateCheck accuracy per target group", "fig-hatecheck-targets")
+            hc += figure(
+                grouped_bars(get("hatecheck_t4"), "row", "model", "HateCheck accuracy per target group", "accuracy (%)", below_mark),
+                "HateCheck accuracy per target group",
+                "fig-hatecheck-targets",
+            )
         held, held_pub = label_heldout(get("hatecheck_heldout"), paper_cols("hatecheck_heldout"))
-        hc += "<h3>Held-out test sets: binary macro F1 (hateful vs non-hateful)" + docs_link("hatecheck") + "</h3>" + pivot(held, "hatecheck-heldout", "row", "model", None, published=held_pub)
+        hc += (
+            "<h3>Held-out test sets: binary macro F1 (hateful vs non-hateful)"
+            + docs_link("hatecheck")
+            + "</h3>"
+            + pivot(held, "hatecheck-heldout", "row", "model", None, published=held_pub)
+        )
         if "appf" in paper_tables:
             hc += appf_section(paper_tables["appf"], published, max_ci_width)
     if "hatecheck_s25" in paper_tables:  # section 2.5: a property of the suite, shown whichever models ran
-        hc += hatecheck_agreement_section(paper_tables["hatecheck_s25"].get("doc"), paper_tables["hatecheck_s25"].get("file", ""), published)
+        hc += hatecheck_agreement_section(
+            paper_tables["hatecheck_s25"].get("doc"), paper_tables["hatecheck_s25"].get("file", ""), published
+        )
     if hc:
         section("hatecheck", "HateCheck (English)", hc)
 
     # MHC
     if not get("mhc_t7").is_empty():
         m = ""
-        m += "<h3>Table 7: macro F1 per model and MHC language" + docs_link("mhc") + "</h3>" + pivot(get("mhc_t7"), "mhc-t7", "row", "model", below_mark, published=paper_cols("mhc_t7"))
+        m += (
+            "<h3>Table 7: macro F1 per model and MHC language"
+            + docs_link("mhc")
+            + "</h3>"
+            + pivot(get("mhc_t7"), "mhc-t7", "row", "model", below_mark, published=paper_cols("mhc_t7"))
+        )
         m += "<h3>Table 2: F1 per class and macro F1 per language" + docs_link("mhc") + "</h3>"
-        m += per_model(get("mhc_t2"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t2-{model}", "row", "column", below_mark, published=P.lookup("mhc_t2", model, published) or None))
+        m += per_model(
+            get("mhc_t2"),
+            lambda model, c: (
+                f"<h4>{escape(model)}</h4>"
+                + pivot(c, f"mhc-t2-{model}", "row", "column", below_mark, published=P.lookup("mhc_t2", model, published) or None)
+            ),
+        )
         m += "<h3>Table 1: accuracy per functionality and language" + docs_link("mhc") + "</h3>"
-        m += G.mhc_views(get("mhc_t1"), below_mark, published, max_ci_width, lambda c, tid: pivot(c, tid, "row", "model", below_mark, functionalities_of="mhc", show_ci=True))
-        m += ("<details><summary>Per model, languages as columns (the paper's layout, its XTC figures beside)</summary>"
-              + per_model(get("mhc_t1"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(
-                  c, f"mhc-t1-{model}", "row", "column", below_mark, published=P.lookup("mhc_t1", model, published) or None,
-                  functionalities_of="mhc", show_ci=True))
-              + "</details>")
+        m += G.mhc_views(
+            get("mhc_t1"),
+            below_mark,
+            published,
+            max_ci_width,
+            lambda c, tid: pivot(c, tid, "row", "model", below_mark, functionalities_of="mhc", show_ci=True),
+        )
+        m += (
+            "<details><summary>Per model, languages as columns (the paper's layout, its XTC figures beside)</summary>"
+            + per_model(
+                get("mhc_t1"),
+                lambda model, c: (
+                    f"<h4>{escape(model)}</h4>"
+                    + pivot(
+                        c,
+                        f"mhc-t1-{model}",
+                        "row",
+                        "column",
+                        below_mark,
+                        published=P.lookup("mhc_t1", model, published) or None,
+                        functionalities_of="mhc",
+                        show_ci=True,
+                    )
+                ),
+            )
+            + "</details>"
+        )
         for model in dict.fromkeys(get("mhc_t1")["model"].to_list()):
             m += failing_cases(get("mhc_t1").filter(pl.col("model") == model), "mhc", failures or {}, below_mark, group="column")
         m += "<h3>Table 3: macro F1 per target group (identity-template cases) and language" + docs_link("mhc") + "</h3>"
-        m += per_model(get("mhc_t3"), lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark, published=P.lookup("mhc_t3", model, published) or None))
+        m += per_model(
+            get("mhc_t3"),
+            lambda model, c: (
+                f"<h4>{escape(model)}</h4>"
+                + pivot(c, f"mhc-t3-{model}", "row", "column", below_mark, published=P.lookup("mhc_t3", model, published) or None)
+            ),
+        )
         t3 = get("mhc_t3")
         if not t3.is_empty():
             mean = t3.group_by(["model", "row"], maintain_order=True).agg(pl.col("value").mean().round(1))
-            m += figure(grouped_bars(mean, "row", "model", "MHC macro F1 per target group (mean over languages)", "macro F1", below_mark), "MHC macro F1 per target group", "fig-mhc-targets")
+            m += figure(
+                grouped_bars(mean, "row", "model", "MHC macro F1 per target group (mean over languages)", "macro F1", below_mark),
+                "MHC macro F1 per target group",
+                "fig-mhc-targets",
+            )
         held, held_pub = label_heldout(get("mhc_t6"), paper_cols("mhc_t6"))
-        m += "<h3>Table 6: held-out macro F1 per training dataset" + docs_link("mhc") + "</h3>" + pivot(held, "mhc-t6", "row", "model", None, published=held_pub)
+        m += (
+            "<h3>Table 6: held-out macro F1 per training dataset"
+            + docs_link("mhc")
+            + "</h3>"
+            + pivot(held, "mhc-t6", "row", "model", None, published=held_pub)
+        )
         if "mhc_t5" in paper_tables:
             m += mhc_t5_section(paper_tables["mhc_t5"].get("doc"), paper_tables["mhc_t5"].get("file", ""), published)
         section("mhc", "Multilingual HateCheck", m)
 
     # zero vs many-shot
     if not get("shots_languages").is_empty():
-        s = ("<p class='note'>Each (model, language) is tagged many-shot when the language occurs in the model's training data (its <code>language</code> column), zero-shot otherwise. "
-             "The intervals of each setting's mean and of the gap combine the languages' template-level bootstrap values, "
-             "each language resampled independently.</p>")
+        s = (
+            "<p class='note'>Each (model, language) is tagged many-shot when the language occurs in the model's training data (its <code>language</code> column), zero-shot otherwise. "
+            "The intervals of each setting's mean and of the gap combine the languages' template-level bootstrap values, "
+            "each language resampled independently.</p>"
+        )
         s += pivot(get("shots_summary"), "shots-summary", "model", "column", below_mark, caption="mean macro F1 over MHC languages")
-        s += figure(grouped_bars(get("shots_languages").with_columns(pl.concat_str([pl.col("row"), pl.lit(" ("), pl.col("setting"), pl.lit(")")]).alias("label")), "row", "model", "MHC macro F1 per language (many-shot languages in the table above)", "macro F1", below_mark), "Zero- vs many-shot macro F1", "fig-shots")
-        s += pivot(get("shots_languages").with_columns(pl.concat_str([pl.col("row"), pl.lit(" ("), pl.col("setting"), pl.lit(")")]).alias("row")), "shots-languages", "row", "model", below_mark, caption="macro F1 per language and setting")
+        s += figure(
+            grouped_bars(
+                get("shots_languages").with_columns(
+                    pl.concat_str([pl.col("row"), pl.lit(" ("), pl.col("setting"), pl.lit(")")]).alias("label")
+                ),
+                "row",
+                "model",
+                "MHC macro F1 per language (many-shot languages in the table above)",
+                "macro F1",
+                below_mark,
+            ),
+            "Zero- vs many-shot macro F1",
+            "fig-shots",
+        )
+        s += pivot(
+            get("shots_languages").with_columns(pl.concat_str([pl.col("row"), pl.lit(" ("), pl.col("setting"), pl.lit(")")]).alias("row")),
+            "shots-languages",
+            "row",
+            "model",
+            below_mark,
+            caption="macro F1 per language and setting",
+        )
         gap = get("shots_class_gap")
         s += "<h3>Gap per functionality class</h3>"
         s += per_model(gap, lambda model, c: f"<h4>{escape(model)}</h4>" + pivot(c, f"shots-class-gap-{model}", "row", "column", None))
         section("shots", "Zero-shot versus many-shot", s)
 
     if not get("contrast").is_empty():
-        section("contrast", "Contrast consistency", "<p class='note'>Share of (hateful case, non-hateful contrast) pairs linked by <code>ref_case_id</code> where the model gets both right.</p>" + pivot(get("contrast"), "contrast-table", "row", "model", below_mark))
+        section(
+            "contrast",
+            "Contrast consistency",
+            "<p class='note'>Share of (hateful case, non-hateful contrast) pairs linked by <code>ref_case_id</code> where the model gets both right.</p>"
+            + pivot(get("contrast"), "contrast-table", "row", "model", below_mark),
+        )
 
     if not get("other_scores").is_empty():
-        section("other", "Other scores", "<p class='note'>Macro F1 of every scored (model, suite) that no table above reads "
-                "(for example a held-out test set of a model tested on no functional suite).</p>"
-                + pivot(label_heldout(get("other_scores"))[0], "other-scores", "row", "model", None, caption="macro F1 (each row says what it scores)"))
+        section(
+            "other",
+            "Other scores",
+            "<p class='note'>Macro F1 of every scored (model, suite) that no table above reads "
+            "(for example a held-out test set of a model tested on no functional suite).</p>"
+            + pivot(
+                label_heldout(get("other_scores"))[0],
+                "other-scores",
+                "row",
+                "model",
+                None,
+                caption="macro F1 (each row says what it scores)",
+            ),
+        )
 
     if diffs:
         section("diffs", "What changed between models, per functional test", diff_section(diffs))
 
     if expansion is not None:
-        section("expanded", "Expanded suites: original versus expanded", expanded_section(
-            get("expanded_functionality"), below_mark, expansion.get("coverage"), expansion.get("coverage_file", ""),
-            expansion.get("reproduction"), expansion.get("reproduction_file", ""), expansion.get("suites"), max_ci_width,
-            get("expanded_invariance"),
-        ))
+        section(
+            "expanded",
+            "Expanded suites: original versus expanded",
+            expanded_section(
+                get("expanded_functionality"),
+                below_mark,
+                expansion.get("coverage"),
+                expansion.get("coverage_file", ""),
+                expansion.get("reproduction"),
+                expansion.get("reproduction_file", ""),
+                expansion.get("suites"),
+                max_ci_width,
+                get("expanded_invariance"),
+            ),
+        )
     if gpt is not None:
         d = gpt["docs"]
-        section("gpt", "GPT-HateCheck: generated and validated test cases",
-                f'<p class="note">Jin et al. 2024; what each table is: <a href="{GPT_DOCS}">docs/gpt-hatecheck.md</a>.</p>'
-                + gpt_hatecheck_section(d.get("generation"), d.get("validation"), d.get("quality"), d.get("compare"),
-                                        gpt["files"], published))
+        section(
+            "gpt",
+            "GPT-HateCheck: generated and validated test cases",
+            f'<p class="note">Jin et al. 2024; what each table is: <a href="{GPT_DOCS}">docs/gpt-hatecheck.md</a>.</p>'
+            + gpt_hatecheck_section(d.get("generation"), d.get("validation"), d.get("quality"), d.get("compare"), gpt["files"], published),
+        )
     if bias is not None:
         section("bias", "Bias and explainability audits", bias_section(bias.get("doc"), bias.get("file", ""), published))
     prompted = [m for m, spec in models.items() if is_llm(spec)]
@@ -349,16 +521,25 @@ def run(
         paper_tables["hatecheck_s25"] = {"doc": _maybe_json(hatecheck_agreement_file), "file": str(hatecheck_agreement_file)}
     if multiclass_files:
         paper_tables["appf"] = {
-            key: {"model": key.split("/")[0], "dataset": key.split("/")[1], "doc": _maybe_json(p), "file": str(p),
-                  "stage": "heldout_multiclass_" + key.replace("/", "_")}
+            key: {
+                "model": key.split("/")[0],
+                "dataset": key.split("/")[1],
+                "doc": _maybe_json(p),
+                "file": str(p),
+                "stage": "heldout_multiclass_" + key.replace("/", "_"),
+            }
             for key, p in multiclass_files.items()
         }
     expansion = None
     if expansion_files is not None:
         cov, rep = expansion_files.get("coverage", ""), expansion_files.get("reproduction", "")
-        expansion = {"coverage": _maybe_json(cov) if cov else None, "coverage_file": str(cov),
-                     "reproduction": _maybe_json(rep) if rep else None, "reproduction_file": str(rep),
-                     "suites": {k: (str(p), _rows(p)) for k, p in (expanded_suite_files or {}).items()}}
+        expansion = {
+            "coverage": _maybe_json(cov) if cov else None,
+            "coverage_file": str(cov),
+            "reproduction": _maybe_json(rep) if rep else None,
+            "reproduction_file": str(rep),
+            "suites": {k: (str(p), _rows(p)) for k, p in (expanded_suite_files or {}).items()},
+        }
     bias = None if bias_summary_file is None else {"doc": _maybe_json(bias_summary_file), "file": str(bias_summary_file)}
     html = build(
         title,
@@ -372,16 +553,28 @@ def run(
         published=published,
         expansion=expansion,
         bias=bias,
-        llm={"docs": {b: _maybe_json(p) for b, p in llm_files.items()}, "files": {b: str(p) for b, p in llm_files.items()},
-             "misspelling": {"docs": {b: _maybe_json(p) for b, p in (llm_misspelling_files or {}).items()},
-                             "files": {b: str(p) for b, p in (llm_misspelling_files or {}).items()}} if llm_misspelling_files else None,
-             "sets": {"doc": _maybe_json(ethos_sets_file), "file": str(ethos_sets_file)} if ethos_sets_file else None}
-        if llm_files else None,
+        llm={
+            "docs": {b: _maybe_json(p) for b, p in llm_files.items()},
+            "files": {b: str(p) for b, p in llm_files.items()},
+            "misspelling": {
+                "docs": {b: _maybe_json(p) for b, p in (llm_misspelling_files or {}).items()},
+                "files": {b: str(p) for b, p in (llm_misspelling_files or {}).items()},
+            }
+            if llm_misspelling_files
+            else None,
+            "sets": {"doc": _maybe_json(ethos_sets_file), "file": str(ethos_sets_file)} if ethos_sets_file else None,
+        }
+        if llm_files
+        else None,
         llm_backends=llm_backends,
         usage=None if usage_dir is None else {"records": load_records(Path(usage_dir)), "folder": str(usage_dir)},
         paper_tables=paper_tables,
-        gpt=None if gpt_files is None else {"docs": {k: _maybe_json(p) for k, p in gpt_files.items() if str(p).endswith(".json")},
-                                            "files": {k: str(p) for k, p in gpt_files.items()}},
+        gpt=None
+        if gpt_files is None
+        else {
+            "docs": {k: _maybe_json(p) for k, p in gpt_files.items() if str(p).endswith(".json")},
+            "files": {k: str(p) for k, p in gpt_files.items()},
+        },
         diffs={stage: {"doc": _maybe_json(p), "file": str(p), "stage": stage} for stage, p in (diff_files or {}).items()},
         # links relative to the report's own folder
         model_pages={m: os.path.relpath(p, Path(out).parent) for m, p in (model_pages or {}).items()},
@@ -450,11 +643,31 @@ def report(
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
     written = run(
-        out, title, profile.name, models, cards, validation, tables, training_languages, below_mark,
-        expansion_files=expansion, bias_summary_file=bias_summary, llm_files=llm, llm_misspelling_files=llm_misspelling,
-        published=yaml.safe_load(Path(published).read_text("utf-8")), llm_backends=llm_backends, usage_dir=usage_dir,
-        expanded_suite_files=expanded_suites, mhc_t5_file=mhc_t5, hatecheck_agreement_file=hatecheck_agreement, multiclass_files=multiclass,
-        gpt_files=gpt_hatecheck, diff_files=diffs, model_pages=model_pages, ethos_sets_file=ethos_sets, max_ci_width=max_ci_width,
+        out,
+        title,
+        profile.name,
+        models,
+        cards,
+        validation,
+        tables,
+        training_languages,
+        below_mark,
+        expansion_files=expansion,
+        bias_summary_file=bias_summary,
+        llm_files=llm,
+        llm_misspelling_files=llm_misspelling,
+        published=yaml.safe_load(Path(published).read_text("utf-8")),
+        llm_backends=llm_backends,
+        usage_dir=usage_dir,
+        expanded_suite_files=expanded_suites,
+        mhc_t5_file=mhc_t5,
+        hatecheck_agreement_file=hatecheck_agreement,
+        multiclass_files=multiclass,
+        gpt_files=gpt_hatecheck,
+        diff_files=diffs,
+        model_pages=model_pages,
+        ethos_sets_file=ethos_sets,
+        max_ci_width=max_ci_width,
         failure_files=failures,
     )
     return f"wrote {written}"

@@ -80,8 +80,9 @@ def ran_in(out: str | Path) -> str | None:
 def read_lock(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.exists():
-        raise LineageError(f"{path}: no lineage record yet: build the target with `snakemake --cores 2 <target>` "
-                           "or `dvc repro` (both write dvc.lock)")
+        raise LineageError(
+            f"{path}: no lineage record yet: build the target with `snakemake --cores 2 <target>` or `dvc repro` (both write dvc.lock)"
+        )
     doc = read_dvc_yaml(path) or {}
     return doc.get("stages", {})
 
@@ -164,8 +165,10 @@ def trace(target: str, lock: Mapping[str, Any], registry: Mapping[str, Any], rep
         start = cell["metrics_file"]
     first = find_producers(start, outs)
     if not first:
-        raise LineageError(f"{start}: no stage in dvc.lock produces it (is it a pipeline output, and has the pipeline run? "
-                           "A Snakemake run killed part-way records its finished stages at the next successful run)")
+        raise LineageError(
+            f"{start}: no stage in dvc.lock produces it (is it a pipeline output, and has the pipeline run? "
+            "A Snakemake run killed part-way records its finished stages at the next successful run)"
+        )
     nodes: dict[str, Node] = {}
     queue = list(first)
     while queue:
@@ -183,9 +186,17 @@ def trace(target: str, lock: Mapping[str, Any], registry: Mapping[str, Any], rep
             normalised.update(listed)
             notes += [note] if note else []
         inputs = {p: h for p, h in deps.items() if p not in code and p not in fingerprint}
-        node = Node(name, st.get("cmd", ""), st.get("params", {}) or {}, code, inputs,
-                    {o["path"]: _hash(o) for o in st.get("outs", []) or []}, fingerprint=fingerprint,
-                    normalised=normalised, fingerprint_note="; ".join(notes))
+        node = Node(
+            name,
+            st.get("cmd", ""),
+            st.get("params", {}) or {},
+            code,
+            inputs,
+            {o["path"]: _hash(o) for o in st.get("outs", []) or []},
+            fingerprint=fingerprint,
+            normalised=normalised,
+            fingerprint_note="; ".join(notes),
+        )
         node.ran = {o: r for o in node.outs if (r := ran_in(o))}
         for p in inputs:
             parents = [s for s in find_producers(p, outs) if s != name]
@@ -260,8 +271,13 @@ def _flat(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
 def to_json(chain: Chain) -> str:
     return json.dumps(
         {
-            "target": chain.target, "start": chain.start, "cell": chain.cell, "roots": chain.roots,
+            "target": chain.target,
+            "start": chain.start,
+            "cell": chain.cell,
+            "roots": chain.roots,
             "stages": {n: vars(node) for n, node in chain.nodes.items()},
         },
-        indent=2, ensure_ascii=False, default=str,
+        indent=2,
+        ensure_ascii=False,
+        default=str,
     )

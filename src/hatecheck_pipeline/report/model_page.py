@@ -51,9 +51,10 @@ def paper_overall(src: Source, published: Mapping[str, Any], model: str = "Persp
     held-out macro F1 of HateCheck section 3 and MHC Appendix H."""
     if src.kind not in (FUNCTIONAL, HELDOUT):  # an expanded suite: not the papers' cases
         return {}
-    wanted = {"hatecheck": [("hatecheck_t2", "total", "accuracy", "accuracy")],
-              "mhc": [("mhc_t2", src.language or "", "macro_f1", "macro_f1")]}.get(
-        src.dataset, [(t, src.dataset, "macro_f1", "macro_f1") for t in ("hatecheck_heldout", "mhc_t6")])
+    wanted = {
+        "hatecheck": [("hatecheck_t2", "total", "accuracy", "accuracy")],
+        "mhc": [("mhc_t2", src.language or "", "macro_f1", "macro_f1")],
+    }.get(src.dataset, [(t, src.dataset, "macro_f1", "macro_f1") for t in ("hatecheck_heldout", "mhc_t6")])
     out = {}
     for table, row, column, shown in wanted:
         found = P.lookup(table, model, published).get((row, column))
@@ -80,7 +81,7 @@ def answers_span(path: str | Path) -> dict[str, str]:
     """A scoring API's predictions file: its answers' snapshot and first and
     last request (UTC), from its metadata ({} for any other file)."""
     meta = pl.read_parquet_metadata(path)
-    return {k[len(ANSWERS_KEY):]: v for k, v in meta.items() if k.startswith(ANSWERS_KEY)}
+    return {k[len(ANSWERS_KEY) :]: v for k, v in meta.items() if k.startswith(ANSWERS_KEY)}
 
 
 def answers_obtained(spans: Mapping[str, Mapping[str, str]]) -> str | None:
@@ -102,8 +103,10 @@ def answers_obtained(spans: Mapping[str, Mapping[str, str]]) -> str | None:
 
 def identity_rows(card: Mapping[str, Any], spans: Mapping[str, Mapping[str, str]] | None = None) -> str:
     base = card.get("base_model") or {}
-    rows = [("kind", card.get("kind") or ("fine-tuned here" if card.get("train_seconds") is not None else "–")),
-            ("what it is", base.get("description") or base.get("ref") or "–")]
+    rows = [
+        ("kind", card.get("kind") or ("fine-tuned here" if card.get("train_seconds") is not None else "–")),
+        ("what it is", base.get("description") or base.get("ref") or "–"),
+    ]
     rows += [(k, str(v)) for k, v in (card.get("identity") or {}).items() if v is not None]
     if card.get("answers"):  # a scoring API's dated audit, as the register stage wrote it
         a = card["answers"]
@@ -120,8 +123,14 @@ def identity_rows(card: Mapping[str, Any], spans: Mapping[str, Mapping[str, str]
     return "".join(f"<tr><td class='rowhead'>{escape(k)}</td><td class='rowhead'>{escape(str(v))}</td></tr>" for k, v in rows)
 
 
-def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], published: Mapping[str, Any], below_mark: float,
-                     max_ci_width: float | None = None) -> tuple[str, list[str]]:
+def functional_table(
+    model: str,
+    suite: Suite,
+    cells: list[dict[str, Any]],
+    published: Mapping[str, Any],
+    below_mark: float,
+    max_ci_width: float | None = None,
+) -> tuple[str, list[str]]:
     """Per functionality: the model's accuracy (with its interval), the
     papers' models beside it; and the functionalities below the mark."""
     dataset = suite.dataset
@@ -137,19 +146,39 @@ def functional_table(model: str, suite: Suite, cells: list[dict[str, Any]], publ
         code = c["row"]
         if c["value"] is not None and c["value"] < below_mark:
             failing.append(P.functionality_label(code, dataset))
-        pubs = "".join(published_td("mhc_t1" if dataset == "mhc" else "hatecheck_t1", m, code, suite.language or "accuracy",
-                                    *(paper[m].get(code, (None, "", ""))[::2])) for m in paper)
-        rows.append(f"<tr><td class='rowhead'>{escape(P.functionality_label(code, dataset))}</td>{td(c, below_mark, max_ci_width)}"
-                    f"<td>{escape(interval(c))}</td><td>{c['n'] if c['n'] is not None else '–'}</td>{pubs}</tr>")
-    table = (f"<table id='{escape(cell_id('page', model, suite.name))}'><thead><tr><th class='rowhead'>functional test</th>"
-             f"<th>{escape(model)}</th><th>95% CI (templates)</th><th>n</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+        pubs = "".join(
+            published_td(
+                "mhc_t1" if dataset == "mhc" else "hatecheck_t1",
+                m,
+                code,
+                suite.language or "accuracy",
+                *(paper[m].get(code, (None, "", ""))[::2]),
+            )
+            for m in paper
+        )
+        rows.append(
+            f"<tr><td class='rowhead'>{escape(P.functionality_label(code, dataset))}</td>{td(c, below_mark, max_ci_width)}"
+            f"<td>{escape(interval(c))}</td><td>{c['n'] if c['n'] is not None else '–'}</td>{pubs}</tr>"
+        )
+    table = (
+        f"<table id='{escape(cell_id('page', model, suite.name))}'><thead><tr><th class='rowhead'>functional test</th>"
+        f"<th>{escape(model)}</th><th>95% CI (templates)</th><th>n</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
     return table, failing
 
 
-def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]], suites: Mapping[str, Suite],
-          below_mark: float, published: Mapping[str, Any] | None = None, max_ci_width: float | None = None,
-          failures: Mapping[str, tuple[str, str]] | None = None, not_run: Mapping[str, str] | None = None,
-          spans: Mapping[str, Mapping[str, str]] | None = None) -> str:
+def build(
+    model: str,
+    card: Mapping[str, Any],
+    loaded: list[tuple[Source, dict]],
+    suites: Mapping[str, Suite],
+    below_mark: float,
+    published: Mapping[str, Any] | None = None,
+    max_ci_width: float | None = None,
+    failures: Mapping[str, tuple[str, str]] | None = None,
+    not_run: Mapping[str, str] | None = None,
+    spans: Mapping[str, Mapping[str, str]] | None = None,
+) -> str:
     """The page as one HTML string (``max_ci_width``: cells with a wider
     interval are marked too few cases to compare; ``failures``: suite ->
     (its failures.csv, the link to it), the failing cases listed under each
@@ -158,9 +187,11 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
     API's suite -> its answers' snapshot and first and last request)."""
     published = P.load() if published is None else published
     base = card.get("base_model") or {}
-    parts = [f"<h1>{escape(model)}: functional tests</h1>",
-             f"<p>{escape(base.get('description') or base.get('ref') or '')}</p>",
-             f"<table id='identity'><tbody>{identity_rows(card, spans)}</tbody></table>"]
+    parts = [
+        f"<h1>{escape(model)}: functional tests</h1>",
+        f"<p>{escape(base.get('description') or base.get('ref') or '')}</p>",
+        f"<table id='identity'><tbody>{identity_rows(card, spans)}</tbody></table>",
+    ]
     overall = overall_cells("page_overall", loaded, ["accuracy", "macro_f1"], row_of=lambda s: s.suite)
     beside = perspective_style(card)  # the papers' Perspective figures beside a Perspective-style API's
     sources = {src.suite: src for src, _ in loaded}
@@ -176,20 +207,33 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         paper = ""
         if beside:
             figs = paper_overall(sources[suite_name], published)
-            paper = "".join(published_td(f[1], "Perspective", f[2], f[3], f[0], f[4]) if f else published_td("", "", "", "", None, "")
-                            for f in (figs.get("accuracy"), figs.get("macro_f1")))
-        rows.append(f"<tr><td class='rowhead'>{escape(suite_name)}</td><td>{(acc or {}).get('n', '–')}</td>{td(acc, below_mark, max_ci_width)}"
-                    f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td>{paper}"
-                    f"<td class='rowhead'>{escape(note)}</td></tr>")
-    rows += [f"<tr><td class='rowhead'>{escape(name)}</td><td class='fail' colspan='{8 if beside else 6}'>{escape(why)}</td></tr>"
-             for name, why in (not_run or {}).items()]
+            paper = "".join(
+                published_td(f[1], "Perspective", f[2], f[3], f[0], f[4]) if f else published_td("", "", "", "", None, "")
+                for f in (figs.get("accuracy"), figs.get("macro_f1"))
+            )
+        rows.append(
+            f"<tr><td class='rowhead'>{escape(suite_name)}</td><td>{(acc or {}).get('n', '–')}</td>{td(acc, below_mark, max_ci_width)}"
+            f"<td>{escape(interval(acc))}</td>{td(f1, None, max_ci_width)}<td>{escape(interval(f1))}</td>{paper}"
+            f"<td class='rowhead'>{escape(note)}</td></tr>"
+        )
+    rows += [
+        f"<tr><td class='rowhead'>{escape(name)}</td><td class='fail' colspan='{8 if beside else 6}'>{escape(why)}</td></tr>"
+        for name, why in (not_run or {}).items()
+    ]
     paper_head = "<th>Perspective (paper): accuracy</th><th>Perspective (paper): macro F1</th>" if beside else ""
-    parts.append("<h2>Every suite</h2><table id='overall'><thead><tr><th class='rowhead'>suite</th><th>n</th><th>accuracy</th>"
-                 f"<th>95% CI</th><th>macro F1</th><th>95% CI</th>{paper_head}<th class='rowhead'></th></tr></thead><tbody>" + "".join(rows)
-                 + "</tbody></table>"
-                 + ("<p class='note'>Perspective (paper): IDENTITY_ATTACK at a 50% cutoff as the papers ran it: HateCheck Table 2 "
-                    "(accuracy), Multilingual HateCheck Table 8 (German, Italian and Portuguese only, tested February 2022) and "
-                    "Appendix H (held-out Italian and Portuguese); the API may have changed since.</p>" if beside else ""))
+    parts.append(
+        "<h2>Every suite</h2><table id='overall'><thead><tr><th class='rowhead'>suite</th><th>n</th><th>accuracy</th>"
+        f"<th>95% CI</th><th>macro F1</th><th>95% CI</th>{paper_head}<th class='rowhead'></th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + (
+            "<p class='note'>Perspective (paper): IDENTITY_ATTACK at a 50% cutoff as the papers ran it: HateCheck Table 2 "
+            "(accuracy), Multilingual HateCheck Table 8 (German, Italian and Portuguese only, tested February 2022) and "
+            "Appendix H (held-out Italian and Portuguese); the API may have changed since.</p>"
+            if beside
+            else ""
+        )
+    )
     fails: list[str] = []
     for src, doc in loaded:
         suite = suites[src.suite]
@@ -199,31 +243,46 @@ def build(model: str, card: Mapping[str, Any], loaded: list[tuple[Source, dict]]
         cells = frame.to_dicts()
         table, failing = functional_table(model, suite, cells, published, below_mark, max_ci_width)
         fails += [f"{suite.name}: {f}" for f in failing]
-        heat = G.view(frame, suite.name, f"heat-{suite.name}", below_mark, suite.dataset, G.papers_for(suite.dataset, suite.language, published), max_ci_width)
-        parts.append(f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{G.legend(below_mark, max_ci_width)}{G.side_by_side(heat, table)}")
+        heat = G.view(
+            frame,
+            suite.name,
+            f"heat-{suite.name}",
+            below_mark,
+            suite.dataset,
+            G.papers_for(suite.dataset, suite.language, published),
+            max_ci_width,
+        )
+        parts.append(
+            f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{G.legend(below_mark, max_ci_width)}{G.side_by_side(heat, table)}"
+        )
         parts.append(failing_cases_html(suite, cells, failures, below_mark))
     listing = "".join(f"<li>{escape(f)}</li>" for f in fails) or "<li>none</li>"
     parts.insert(4, f"<h2>Functional tests it fails (accuracy below {below_mark:g}%)</h2><ul id='failing'>{listing}</ul>")
-    parts.append("<p class='note'>Intervals: percentile bootstrap; on functional suites the templates are resampled (on HateCheck "
-                 "and MHC the slurs crossed with them too), on held-out sets the cases. Hover a cell for its metrics file and stage; <code>hatecheck-pipeline lineage CELL_ID</code> "
-                 "traces it."
-                 + ("" if max_ci_width is None else f" Cells whose 95% interval is wider than {max_ci_width:g} points are "
-                    f"<span class='too-few'>underlined</span>: {TOO_FEW}.")
-                 + "</p>")
-    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{escape(model)}: functional tests</title>"
-            f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n")
+    parts.append(
+        "<p class='note'>Intervals: percentile bootstrap; on functional suites the templates are resampled (on HateCheck "
+        "and MHC the slurs crossed with them too), on held-out sets the cases. Hover a cell for its metrics file and stage; <code>hatecheck-pipeline lineage CELL_ID</code> "
+        "traces it."
+        + (
+            ""
+            if max_ci_width is None
+            else f" Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: {TOO_FEW}."
+        )
+        + "</p>"
+    )
+    return (
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{escape(model)}: functional tests</title>"
+        f"<style>{CSS}</style></head><body>{''.join(parts)}</body></html>\n"
+    )
 
 
-def failing_cases_html(suite: Suite, cells: list[dict[str, Any]], failures: Mapping[str, tuple[str, str]] | None,
-                       below_mark: float) -> str:
+def failing_cases_html(suite: Suite, cells: list[dict[str, Any]], failures: Mapping[str, tuple[str, str]] | None, below_mark: float) -> str:
     """Under each functional test of ``suite`` below the mark, its first
     failing cases from the suite's failures.csv, and the link to it ('' when
     the page has no failures files or the model fails no test)."""
     if not failures or suite.name not in failures:
         return ""
     path, href = failures[suite.name]
-    return failing_tests_block(cells, suite.dataset, read_failures(path), href, below_mark,
-                               heading=f"{suite.name}: failing cases")
+    return failing_tests_block(cells, suite.dataset, read_failures(path), href, below_mark, heading=f"{suite.name}: failing cases")
 
 
 def page_failures(scored: Mapping[str, Suite], failures: Mapping[str, Path] | None, page: Path) -> dict[str, tuple[str, str]]:
@@ -232,10 +291,20 @@ def page_failures(scored: Mapping[str, Suite], failures: Mapping[str, Path] | No
     return {scored[stage].name: (str(path), link(path, page)) for stage, path in (failures or {}).items() if stage in scored}
 
 
-def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Mapping[str, Path], page: Path, below_mark: float,
-               max_ci_width: float | None = None, published: Path | None = None, functionalities: Path | None = None,
-               failures: Mapping[str, Path] | None = None, not_run: Mapping[str, str] | None = None,
-               answers: Mapping[str, Path] | None = None) -> str:
+def model_page(
+    model: str,
+    scored: Mapping[str, Suite],
+    card: Path,
+    metrics: Mapping[str, Path],
+    page: Path,
+    below_mark: float,
+    max_ci_width: float | None = None,
+    published: Path | None = None,
+    functionalities: Path | None = None,
+    failures: Mapping[str, Path] | None = None,
+    not_run: Mapping[str, str] | None = None,
+    answers: Mapping[str, Path] | None = None,
+) -> str:
     """Stage ``model_page_<model>``: the page from the model's card and the
     metrics files of its suites (``metrics``, ``failures`` and ``scored``
     keyed by the score stage that wrote each file); ``published`` and
@@ -246,9 +315,22 @@ def model_page(model: str, scored: Mapping[str, Suite], card: Path, metrics: Map
     whose metadata say when their answers were obtained."""
     del published, functionalities
     spans = {scored[stage].name: answers_span(path) for stage, path in (answers or {}).items() if stage in scored}
-    loaded = [(Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))
-              for stage, s in scored.items()]
-    write_text(build(model, read_json(card), loaded, {s.name: s for s in scored.values()}, below_mark,
-                     max_ci_width=max_ci_width, failures=page_failures(scored, failures, page), not_run=not_run,
-                     spans=spans), page)
+    loaded = [
+        (Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))
+        for stage, s in scored.items()
+    ]
+    write_text(
+        build(
+            model,
+            read_json(card),
+            loaded,
+            {s.name: s for s in scored.values()},
+            below_mark,
+            max_ci_width=max_ci_width,
+            failures=page_failures(scored, failures, page),
+            not_run=not_run,
+            spans=spans,
+        ),
+        page,
+    )
     return f"{model}: {len(loaded)} suite(s) -> {page}"

@@ -23,7 +23,7 @@ HELDOUT_BINARY = {
     "haspeede2020": "hs = 1 vs 0",
     "fortuna2019": "hatespeech_comb = 1 vs 0",
     "hatexplain": "hate speech vs offensive + normal: p(hatespeech) of the 3-class model at the prediction threshold; "
-                  "NOT the paper's 3-class figures (those are in Table 6, Bias and explainability)",
+    "NOT the paper's 3-class figures (those are in Table 6, Bias and explainability)",
 }
 
 
@@ -38,7 +38,7 @@ def heldout_label(row: str) -> str:
     >>> heldout_label("mhc_german")
     'mhc_german — macro F1 (hateful vs non-hateful)'
     """
-    dataset = row[len("heldout_"):] if row.startswith("heldout_") else row
+    dataset = row[len("heldout_") :] if row.startswith("heldout_") else row
     what = HELDOUT_BINARY.get(dataset)
     return f"{row} — binary macro F1: {what}" if what else f"{row} — macro F1 (hateful vs non-hateful)"
 
@@ -58,8 +58,10 @@ def published_cell(table: str, model: str, row: str, column: str, value: float |
         return '<td class="missing">–</td>'
     text = f"{value:.{digits}f}" if isinstance(value, float) else f"{value:,}"
     cid = cell_id("published", table, model, row, column)
-    return (f'<td class="published" data-cell-id="{escape(cid)}" data-metrics="published" data-stage="{escape(source)}" '
-            f'title="{escape("Published: " + source)}">{escape(text)}</td>')
+    return (
+        f'<td class="published" data-cell-id="{escape(cid)}" data-metrics="published" data-stage="{escape(source)}" '
+        f'title="{escape("Published: " + source)}">{escape(text)}</td>'
+    )
 
 
 # ------------------------------------------------------------ MHC Table 5
@@ -74,11 +76,13 @@ def mhc_t5_section(doc: Mapping[str, Any] | None, file: str, published: Mapping[
     t5 = published.get("mhc_t5") or {}
     pub = (t5.get("values") or {}).get("annotators") or {}
     source = t5.get("source", "")
-    out += ("<p class='note'>Cases where at least 2 of their 3 annotators' labels (<code>label_annotated</code>) differ from the "
-            "expert gold label, computed from the labels and checked case by case against the authors' "
-            "<code>disagreement_in_case</code> flag (they agree on every case). The last column is the share of cases whose "
-            "template holds such a case (<code>disagreement_in_template</code>; not in the paper). A property of the suite, not of a model. "
-            "Where our count differs from the paper's, the released files differ from the ones the paper counted.</p>")
+    out += (
+        "<p class='note'>Cases where at least 2 of their 3 annotators' labels (<code>label_annotated</code>) differ from the "
+        "expert gold label, computed from the labels and checked case by case against the authors' "
+        "<code>disagreement_in_case</code> flag (they agree on every case). The last column is the share of cases whose "
+        "template holds such a case (<code>disagreement_in_template</code>; not in the paper). A property of the suite, not of a model. "
+        "Where our count differs from the paper's, the released files differ from the ones the paper counted.</p>"
+    )
     rows = []
     entries = [*doc.get("per_language", {}).items(), ("all languages", doc.get("overall", {}))]
     for lang, e in entries:
@@ -92,27 +96,51 @@ def mhc_t5_section(doc: Mapping[str, Any] | None, file: str, published: Mapping[
             json_td(e.get("pct_in_disagreement_template"), cell_id("mhc_t5", lang, "pct_in_disagreement_template"), file, stage, 2),
         ]
         rows.append(f'<tr><td class="rowhead">{escape(lang)}</td>{"".join(tds)}</tr>')
-    return out + html_table("mhc-t5", ["language", "cases", "% disagreement", "% disagreement (paper)", "n disagreement",
-                                       "n disagreement (paper)", "% in a template with disagreement"], rows)
+    return out + html_table(
+        "mhc-t5",
+        [
+            "language",
+            "cases",
+            "% disagreement",
+            "% disagreement (paper)",
+            "n disagreement",
+            "n disagreement (paper)",
+            "% in a template with disagreement",
+        ],
+        rows,
+    )
 
 
 # ------------------------------------------------- CrowS-Pairs Table 2 rows
 
 CROWS_ROWS = [  # (the paper's row, our key): our keys are bias_types / the overall scores of a crows_pairs_<scorer> metrics file
-    ("all", "CrowS-Pairs (all pairs)"), ("stereo", "CrowS-Pairs-stereo"), ("antistereo", "CrowS-Pairs-antistereo"),
-    ("race-color", "Race / Color"), ("gender", "Gender / Gender identity"), ("socioeconomic", "Socioeconomic status / Occupation"),
-    ("nationality", "Nationality"), ("religion", "Religion"), ("age", "Age"), ("sexual-orientation", "Sexual orientation"),
-    ("physical-appearance", "Physical appearance"), ("disability", "Disability"),
+    ("all", "CrowS-Pairs (all pairs)"),
+    ("stereo", "CrowS-Pairs-stereo"),
+    ("antistereo", "CrowS-Pairs-antistereo"),
+    ("race-color", "Race / Color"),
+    ("gender", "Gender / Gender identity"),
+    ("socioeconomic", "Socioeconomic status / Occupation"),
+    ("nationality", "Nationality"),
+    ("religion", "Religion"),
+    ("age", "Age"),
+    ("sexual-orientation", "Sexual orientation"),
+    ("physical-appearance", "Physical appearance"),
+    ("disability", "Disability"),
 ]
-OVERALL_KEYS = {"all": ("metric_score", "n_pairs"), "stereo": ("stereo_score", "n_stereo"), "antistereo": ("antistereo_score", "n_antistereo")}
+OVERALL_KEYS = {
+    "all": ("metric_score", "n_pairs"),
+    "stereo": ("stereo_score", "n_stereo"),
+    "antistereo": ("antistereo_score", "n_antistereo"),
+}
 
 
 WINOBIAS_ROWS = [(1, "winobias-type1", "WinoBias-knowledge (type 1)"), (2, "winobias-type2", "WinoBias-syntax (type 2)")]
 STEREOSET_NOT_RUN = "not run here (data not in the mirror)"
 
 
-def baseline_rows(crows: Mapping[str, Mapping[str, Any]], winobias: Mapping[str, Mapping[str, Any]], summary_file: str,
-                  t2: Mapping[str, Any]) -> list[str]:
+def baseline_rows(
+    crows: Mapping[str, Mapping[str, Any]], winobias: Mapping[str, Mapping[str, Any]], summary_file: str, t2: Mapping[str, Any]
+) -> list[str]:
     """Table 2's rows above CrowS-Pairs: WinoBias-knowledge and -syntax
     (our scorers' WinoBias stages, the same metric), StereoSet (published
     only: its data is not in the mirror), each with the paper's n and
@@ -127,11 +155,20 @@ def baseline_rows(crows: Mapping[str, Mapping[str, Any]], winobias: Mapping[str,
                 tds.append('<td class="missing" title="no WinoBias stage of this scorer ran">–</td>')
                 continue
             n, ci, incomplete = e.get("n_pairs"), e.get("metric_ci"), not e.get("complete")
-            note = (f", n={n} pairs of WinoBias {e.get('split')}" + (f", {ci_text(ci, e)}" if ci else "")
-                    + (f" (INCOMPLETE run: a seeded sample of {n} pairs)" if incomplete else ""))
-            td = json_td(e.get("metric_score"), cell_id("bias", "winobias", name, f"type{wino_type}", "metric_score"),
-                         e.get("source") or summary_file, f"winobias_{name}_type{wino_type}", 1, note,
-                         "incomplete" if incomplete else "")
+            note = (
+                f", n={n} pairs of WinoBias {e.get('split')}"
+                + (f", {ci_text(ci, e)}" if ci else "")
+                + (f" (INCOMPLETE run: a seeded sample of {n} pairs)" if incomplete else "")
+            )
+            td = json_td(
+                e.get("metric_score"),
+                cell_id("bias", "winobias", name, f"type{wino_type}", "metric_score"),
+                e.get("source") or summary_file,
+                f"winobias_{name}_type{wino_type}",
+                1,
+                note,
+                "incomplete" if incomplete else "",
+            )
             tds.append(with_ci(td, ci))
         rows.append(baseline_tr(f"{label} [paper: {labels.get(key, key)}]", tds, key, pub, pub_n, source))
     not_run = [f'<td class="missing">{escape(STEREOSET_NOT_RUN)}</td>' for _ in crows]
@@ -141,13 +178,20 @@ def baseline_rows(crows: Mapping[str, Mapping[str, Any]], winobias: Mapping[str,
 
 def baseline_tr(label: str, tds: list[str], key: str, pub: Mapping[str, Any], pub_n: Mapping[str, Any], source: str) -> str:
     cells = [*tds, published_cell("crows_pairs_t2", "paper", key, "n", pub_n.get(key), source)]
-    cells += [published_cell("crows_pairs_t2", model, key, "metric_score", (vals.get(key) or {}).get("metric_score"), source)
-              for model, vals in pub.items()]
+    cells += [
+        published_cell("crows_pairs_t2", model, key, "metric_score", (vals.get(key) or {}).get("metric_score"), source)
+        for model, vals in pub.items()
+    ]
     return f'<tr><td class="rowhead">{escape(label)}</td>{"".join(cells)}</tr>'
 
 
-def crows_table2(crows: Mapping[str, Mapping[str, Any]], summary_file: str, published: Mapping[str, Any], total: int = 1508,
-                 winobias: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+def crows_table2(
+    crows: Mapping[str, Mapping[str, Any]],
+    summary_file: str,
+    published: Mapping[str, Any],
+    total: int = 1508,
+    winobias: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
     """The paper's Table 2: its baseline rows (:func:`baseline_rows`:
     WinoBias from ``winobias``, ``<scorer> -> type<t> -> metrics``, and
     StereoSet as published), then the CrowS-Pairs rows (all pairs, the
@@ -171,25 +215,29 @@ def crows_table2(crows: Mapping[str, Mapping[str, Any]], summary_file: str, publ
                 value, n, ci = bt.get("score"), bt.get("n"), bt.get("ci")
                 cid = cell_id("bias", "crows", name, "bias_type", key)
             incomplete = not e.get("complete")
-            note = f", n={n} pairs" + (f", {ci_text(ci, e)}" if ci else "") + \
-                (f" (INCOMPLETE run: a seeded sample of {e.get('n_pairs')} of {total:,} pairs)" if incomplete else "")
+            note = (
+                f", n={n} pairs"
+                + (f", {ci_text(ci, e)}" if ci else "")
+                + (f" (INCOMPLETE run: a seeded sample of {e.get('n_pairs')} of {total:,} pairs)" if incomplete else "")
+            )
             tds.append(with_ci(json_td(value, cid, src, stage, 1, note, "incomplete" if incomplete else ""), ci))
         tds.append(published_cell("crows_pairs_t2", "paper", key, "n", pub_n.get(key), source))
         for model, vals in pub.items():
             tds.append(published_cell("crows_pairs_t2", model, key, "metric_score", (vals.get(key) or {}).get("metric_score"), source))
         rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
     head = ["Table 2 row", *(f"{n} ({e.get('variant')})" for n, e in crows.items()), "n (paper)", *(f"{m} (paper, masked)" for m in pub)]
-    return ("<h3>CrowS-Pairs Table 2: metric score on WinoBias, StereoSet and CrowS-Pairs per subset and bias type (%)</h3>"
-            "<p class='note'>Our scorers' figures (hover for n pairs; an incomplete run is a seeded sample; under each figure "
-            "its percentile bootstrap interval over the pairs of that row) next to the paper's "
-            "masked LMs. A <b>causal</b> scorer's whole-sentence log-likelihood is not the paper's masked-LM metric: its "
-            "column is not comparable with the paper's. WinoBias rows: each line of a pro-stereotyped file as the more "
-            "stereotyping sentence against the same line of its anti-stereotyped file (the paper's \"test sets\": "
-            "<code>bias.winobias.split</code>), the same metric and scorer as CrowS-Pairs; the paper's table labels its "
-            "WinoBias rows \"ground\" and \"knowledge\", its caption type 1 \"knowledge\" and type 2 \"syntax\" (in "
-            "brackets: the paper's row each is set against). StereoSet's intrasentence validation set is not in the "
-            "mirror: its row shows the paper's figures only.</p>"
-            + html_table("crows-pairs-bias-types", head, rows))
+    return (
+        "<h3>CrowS-Pairs Table 2: metric score on WinoBias, StereoSet and CrowS-Pairs per subset and bias type (%)</h3>"
+        "<p class='note'>Our scorers' figures (hover for n pairs; an incomplete run is a seeded sample; under each figure "
+        "its percentile bootstrap interval over the pairs of that row) next to the paper's "
+        "masked LMs. A <b>causal</b> scorer's whole-sentence log-likelihood is not the paper's masked-LM metric: its "
+        "column is not comparable with the paper's. WinoBias rows: each line of a pro-stereotyped file as the more "
+        'stereotyping sentence against the same line of its anti-stereotyped file (the paper\'s "test sets": '
+        "<code>bias.winobias.split</code>), the same metric and scorer as CrowS-Pairs; the paper's table labels its "
+        'WinoBias rows "ground" and "knowledge", its caption type 1 "knowledge" and type 2 "syntax" (in '
+        "brackets: the paper's row each is set against). StereoSet's intrasentence validation set is not in the "
+        "mirror: its row shows the paper's figures only.</p>" + html_table("crows-pairs-bias-types", head, rows)
+    )
 
 
 def ci_text(ci: list[float] | None, entry: Mapping[str, Any]) -> str:
@@ -201,8 +249,7 @@ def ci_text(ci: list[float] | None, entry: Mapping[str, Any]) -> str:
     if not ci:
         return ""
     b = entry.get("bootstrap") or {}
-    return (f"{100 * b.get('level', 0.95):.0f}% CI {ci[0]:.1f}-{ci[1]:.1f} "
-            f"({b.get('samples')} resamples of the pairs, seed {b.get('seed')})")
+    return f"{100 * b.get('level', 0.95):.0f}% CI {ci[0]:.1f}-{ci[1]:.1f} ({b.get('samples')} resamples of the pairs, seed {b.get('seed')})"
 
 
 def with_ci(td_html: str, ci: list[float] | None) -> str:
@@ -219,7 +266,8 @@ CROWS_CAUSAL_NOTE = (
     "paper's score(S) (equation 1) is a masked LM's pseudo-log-likelihood of the unmodified tokens only, each "
     "masked in turn and predicted from both sides. Equation 2's ratio is therefore taken over different quantities: "
     "a causal score also grows with the modified words' own rarity and length, so its confidence distributions "
-    "are not comparable with Figure 2's.")
+    "are not comparable with Figure 2's."
+)
 
 
 def crows_confidence(crows: Mapping[str, Mapping[str, Any]], summary_file: str, published: Mapping[str, Any]) -> str:
@@ -242,38 +290,57 @@ def crows_confidence(crows: Mapping[str, Mapping[str, Any]], summary_file: str, 
         for side in ("more_preferred", "less_preferred"):
             part = conf[side]
             tds.append(json_td(part["n"], cell_id("bias", "crows", name, "confidence", side, "n"), src, stage, 0))
-            tds.append(json_td(part["median"], cell_id("bias", "crows", name, "confidence", side, "median"), src, stage, 2,
-                               f" (quartiles {part['q1']}-{part['q3']})" if part["median"] is not None else ""))
-        tds.append(json_td(conf["median_difference"], cell_id("bias", "crows", name, "confidence", "median_difference"),
-                           src, stage, 2))
+            tds.append(
+                json_td(
+                    part["median"],
+                    cell_id("bias", "crows", name, "confidence", side, "median"),
+                    src,
+                    stage,
+                    2,
+                    f" (quartiles {part['q1']}-{part['q3']})" if part["median"] is not None else "",
+                )
+            )
+        tds.append(json_td(conf["median_difference"], cell_id("bias", "crows", name, "confidence", "median_difference"), src, stage, 2))
         label = f"{name} ({e.get('variant')})"
         rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{"".join(tds)}</tr>')
     for model, vals in pub.items():
         diff = (vals.get("all") or {}).get("median_difference")
-        rows.append(f'<tr><td class="rowhead">{escape(model)} (paper, masked)</td>' + '<td class="missing">–</td>' * 4
-                    + published_cell("crows_pairs_fig2", model, "all", "median_difference", diff, source) + "</tr>")
+        rows.append(
+            f'<tr><td class="rowhead">{escape(model)} (paper, masked)</td>'
+            + '<td class="missing">–</td>' * 4
+            + published_cell("crows_pairs_fig2", model, "all", "median_difference", diff, source)
+            + "</tr>"
+        )
     head = ["scorer", "n (S1 higher)", "median (S1 higher)", "n (S2 higher)", "median (S2 higher)", "difference in medians"]
-    img = figure(confidence_distributions([(f"{n} ({e.get('variant')})", e["confidence"]) for n, e in ran],
-                                          "CrowS-Pairs model confidence (equation 2), per scorer"),
-                 "CrowS-Pairs model confidence: confidence x 100 = 100 (1 - score(S)/score(S')), S the sentence scored "
-                 "higher; above 0 the pairs where S1 (the more stereotyping sentence) is scored higher, below 0 those "
-                 "where S2 is; black lines: the medians.", "crows-confidence")
+    img = figure(
+        confidence_distributions(
+            [(f"{n} ({e.get('variant')})", e["confidence"]) for n, e in ran], "CrowS-Pairs model confidence (equation 2), per scorer"
+        ),
+        "CrowS-Pairs model confidence: confidence x 100 = 100 (1 - score(S)/score(S')), S the sentence scored "
+        "higher; above 0 the pairs where S1 (the more stereotyping sentence) is scored higher, below 0 those "
+        "where S2 is; black lines: the medians.",
+        "crows-confidence",
+    )
     desc = fig2.get("description", "")
-    return ("<h3>CrowS-Pairs model confidence (the paper's equation 2 and Figure 2)</h3>" + img
-            + html_table("crows-pairs-confidence", head, rows)
-            + f"<p class='note'><b>The paper ({escape(source)}):</b> “{escape(desc)}” Figure 2 prints no values; its text "
-              "gives the difference in medians without a unit, read here as confidence x 100. Neutral pairs (equal "
-              "scores) are in neither distribution.</p>"
-            + f"<p class='note'>{CROWS_CAUSAL_NOTE}</p>")
+    return (
+        "<h3>CrowS-Pairs model confidence (the paper's equation 2 and Figure 2)</h3>"
+        + img
+        + html_table("crows-pairs-confidence", head, rows)
+        + f"<p class='note'><b>The paper ({escape(source)}):</b> “{escape(desc)}” Figure 2 prints no values; its text "
+        "gives the difference in medians without a unit, read here as confidence x 100. Neutral pairs (equal "
+        "scores) are in neither distribution.</p>" + f"<p class='note'>{CROWS_CAUSAL_NOTE}</p>"
+    )
 
 
 # ----------------------------------------- HateCheck appendix F (multiclass)
 
 APPF_COLUMNS = [("micro_f1", "micro F1"), ("weighted_f1", "weighted-avg. F1"), ("macro_f1", "macro F1")]
-NO_MULTICLASS_BF = ("B-F on Founta et al.'s four classes (hateful / abusive / spam / normal) is not trained: the Founta files with "
-                    "text in the mirror (fou18_en_train/dev/test) carry only the binarised label (1 = hateful, 0 = the rest), and "
-                    "the file with the original classes (hatespeech_labels.csv) holds tweet ids without text (the text is "
-                    "distributed by its authors on request).")
+NO_MULTICLASS_BF = (
+    "B-F on Founta et al.'s four classes (hateful / abusive / spam / normal) is not trained: the Founta files with "
+    "text in the mirror (fou18_en_train/dev/test) carry only the binarised label (1 = hateful, 0 = the rest), and "
+    "the file with the original classes (hatespeech_labels.csv) holds tweet ids without text (the text is "
+    "distributed by its authors on request)."
+)
 
 
 def paper_multiclass(model: str, dataset: str, published: Mapping[str, Any]) -> tuple[dict[str, float], str]:
@@ -291,7 +358,9 @@ def paper_multiclass(model: str, dataset: str, published: Mapping[str, Any]) -> 
     if dataset == "hatexplain":
         t6 = published.get("hatexplain_t6") or {}
         bert = ((t6.get("values") or {}).get("BERT") or {}).get("Attn") or {}
-        vals = {k: round(100 * bert[src], 1) for k, src in (("micro_f1", "accuracy"), ("macro_f1", "macro_f1")) if bert.get(src) is not None}
+        vals = {
+            k: round(100 * bert[src], 1) for k, src in (("micro_f1", "accuracy"), ("macro_f1", "macro_f1")) if bert.get(src) is not None
+        }
         return vals, t6.get("source", "")
     appf = published.get("hatecheck_appf") or {}
     paper_model = model.split("-multiclass")[0]
@@ -303,13 +372,15 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
     next to the papers' figures. ``entries``: "<model>/<dataset>" ->
     {model, dataset, doc, file, stage}; a figure whose interval is wider
     than ``max_ci_width`` points is marked too few cases to compare."""
-    out = ("<h3>Appendix F: multiclass models on their held-out test sets (all classes)</h3>"
-           "<p class='note'>Models trained on a dataset's original classes (HateCheck appendix F: B-D on Davidson et al.'s "
-           "hateful / offensive / neither, unweighted, appendix E's other parameters; the HateXplain model's 3 classes), "
-           "scored on every class: the predicted class is the argmax; micro F1 (= accuracy) and weighted-average F1 as "
-           "appendix F reports them, macro F1 as HateXplain's Table 6. Hover for the case-level 95% interval. The last "
-           "column collapses the same argmax to hateful vs the rest. The held-out tables above score these models as binary "
-           "classifiers (p(hateful class) at the threshold).</p>")
+    out = (
+        "<h3>Appendix F: multiclass models on their held-out test sets (all classes)</h3>"
+        "<p class='note'>Models trained on a dataset's original classes (HateCheck appendix F: B-D on Davidson et al.'s "
+        "hateful / offensive / neither, unweighted, appendix E's other parameters; the HateXplain model's 3 classes), "
+        "scored on every class: the predicted class is the argmax; micro F1 (= accuracy) and weighted-average F1 as "
+        "appendix F reports them, macro F1 as HateXplain's Table 6. Hover for the case-level 95% interval. The last "
+        "column collapses the same argmax to hateful vs the rest. The held-out tables above score these models as binary "
+        "classifiers (p(hateful class) at the threshold).</p>"
+    )
     cols = ["model", "held-out set", "classes", "cases"]
     for _, h in APPF_COLUMNS:
         cols += [h, f"{h} (paper)"]
@@ -320,34 +391,59 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
         model, dataset = e.get("model", key), e.get("dataset", "")
         head = f'<td class="rowhead">{escape(model)}</td><td class="rowhead">{escape(dataset)}</td>'
         if doc is None:
-            rows.append(f'<tr>{head}<td class="missing" colspan="{len(cols) - 2}">{escape(file)} not found: {escape(stage)} has not run</td></tr>')
+            rows.append(
+                f'<tr>{head}<td class="missing" colspan="{len(cols) - 2}">{escape(file)} not found: {escape(stage)} has not run</td></tr>'
+            )
             continue
         pub, source = paper_multiclass(model, dataset, published)
         n = doc.get("n")
         note = f", n={n} cases" + ("" if doc.get("complete") else f" (a seeded sample of {doc.get('cases_available')})")
-        tds = [f'<td class="rowhead">{escape(" / ".join(doc.get("classes") or []))}</td>',
-               json_td(n, cell_id("appf", model, dataset, "n"), file, stage, cls="" if doc.get("complete") else "incomplete")]
+        tds = [
+            f'<td class="rowhead">{escape(" / ".join(doc.get("classes") or []))}</td>',
+            json_td(n, cell_id("appf", model, dataset, "n"), file, stage, cls="" if doc.get("complete") else "incomplete"),
+        ]
         for k, _ in APPF_COLUMNS:
             fig = doc.get(k) or {}
             unit = doc.get("resampling_unit") or (doc.get("bootstrap") or {}).get("resampling_unit")
-            ci = (f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}{f', {unit}-level bootstrap' if unit else ''}]"
-                  if fig.get("ci_low") is not None else "")
+            ci = (
+                f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}{f', {unit}-level bootstrap' if unit else ''}]"
+                if fig.get("ci_low") is not None
+                else ""
+            )
             wide = too_wide(fig.get("ci_low"), fig.get("ci_high"), max_ci_width)
-            tds.append(json_td(fig.get("value"), cell_id("appf", model, dataset, k), file, stage, 1,
-                               ci + note + (f". {wide.strip()}" if wide else ""), cls="too-few" if wide else ""))
-            tds.append(published_cell("hatecheck_appf" if dataset != "hatexplain" else "hatexplain_t6", model, dataset, k, pub.get(k), source))
-        tds.append(json_td(doc.get("binary_macro_f1_from_argmax"), cell_id("appf", model, dataset, "binary_macro_f1_from_argmax"), file, stage, 1, note))
+            tds.append(
+                json_td(
+                    fig.get("value"),
+                    cell_id("appf", model, dataset, k),
+                    file,
+                    stage,
+                    1,
+                    ci + note + (f". {wide.strip()}" if wide else ""),
+                    cls="too-few" if wide else "",
+                )
+            )
+            tds.append(
+                published_cell("hatecheck_appf" if dataset != "hatexplain" else "hatexplain_t6", model, dataset, k, pub.get(k), source)
+            )
+        tds.append(
+            json_td(
+                doc.get("binary_macro_f1_from_argmax"), cell_id("appf", model, dataset, "binary_macro_f1_from_argmax"), file, stage, 1, note
+            )
+        )
         rows.append(f"<tr>{head}{''.join(tds)}</tr>")
-    rows.append(f'<tr><td class="rowhead">B-F (multiclass)</td><td class="rowhead">founta2018</td>'
-                f'<td class="missing" colspan="{len(cols) - 2}">{escape(NO_MULTICLASS_BF)}</td></tr>')
+    rows.append(
+        f'<tr><td class="rowhead">B-F (multiclass)</td><td class="rowhead">founta2018</td>'
+        f'<td class="missing" colspan="{len(cols) - 2}">{escape(NO_MULTICLASS_BF)}</td></tr>'
+    )
     return out + html_table("hatecheck-appf", cols, rows)
 
 
 # ------------------------------------- HateCheck section 2.5 (gold labels)
 
 
-def hatecheck_agreement_section(doc: Mapping[str, Any] | None, file: str, published: Mapping[str, Any],
-                                stage: str = "hatecheck_agreement") -> str:
+def hatecheck_agreement_section(
+    doc: Mapping[str, Any] | None, file: str, published: Mapping[str, Any], stage: str = "hatecheck_agreement"
+) -> str:
     """HateCheck section 2.5: agreement of the five annotators of each
     generated case with its gold label, the exclusion rule against the
     released suite and agreement per functional test, next to the paper's
@@ -362,62 +458,97 @@ def hatecheck_agreement_section(doc: Mapping[str, Any] | None, file: str, publis
     source = s25.get("source", "")
     e = doc.get("exclusion") or {}
     figures = [
-        ("n_cases", "generated cases", 0), ("annotators", "annotators", 0), ("annotators_per_case", "annotators per case", 0),
-        ("fleiss_kappa", "Fleiss' kappa", 2), ("n_agree_4of5", "cases with at least 4 of 5 agreeing with gold", 0),
-        ("pct_agree_4of5", "% cases with at least 4 of 5 agreeing", 1), ("n_below_4of5", "cases below 4 of 5", 0),
+        ("n_cases", "generated cases", 0),
+        ("annotators", "annotators", 0),
+        ("annotators_per_case", "annotators per case", 0),
+        ("fleiss_kappa", "Fleiss' kappa", 2),
+        ("n_agree_4of5", "cases with at least 4 of 5 agreeing with gold", 0),
+        ("pct_agree_4of5", "% cases with at least 4 of 5 agreeing", 1),
+        ("n_below_4of5", "cases below 4 of 5", 0),
     ]
     rows = []
     for key, name, digits in figures:
-        rows.append(f'<tr><td class="rowhead">{escape(name)}</td>'
-                    f'{json_td(doc.get(key), cell_id("hatecheck_s25", "all", key), file, stage, digits)}'
-                    f'{published_cell("hatecheck_s25", "annotators", "all", key, pub.get(key), source, digits)}</tr>')
-    for key, name in (("n_excluded", "cases excluded (every case of a template holding a case below 4 of 5)"),
-                      ("n_kept", "cases kept by that rule (paper: released)")):
+        rows.append(
+            f'<tr><td class="rowhead">{escape(name)}</td>'
+            f"{json_td(doc.get(key), cell_id('hatecheck_s25', 'all', key), file, stage, digits)}"
+            f"{published_cell('hatecheck_s25', 'annotators', 'all', key, pub.get(key), source, digits)}</tr>"
+        )
+    for key, name in (
+        ("n_excluded", "cases excluded (every case of a template holding a case below 4 of 5)"),
+        ("n_kept", "cases kept by that rule (paper: released)"),
+    ):
         pkey = "n_released" if key == "n_kept" else key
-        rows.append(f'<tr><td class="rowhead">{escape(name)}</td>'
-                    f'{json_td(e.get(key), cell_id("hatecheck_s25", "exclusion", key), file, stage, 0)}'
-                    f'{published_cell("hatecheck_s25", "annotators", "all", pkey, pub.get(pkey), source, 0)}</tr>')
-    rows.append(f'<tr><td class="rowhead">cases in the released suite (test_suite_cases.csv)</td>'
-                f'{json_td(e.get("n_released"), cell_id("hatecheck_s25", "exclusion", "n_released"), file, stage, 0)}'
-                f'{published_cell("hatecheck_s25", "annotators", "all", "n_released", pub.get("n_released"), source, 0)}</tr>')
-    out += ("<p class='note'>Each of the generated cases was labelled by five of ten trained annotators "
-            "(<code>all_annotations.csv</code>). Fleiss' kappa over the two labels; a case agrees when at least 4 of its 5 "
-            "annotators give the gold label. A property of the suite, not of a model.</p>")
+        rows.append(
+            f'<tr><td class="rowhead">{escape(name)}</td>'
+            f"{json_td(e.get(key), cell_id('hatecheck_s25', 'exclusion', key), file, stage, 0)}"
+            f"{published_cell('hatecheck_s25', 'annotators', 'all', pkey, pub.get(pkey), source, 0)}</tr>"
+        )
+    rows.append(
+        f'<tr><td class="rowhead">cases in the released suite (test_suite_cases.csv)</td>'
+        f"{json_td(e.get('n_released'), cell_id('hatecheck_s25', 'exclusion', 'n_released'), file, stage, 0)}"
+        f"{published_cell('hatecheck_s25', 'annotators', 'all', 'n_released', pub.get('n_released'), source, 0)}</tr>"
+    )
+    out += (
+        "<p class='note'>Each of the generated cases was labelled by five of ten trained annotators "
+        "(<code>all_annotations.csv</code>). Fleiss' kappa over the two labels; a case agrees when at least 4 of its 5 "
+        "annotators give the gold label. A property of the suite, not of a model.</p>"
+    )
     out += html_table("hatecheck-s25", ["figure", "ours", "paper"], rows)
     extra, missing = e.get("kept_not_released") or [], e.get("released_not_kept") or []
     if e.get("matches_release"):
         out += "<p class='note'>The paper's exclusion rule leaves exactly the released cases.</p>"
     else:
+
         def listed(items: list[Mapping[str, Any]]) -> str:
             by_template: dict[str, list[str]] = {}
             for c in items:
                 by_template.setdefault(f"template {c['templ_id']} ({c['functionality']})", []).append(str(c["case_id"]))
             return "; ".join(f"{escape(t)}: case{'s' if len(ids) > 1 else ''} {escape(', '.join(ids))}" for t, ids in by_template.items())
 
-        out += ("<p class='note'><b>The paper's exclusion rule does not give the released suite.</b> "
-                + (f"It keeps {len(extra)} case(s) the release lacks, none of them below 4 of 5 and none in a template "
-                   f"with such a case: {listed(extra)}. " if extra else "")
-                + (f"The release holds {len(missing)} case(s) the rule excludes: {listed(missing)}. " if missing else "")
-                + f"Cases generated but not released: {doc.get('n_cases', 0) - (e.get('n_released') or 0)} "
-                  f"(the rule's {e.get('n_excluded')}, {len(extra)} more, {len(missing)} fewer).</p>")
+        out += (
+            "<p class='note'><b>The paper's exclusion rule does not give the released suite.</b> "
+            + (
+                f"It keeps {len(extra)} case(s) the release lacks, none of them below 4 of 5 and none in a template "
+                f"with such a case: {listed(extra)}. "
+                if extra
+                else ""
+            )
+            + (f"The release holds {len(missing)} case(s) the rule excludes: {listed(missing)}. " if missing else "")
+            + f"Cases generated but not released: {doc.get('n_cases', 0) - (e.get('n_released') or 0)} "
+            f"(the rule's {e.get('n_excluded')}, {len(extra)} more, {len(missing)} fewer).</p>"
+        )
     below = doc.get("below_4of5") or []
     if below:
-        out += ("<details><summary>The cases below 4 of 5 (the rule's starting point)</summary><p>"
-                + escape(", ".join(f"{c['case_id']} ({c['functionality']}, template {c['templ_id']}: {c['agreeing']} of 5)" for c in below))
-                + "</p></details>")
+        out += (
+            "<details><summary>The cases below 4 of 5 (the rule's starting point)</summary><p>"
+            + escape(", ".join(f"{c['case_id']} ({c['functionality']}, template {c['templ_id']}: {c['agreeing']} of 5)" for c in below))
+            + "</p></details>"
+        )
     per = doc.get("per_functionality") or {}
     frows = []
     for code in sorted(per, key=lambda c: functionality_order(c, "hatecheck")):
         f = per[code]
         cid = lambda k: cell_id("hatecheck_s25", code, k)  # noqa: E731
-        frows.append(f'<tr><td class="rowhead">{escape(functionality_label(code, "hatecheck"))}</td>'
-                     + json_td(f.get("n_cases"), cid("n_cases"), file, stage, 0)
-                     + json_td(f.get("n_agree_4of5"), cid("n_agree_4of5"), file, stage, 0)
-                     + json_td(f.get("pct_agree_4of5"), cid("pct_agree_4of5"), file, stage, 1)
-                     + json_td(f.get("pct_labels_agreeing"), cid("pct_labels_agreeing"), file, stage, 1)
-                     + json_td(f.get("n_released"), cid("n_released"), file, stage, 0) + "</tr>")
+        frows.append(
+            f'<tr><td class="rowhead">{escape(functionality_label(code, "hatecheck"))}</td>'
+            + json_td(f.get("n_cases"), cid("n_cases"), file, stage, 0)
+            + json_td(f.get("n_agree_4of5"), cid("n_agree_4of5"), file, stage, 0)
+            + json_td(f.get("pct_agree_4of5"), cid("pct_agree_4of5"), file, stage, 1)
+            + json_td(f.get("pct_labels_agreeing"), cid("pct_labels_agreeing"), file, stage, 1)
+            + json_td(f.get("n_released"), cid("n_released"), file, stage, 0)
+            + "</tr>"
+        )
     if frows:
-        out += ("<h4>Agreement per functional test (not in the paper)</h4>"
-                + html_table("hatecheck-s25-functionality", ["functional test", "generated cases", "cases with ≥ 4 of 5",
-                                                             "% cases with ≥ 4 of 5", "% annotator labels = gold", "released cases"], frows))
+        out += "<h4>Agreement per functional test (not in the paper)</h4>" + html_table(
+            "hatecheck-s25-functionality",
+            [
+                "functional test",
+                "generated cases",
+                "cases with ≥ 4 of 5",
+                "% cases with ≥ 4 of 5",
+                "% annotator labels = gold",
+                "released cases",
+            ],
+            frows,
+        )
     return out

@@ -16,7 +16,12 @@ from hatecheck_pipeline.report.paper_tables import ci_text
 CROWS_TOTAL = 1508
 
 
-def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, Mapping[str, Any] | None], profile: str, training_languages: Mapping[str, list[str]]) -> str:
+def models_section(
+    models: Mapping[str, Mapping[str, Any]],
+    cards: Mapping[str, Mapping[str, Any] | None],
+    profile: str,
+    training_languages: Mapping[str, list[str]],
+) -> str:
     rows = []
     for name, spec in models.items():
         card = cards.get(name) or {}
@@ -48,7 +53,8 @@ def models_section(models: Mapping[str, Mapping[str, Any]], cards: Mapping[str, 
     return (
         '<table id="models"><thead><tr><th class="rowhead">model</th><th class="rowhead">base model</th><th class="rowhead">paper model or stand-in</th>'
         '<th class="rowhead">profile</th><th class="rowhead">training data</th><th class="rowhead">training languages</th><th class="rowhead">suites</th><th class="rowhead">training budget</th><th>training time</th></tr></thead><tbody>'
-        + "".join(rows) + "</tbody></table>"
+        + "".join(rows)
+        + "</tbody></table>"
     )
 
 
@@ -94,7 +100,8 @@ def validation_section(validation: Mapping[str, Mapping[str, Any] | None]) -> st
         )
     return (
         '<table id="validation"><thead><tr><th class="rowhead">dataset</th><th>great-expectations</th><th>expectations</th><th>rows kept</th><th>quarantined</th></tr></thead><tbody>'
-        + "".join(rows) + "</tbody></table>"
+        + "".join(rows)
+        + "</tbody></table>"
     )
 
 
@@ -125,17 +132,28 @@ def expanded_section(
     for model in dict.fromkeys(cells["model"].to_list()):
         mc = cells.filter(pl.col("model") == model)
         out += f"<h3>{escape(model)}</h3>"
-        out += figure(expanded_bars(mc, f"{model}: original vs expanded suites"), f"{model}: accuracy per functionality, original vs expanded suite", f"fig-expanded-{slug(model)}")
+        out += figure(
+            expanded_bars(mc, f"{model}: original vs expanded suites"),
+            f"{model}: accuracy per functionality, original vs expanded suite",
+            f"fig-expanded-{slug(model)}",
+        )
         for suite in dict.fromkeys(mc["suite"].to_list()):
             sc = mc.filter(pl.col("suite") == suite)
             lookup = {(r["row"], r["column"]): r for r in sc.iter_rows(named=True)}
             rows = []
             for func in dict.fromkeys(sc["row"].to_list()):
-                tds = "".join(td(lookup.get((func, c)), below_mark if c != "change" else None, max_ci_width) for c in ("original", "expanded", "change"))
+                tds = "".join(
+                    td(lookup.get((func, c)), below_mark if c != "change" else None, max_ci_width)
+                    for c in ("original", "expanded", "change")
+                )
                 rows.append(f'<tr><td class="rowhead">{escape(func)}</td>{tds}</tr>')
             orig = sc["setting"][0]
-            out += html_table(f"expanded-{slug(model, suite)}", ["functionality", f"original ({orig})", f"expanded ({suite})", "change (pp)"], rows,
-                          caption=f"{model}: {suite} vs {orig}, accuracy (%)")
+            out += html_table(
+                f"expanded-{slug(model, suite)}",
+                ["functionality", f"original ({orig})", f"expanded ({suite})", "change (pp)"],
+                rows,
+                caption=f"{model}: {suite} vs {orig}, accuracy (%)",
+            )
     if invariance is not None:
         out += invariance_block(invariance, max_ci_width)
     out += "<h3>Perturbation coverage</h3>"
@@ -154,9 +172,16 @@ def expanded_section(
                     tds.append('<td class="missing">–</td>')
                     continue
                 share = 100.0 * (r.get("share_changed") or 0.0)
-                tds.append(json_td(share, cell_id("expansion", "coverage", lang, g), coverage_file, "expand_coverage_report",
-                                   note=f"% of {r.get('source_cases')} hateful cases changed ({r.get('changed')}; {r.get('unchanged')} unchanged, not counted as tests)",
-                                   cls="below" if not r.get("changed") else ""))
+                tds.append(
+                    json_td(
+                        share,
+                        cell_id("expansion", "coverage", lang, g),
+                        coverage_file,
+                        "expand_coverage_report",
+                        note=f"% of {r.get('source_cases')} hateful cases changed ({r.get('changed')}; {r.get('unchanged')} unchanged, not counted as tests)",
+                        cls="below" if not r.get("changed") else "",
+                    )
+                )
             rows.append(f'<tr><td class="rowhead">{escape(lang)}</td>{"".join(tds)}</tr>')
         out += "<p class='note'>Share (%) of each language's hateful cases a spelling generator actually changed; unchanged cases are dropped, never counted as tests.</p>"
         out += html_table("perturbation-coverage", ["language", *gens], rows, caption="perturbation coverage (% of source cases changed)")
@@ -166,9 +191,13 @@ def expanded_section(
     if reproduction is None:
         out += f"<p class='fail'>{escape(reproduction_file)} not found.</p>"
     else:
-        cols = [("published_template_cases", "published template cases", 0), ("generated", "generated", 0),
-                ("reproduced", "reproduced", 0), ("generated_not_published", "generated, not published", 0),
-                ("share_reproduced", "share reproduced (%)", 1)]
+        cols = [
+            ("published_template_cases", "published template cases", 0),
+            ("generated", "generated", 0),
+            ("reproduced", "reproduced", 0),
+            ("generated_not_published", "generated, not published", 0),
+            ("share_reproduced", "share reproduced (%)", 1),
+        ]
         entries = [*reproduction.get("per_language", {}).items(), ("overall", reproduction.get("overall", {}))]
         rows = []
         for lang, e in entries:
@@ -189,24 +218,33 @@ def expanded_section(
     return out
 
 
-INVARIANCE_HEADINGS = {"flip_rate": "flip rate (%)", "accuracy_source": "accuracy, source cases (%)",
-                       "accuracy_perturbed": "accuracy, perturbed cases (%)", "directional": "directional (%)"}
+INVARIANCE_HEADINGS = {
+    "flip_rate": "flip rate (%)",
+    "accuracy_source": "accuracy, source cases (%)",
+    "accuracy_perturbed": "accuracy, perturbed cases (%)",
+    "directional": "directional (%)",
+}
 
 
 def invariance_block(cells: pl.DataFrame, max_ci_width: float | None = None) -> str:
     """Flip rates per model, perturbed suite and perturbation type (CheckList
     INV; DIR where a perturbation changes the label), each beside the
     accuracy of the same pairs, with its interval and n shown."""
-    out = ("<h3>Invariance under perturbation (flip rates)</h3><p class='note'>Beyond the papers: CheckList's invariance "
-           "test (INV; Ribeiro et al. 2020). Each perturbed case is paired with the case it was perturbed from and the "
-           "model's two predictions compared. <i>Flip rate</i>: share of source cases whose prediction changes under a "
-           "label-preserving perturbation (lower is better); <i>any perturbation</i>: share of source cases flipped by at "
-           "least one generator. Accuracy of the same pairs on the source and on the perturbed cases beside it. "
-           "Intervals resample the source cases' templates.")
+    out = (
+        "<h3>Invariance under perturbation (flip rates)</h3><p class='note'>Beyond the papers: CheckList's invariance "
+        "test (INV; Ribeiro et al. 2020). Each perturbed case is paired with the case it was perturbed from and the "
+        "model's two predictions compared. <i>Flip rate</i>: share of source cases whose prediction changes under a "
+        "label-preserving perturbation (lower is better); <i>any perturbation</i>: share of source cases flipped by at "
+        "least one generator. Accuracy of the same pairs on the source and on the perturbed cases beside it. "
+        "Intervals resample the source cases' templates."
+    )
     directional = not cells.filter(pl.col("column") == "directional").is_empty()
-    out += (" Directional (DIR): share of a label-changing perturbation's pairs whose prediction moves to the new label.</p>"
-            if directional else " Every perturbation type keeps the gold label (a misspelt hateful case is still hateful): "
-            "there is no directional (DIR) test.</p>")
+    out += (
+        " Directional (DIR): share of a label-changing perturbation's pairs whose prediction moves to the new label.</p>"
+        if directional
+        else " Every perturbation type keeps the gold label (a misspelt hateful case is still hateful): "
+        "there is no directional (DIR) test.</p>"
+    )
     if cells.is_empty():
         return out + "<p class='note'>No model is scored on both a perturbed suite and the suite it perturbs.</p>"
     columns = [c for c in INVARIANCE_HEADINGS if c != "directional" or directional]
@@ -215,12 +253,19 @@ def invariance_block(cells: pl.DataFrame, max_ci_width: float | None = None) -> 
         for suite in dict.fromkeys(mc["suite"].to_list()):
             sc = mc.filter(pl.col("suite") == suite)
             lookup = {(r["row"], r["column"]): r for r in sc.iter_rows(named=True)}
-            rows = [f'<tr><td class="rowhead">{escape(gen)}</td>'
-                    + "".join(td(lookup.get((gen, c)), None, max_ci_width, show_ci=True) for c in columns) + "</tr>"
-                    for gen in dict.fromkeys(sc["row"].to_list())]
+            rows = [
+                f'<tr><td class="rowhead">{escape(gen)}</td>'
+                + "".join(td(lookup.get((gen, c)), None, max_ci_width, show_ci=True) for c in columns)
+                + "</tr>"
+                for gen in dict.fromkeys(sc["row"].to_list())
+            ]
             source = sc["setting"][0]
-            out += html_table(f"invariance-{slug(model, suite)}", ["perturbation", *(INVARIANCE_HEADINGS[c] for c in columns)], rows,
-                              caption=f"{model}: {suite} against {source}")
+            out += html_table(
+                f"invariance-{slug(model, suite)}",
+                ["perturbation", *(INVARIANCE_HEADINGS[c] for c in columns)],
+                rows,
+                caption=f"{model}: {suite} against {source}",
+            )
     return out
 
 
@@ -263,18 +308,22 @@ def supervision_target_note(supervised: Mapping[str, Any] | None) -> str | None:
     """
     if not supervised or not supervised.get("ran") or supervised.get("train_rationales") != "eraser":
         return None
-    return ("union of the annotators' rationales, not the paper's mean: HateXplain's ERASER files, the only training "
-            "rationales the mirror has, carry one combined mask per post (the union), so the target is softmax(temperature x "
-            "union), which puts a word one annotator of three marked on a par with one all marked; the paper (and its code, "
-            "Preprocess/attentionCal.py) takes softmax(temperature x mean of the annotators' masks). A file of per-annotator "
-            "masks (bias.hatexplain.supervised.train_rationales) gives the paper's target")
+    return (
+        "union of the annotators' rationales, not the paper's mean: HateXplain's ERASER files, the only training "
+        "rationales the mirror has, carry one combined mask per post (the union), so the target is softmax(temperature x "
+        "union), which puts a word one annotator of three marked on a par with one all marked; the paper (and its code, "
+        "Preprocess/attentionCal.py) takes softmax(temperature x mean of the annotators' masks). A file of per-annotator "
+        "masks (bias.hatexplain.supervised.train_rationales) gives the paper's target"
+    )
 
 
 # How Table 6 names an explanation method: the paper's [Attn] and [LIME], the others spelled out.
 METHOD_NAMES = {"attention": "Attn", "lime": "LIME", "integrated_gradients": "integrated gradients", "occlusion": "occlusion"}
 
 
-def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None) -> str:
+def hatexplain_table6(
+    hx: Mapping[str, Any], supervised: Mapping[str, Any] | None, summary_file: str, published: Mapping[str, Any] | None
+) -> str:
     """The paper's Table 6 layout: one row per classifier and explanation
     method, each followed by the paper's row for the same kind of model."""
     from hatecheck_pipeline.evaluation import published as P
@@ -283,18 +332,20 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
     t6 = pub.get("hatexplain_t6") or {}
     source = t6.get("source", "HateXplain (Mathew et al., 2021), Table 6")
     out = "<h3>HateXplain: performance, bias and explainability (test set), next to the paper's Table 6</h3>"
-    out += ("<p class='note'>Each of our rows is followed by the paper's row (italic) for the same kind of model and token method: "
-            "[Attn] = attention, [LIME] = LIME run as the authors ran it (lime 0.2.0.1, their testing_with_lime.py settings; the "
-            "number of perturbed samples is in the method's tooltip). Integrated gradients (and the TF-IDF baseline's occlusion) are "
-            "extra rows: the paper has none, so no paper row follows them. The paper's models are bert-base-uncased fine-tuned on the "
-            "full training split; ours name the base model that ran (a stand-in says so) and the profile's budget. The TF-IDF model is "
-            "a cheap baseline, not BERT. Explainability covers the explained test posts (hate speech or offensive, with rationales): "
-            "attention every one of them in every profile, LIME and integrated gradients the same seeded sample of "
-            "<code>hatexplain_max_explain</code> posts (column posts). "
-            "Bias: the paper's GMB columns come from 2-class models (toxic = hate speech or offensive vs normal; the authors' "
-            "testing_for_bias.py), and so do ours where a 2-class model is paired with the row (bias.hatexplain.two_class); "
-            "a row without one leaves them empty. The '(3-class)' columns are each row's own 3-class model scored with "
-            "1 - p(normal): not the paper's protocol, shown for comparison.</p>")
+    out += (
+        "<p class='note'>Each of our rows is followed by the paper's row (italic) for the same kind of model and token method: "
+        "[Attn] = attention, [LIME] = LIME run as the authors ran it (lime 0.2.0.1, their testing_with_lime.py settings; the "
+        "number of perturbed samples is in the method's tooltip). Integrated gradients (and the TF-IDF baseline's occlusion) are "
+        "extra rows: the paper has none, so no paper row follows them. The paper's models are bert-base-uncased fine-tuned on the "
+        "full training split; ours name the base model that ran (a stand-in says so) and the profile's budget. The TF-IDF model is "
+        "a cheap baseline, not BERT. Explainability covers the explained test posts (hate speech or offensive, with rationales): "
+        "attention every one of them in every profile, LIME and integrated gradients the same seeded sample of "
+        "<code>hatexplain_max_explain</code> posts (column posts). "
+        "Bias: the paper's GMB columns come from 2-class models (toxic = hate speech or offensive vs normal; the authors' "
+        "testing_for_bias.py), and so do ours where a 2-class model is paired with the row (bias.hatexplain.two_class); "
+        "a row without one leaves them empty. The '(3-class)' columns are each row's own 3-class model scored with "
+        "1 - p(normal): not the paper's protocol, shown for comparison.</p>"
+    )
     cols = HX_PERFORMANCE + HX_BIAS + HX_EXPLAIN
     rows = []
     target_note = supervision_target_note(supervised)
@@ -303,10 +354,12 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
         model, _, method = row.partition(" [")
         vals = (t6.get("values") or {}).get(model, {}).get(method.rstrip("]"), {})
         tds = "".join(
-            '<td class="missing">–</td>' if vals.get(k) is None else
-            f'<td class="published" data-cell-id="{escape(cell_id("published", "hatexplain_t6", model, method.rstrip("]"), k))}" '
+            '<td class="missing">–</td>'
+            if vals.get(k) is None
+            else f'<td class="published" data-cell-id="{escape(cell_id("published", "hatexplain_t6", model, method.rstrip("]"), k))}" '
             f'data-metrics="published" data-stage="{escape(source)}" title="{escape("Published: " + source)}">{vals[k]:.3f}</td>'
-            for k, _ in cols)
+            for k, _ in cols
+        )
         tds += '<td class="missing">–</td>'  # posts: the paper's test set, not given per row
         tds += '<td class="missing">–</td>' * len(HX_BIAS3)  # the paper reports its bias figures from 2-class models only
         return f'<tr><td class="rowhead published">paper: {escape(row)} (bert-base-uncased, full data)</td>{tds}</tr>'
@@ -318,26 +371,40 @@ def hatexplain_table6(hx: Mapping[str, Any], supervised: Mapping[str, Any] | Non
             note = f" (2-class model {e.get('bias_model')}: p(toxic), the paper's protocol)"
             bias = "".join(json_td(e.get(k), cell_id("bias", "hatexplain", clf, k), src, stage, 3, note) for k, _ in HX_BIAS)
         else:
-            bias = "".join('<td class="missing" title="no 2-class model is paired with this row: its 3-class figure is in the '
-                           '(3-class) columns">–</td>' for _ in HX_BIAS)
-        bias3 = "".join(json_td(e.get(k), cell_id("bias", "hatexplain", clf, k), src, stage, 3, " (this 3-class model: 1 - p(normal))")
-                        for k, _ in HX_BIAS3)
+            bias = "".join(
+                '<td class="missing" title="no 2-class model is paired with this row: its 3-class figure is in the '
+                '(3-class) columns">–</td>'
+                for _ in HX_BIAS
+            )
+        bias3 = "".join(
+            json_td(e.get(k), cell_id("bias", "hatexplain", clf, k), src, stage, 3, " (this 3-class model: 1 - p(normal))")
+            for k, _ in HX_BIAS3
+        )
         for x in e.get("explanations") or []:
             method = x.get("method") or "?"
             note = f" ({x.get('method_label') or method}, top {x.get('top_k')}, n={x.get('n_posts')} posts)"
             tds = "".join(json_td(x.get(k), cell_id("bias", "hatexplain", clf, method, k), src, stage, 3, note) for k, _ in HX_EXPLAIN)
-            tds += json_td(posts_covered(x), cell_id("bias", "hatexplain", clf, method, "n_posts"), src, stage,
-                           note=" test posts the plausibility and faithfulness figures average over, of those with a rationale")
+            tds += json_td(
+                posts_covered(x),
+                cell_id("bias", "hatexplain", clf, method, "n_posts"),
+                src,
+                stage,
+                note=" test posts the plausibility and faithfulness figures average over, of those with a rationale",
+            )
             label = f"{escape(hatexplain_name(clf, e))} [{escape(METHOD_NAMES.get(method, method))}]"
             if target_note and supervised and clf == supervised.get("model"):
-                label = (f'<span title="{escape("Supervision target: " + target_note)}">{label} (BERT-HateXplain; supervision '
-                         "target: union of the annotators' rationales, the paper averages them)</span>")
+                label = (
+                    f'<span title="{escape("Supervision target: " + target_note)}">{label} (BERT-HateXplain; supervision '
+                    "target: union of the annotators' rationales, the paper averages them)</span>"
+                )
             rows.append(f'<tr><td class="rowhead">{label}</td>{perf}{bias}{tds}{bias3}</tr>')
             if x.get("paper_row"):
                 rows.append(paper_tr(str(x["paper_row"])))
     if supervised and not supervised.get("ran"):
-        rows.append(f'<tr><td class="rowhead">{escape(str(supervised.get("model")))} (BERT-HateXplain, attention-supervised)</td>'
-                    f'<td class="missing" colspan="{len(cols) + 1 + len(HX_BIAS3)}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>')
+        rows.append(
+            f'<tr><td class="rowhead">{escape(str(supervised.get("model")))} (BERT-HateXplain, attention-supervised)</td>'
+            f'<td class="missing" colspan="{len(cols) + 1 + len(HX_BIAS3)}">did not run: {escape(str(supervised.get("reason", "")))}</td></tr>'
+        )
         rows.append(paper_tr("BERT-HateXplain [Attn]"))
     out += html_table("hatexplain-table6", ["model [token method]", *(h for _, h in cols), "posts", *(h for _, h in HX_BIAS3)], rows)
     if target_note:
@@ -365,38 +432,60 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
     # CrowS-Pairs
     crows = doc.get("crows_pairs") or {}
     out += "<h3>CrowS-Pairs (share of pairs where the more-stereotyping sentence scores higher; ideal 50%)</h3>"
-    cols = [("metric_score", "metric score"), ("metric_ci", "metric score 95% CI"), ("stereo_score", "stereo"),
-            ("antistereo_score", "anti-stereo"), ("n_pairs", "pairs")]
+    cols = [
+        ("metric_score", "metric score"),
+        ("metric_ci", "metric score 95% CI"),
+        ("stereo_score", "stereo"),
+        ("antistereo_score", "anti-stereo"),
+        ("n_pairs", "pairs"),
+    ]
     rows = []
     for name, e in crows.items():
         stage = f"crows_pairs_{name}"
         source = e.get("source") or summary_file
         if e.get("ran") is False:  # a scorer another profile runs (the paper profile's masked LMs)
             label = f"{name} ({e.get('variant')} variant; model {e.get('model')})"
-            rows.append(f'<tr><td class="rowhead">{escape(label)}</td><td class="missing" colspan="{len(cols)}" '
-                        f'data-metrics="{escape(source)}" data-stage="{escape(stage)}">{escape(str(e.get("reason")))}</td></tr>')
+            rows.append(
+                f'<tr><td class="rowhead">{escape(label)}</td><td class="missing" colspan="{len(cols)}" '
+                f'data-metrics="{escape(source)}" data-stage="{escape(stage)}">{escape(str(e.get("reason")))}</td></tr>'
+            )
             continue
         n = e.get("n_pairs")
         incomplete = not e.get("complete")
         note = f" (INCOMPLETE: {n} of {CROWS_TOTAL:,} pairs, a seeded sample)" if incomplete else ""
-        tds = "".join(json_td(crows_value(e, k), cell_id("bias", "crows", name, k), source, stage, 1 if k != "n_pairs" else 0,
-                              note + (f" ({ci_text(e.get('metric_ci'), e)})" if k == "metric_ci" and e.get("metric_ci") else ""),
-                              "incomplete" if incomplete else "") for k, _ in cols)
+        tds = "".join(
+            json_td(
+                crows_value(e, k),
+                cell_id("bias", "crows", name, k),
+                source,
+                stage,
+                1 if k != "n_pairs" else 0,
+                note + (f" ({ci_text(e.get('metric_ci'), e)})" if k == "metric_ci" and e.get("metric_ci") else ""),
+                "incomplete" if incomplete else "",
+            )
+            for k, _ in cols
+        )
         label = f"{name} ({e.get('variant')} variant; model {e.get('model')})" + (" — incomplete run" if incomplete else "")
         rows.append(f'<tr><td class="rowhead">{escape(label)}</td>{tds}</tr>')
     for model, vals in (doc.get("crows_pairs_paper_table2") or {}).items():
-        tds = "".join(published_td("crows_pairs_t2", model, "paper", k, vals.get(k), "Nangia et al. 2020, Table 2 (masked LM metric)")
-                      if k != "metric_ci" else '<td class="missing">–</td>' for k, _ in cols[:4])
+        tds = "".join(
+            published_td("crows_pairs_t2", model, "paper", k, vals.get(k), "Nangia et al. 2020, Table 2 (masked LM metric)")
+            if k != "metric_ci"
+            else '<td class="missing">–</td>'
+            for k, _ in cols[:4]
+        )
         rows.append(f'<tr><td class="rowhead">{escape(model)} (paper Table 2, masked)</td>{tds}<td class="missing">1,508</td></tr>')
     out += html_table("crows-pairs", ["scorer", *(h for _, h in cols)], rows)
-    out += ("<p class='note'>The <b>masked</b> variant is the paper's pseudo-log-likelihood metric (its authors' metric.py); the "
-            "<b>causal</b> variant scores whole-sentence log-likelihood as lm-evaluation-harness does and is not comparable with the "
-            "paper's masked-LM figures. Each profile scores the scorers its <code>crows_scorers</code> lists: the paper profile the "
-            "paper's three masked LMs from the model hub, the offline profiles only the causal stand-in (no masked LM with its MLM "
-            "head is available offline). Runs over fewer than all 1,508 pairs (e.g. the smoke profile's "
-            "<code>crows_max_pairs</code>) are marked incomplete. The metric score's interval is a percentile bootstrap "
-            "over the pairs (<code>evaluation.bootstrap_samples</code> resamples, <code>evaluation.seed</code>, "
-            "<code>evaluation.ci_level</code>, the settings of every other interval of the report); the paper gives none.</p>")
+    out += (
+        "<p class='note'>The <b>masked</b> variant is the paper's pseudo-log-likelihood metric (its authors' metric.py); the "
+        "<b>causal</b> variant scores whole-sentence log-likelihood as lm-evaluation-harness does and is not comparable with the "
+        "paper's masked-LM figures. Each profile scores the scorers its <code>crows_scorers</code> lists: the paper profile the "
+        "paper's three masked LMs from the model hub, the offline profiles only the causal stand-in (no masked LM with its MLM "
+        "head is available offline). Runs over fewer than all 1,508 pairs (e.g. the smoke profile's "
+        "<code>crows_max_pairs</code>) are marked incomplete. The metric score's interval is a percentile bootstrap "
+        "over the pairs (<code>evaluation.bootstrap_samples</code> resamples, <code>evaluation.seed</code>, "
+        "<code>evaluation.ci_level</code>, the settings of every other interval of the report); the paper gives none.</p>"
+    )
     crows = {n: e for n, e in crows.items() if e.get("ran") is not False}  # Table 2 columns: the scorers that ran
     if crows:  # the paper's Table 2 rows: subsets and the nine bias types, next to its three masked LMs
         from hatecheck_pipeline.evaluation import published as P
@@ -411,36 +500,65 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
         comm = e.get("communities") or []
         rows = []
         for r in comm:
-            tds = "".join(json_td(r.get(k), cell_id("bias", "hatexplain", clf, r["community"], k), e.get("source") or summary_file,
-                                  f"hatexplain_metrics_{clf}", 3, f", n={r.get('n')}") for k in ("subgroup_auc", "bpsn_auc", "bnsp_auc"))
+            tds = "".join(
+                json_td(
+                    r.get(k),
+                    cell_id("bias", "hatexplain", clf, r["community"], k),
+                    e.get("source") or summary_file,
+                    f"hatexplain_metrics_{clf}",
+                    3,
+                    f", n={r.get('n')}",
+                )
+                for k in ("subgroup_auc", "bpsn_auc", "bnsp_auc")
+            )
             rows.append(f'<tr><td class="rowhead">{escape(r["community"])}</td>{tds}</tr>')
-        out += html_table(f"hatexplain-communities-{slug(clf)}", ["community", "Subgroup AUC", "BPSN AUC", "BNSP AUC"], rows,
-                      caption=f"{hatexplain_name(clf, e)}: bias AUCs per community (toxic = hate speech or offensive)")
+        out += html_table(
+            f"hatexplain-communities-{slug(clf)}",
+            ["community", "Subgroup AUC", "BPSN AUC", "BNSP AUC"],
+            rows,
+            caption=f"{hatexplain_name(clf, e)}: bias AUCs per community (toxic = hate speech or offensive)",
+        )
     # target groups of the functional suites
     targets = doc.get("targets") or {}
-    out += ("<h3>Target-group bias on the functional suites</h3><p class='note'>Subgroup / BPSN / BNSP AUCs with <code>target_ident</code> "
-            "as the community and p(hateful) as the score, per model and suite; GMB = generalised power mean (p = −5) over communities.</p>")
+    out += (
+        "<h3>Target-group bias on the functional suites</h3><p class='note'>Subgroup / BPSN / BNSP AUCs with <code>target_ident</code> "
+        "as the community and p(hateful) as the score, per model and suite; GMB = generalised power mean (p = −5) over communities.</p>"
+    )
     for model, e in targets.items():
         source, stage = e.get("source") or summary_file, f"target_bias_{model}"
         suites = e.get("suites") or {}
         rows, flat = [], []
         for suite, s in suites.items():
-            tds = "".join(json_td(s.get(k), cell_id("bias", "targets", model, suite, k), source, stage, 3 if k != "n_cases" else 0)
-                          for k in ("n_cases", "overall_auc", "gmb_subgroup", "gmb_bpsn", "gmb_bnsp"))
+            tds = "".join(
+                json_td(s.get(k), cell_id("bias", "targets", model, suite, k), source, stage, 3 if k != "n_cases" else 0)
+                for k in ("n_cases", "overall_auc", "gmb_subgroup", "gmb_bpsn", "gmb_bnsp")
+            )
             rows.append(f'<tr><td class="rowhead">{escape(suite)}</td>{tds}</tr>')
             flat += [{"suite": suite, **r} for r in s.get("communities") or []]
         out += f"<h4>{escape(model)}</h4>"
         out += html_table(f"target-bias-{slug(model)}", ["suite", "cases", "overall AUC", "GMB-Subgroup", "GMB-BPSN", "GMB-BNSP"], rows)
         if flat:
-            out += figure(auc_heatmaps(flat, f"{model}: target-group bias AUCs"), f"{model}: Subgroup / BPSN / BNSP AUC per target group and suite", f"fig-target-bias-{slug(model)}")
+            out += figure(
+                auc_heatmaps(flat, f"{model}: target-group bias AUCs"),
+                f"{model}: Subgroup / BPSN / BNSP AUC per target group and suite",
+                f"fig-target-bias-{slug(model)}",
+            )
             crow = []
             for r in flat:
-                tds = "".join(json_td(r.get(k), cell_id("bias", "targets", model, r["suite"], r["community"], k), source, stage, 3, f", n={r.get('n')}")
-                              for k in ("subgroup_auc", "bpsn_auc", "bnsp_auc"))
+                tds = "".join(
+                    json_td(
+                        r.get(k), cell_id("bias", "targets", model, r["suite"], r["community"], k), source, stage, 3, f", n={r.get('n')}"
+                    )
+                    for k in ("subgroup_auc", "bpsn_auc", "bnsp_auc")
+                )
                 crow.append(f'<tr><td class="rowhead">{escape(r["suite"])}</td><td class="rowhead">{escape(r["community"])}</td>{tds}</tr>')
-            out += ("<details><summary>per target group</summary>"
-                    + html_table(f"target-bias-communities-{slug(model)}", ["suite", "target group", "Subgroup AUC", "BPSN AUC", "BNSP AUC"], crow)
-                    + "</details>")
+            out += (
+                "<details><summary>per target group</summary>"
+                + html_table(
+                    f"target-bias-communities-{slug(model)}", ["suite", "target group", "Subgroup AUC", "BPSN AUC", "BNSP AUC"], crow
+                )
+                + "</details>"
+            )
     return out
 
 
@@ -470,6 +588,7 @@ def usage_section(records: list[dict], folder: str, slowest: int = 10) -> str:
         f"<p>{len(records)} stages: {total / 60:,.1f} minutes of stage time summed, "
         f"{span_s(records) / 60:,.1f} minutes from the first stage's start to the last one's end.</p>"
     )
+
     def rec(value: str, source: str) -> str:
         return f"<td class='record' data-record='{escape(source)}' title='run record: {escape(source)}'>{value}</td>"
 
@@ -482,9 +601,17 @@ def usage_section(records: list[dict], folder: str, slowest: int = 10) -> str:
     for r in sorted(records, key=lambda r: -r["wall_s"])[:slowest]:
         src = f"{folder}/{r['stage']}.json"
         cols = (f"{r['wall_s']:,.1f}", f"{r['cpu_s']:,.1f}", f"{r['max_rss_mb']:,.0f}", f"{100 * r['wall_s'] / (total or 1):.1f}%")
-        stages.append(f"<tr><td class='rowhead'>{escape(r['stage'])}</td><td class='rowhead'>{escape(r['phase'])}</td>{''.join(rec(c, src) for c in cols)}</tr>")
+        stages.append(
+            f"<tr><td class='rowhead'>{escape(r['stage'])}</td><td class='rowhead'>{escape(r['phase'])}</td>{''.join(rec(c, src) for c in cols)}</tr>"
+        )
     return (
-        note + head
+        note
+        + head
         + html_table("usage-phases", ["phase", "stages", "wall s (summed)", "CPU s", "peak RSS MiB (max)", "share"], phases, "Per phase")
-        + html_table("usage-stages", ["stage", "phase", "wall s", "CPU s", "peak RSS MiB", "share"], stages, f"The {min(slowest, len(records))} slowest stages")
+        + html_table(
+            "usage-stages",
+            ["stage", "phase", "wall s", "CPU s", "peak RSS MiB", "share"],
+            stages,
+            f"The {min(slowest, len(records))} slowest stages",
+        )
     )

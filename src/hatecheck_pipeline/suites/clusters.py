@@ -161,8 +161,9 @@ def filler_codes(cases: pl.DataFrame, clusters: np.ndarray) -> np.ndarray:
     n = cases.height
     if FILLER_COLUMN not in cases.columns or not n:
         return np.full(n, -1, dtype=np.int64)
-    frame = pl.DataFrame({"target": cases[FILLER_COLUMN].cast(pl.String).str.strip_chars(),
-                          "cluster": np.asarray(clusters, dtype=np.int64)})
+    frame = pl.DataFrame(
+        {"target": cases[FILLER_COLUMN].cast(pl.String).str.strip_chars(), "cluster": np.asarray(clusters, dtype=np.int64)}
+    )
     keyed = frame.with_columns(
         pl.int_range(pl.len()).over("cluster", "target").alias("rank"),
         pl.len().over("cluster", "target").alias("size"),

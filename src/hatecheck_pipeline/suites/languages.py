@@ -19,8 +19,17 @@ from hatecheck_pipeline.suites.registry import Suite, expand, suite_groups, suit
 
 # ISO 639-1 codes of the suites' languages (MHC names its languages in English words).
 LANGUAGE_CODES = {
-    "english": "en", "arabic": "ar", "dutch": "nl", "french": "fr", "german": "de", "hindi": "hi", "italian": "it",
-    "mandarin": "zh", "polish": "pl", "portuguese": "pt", "spanish": "es",
+    "english": "en",
+    "arabic": "ar",
+    "dutch": "nl",
+    "french": "fr",
+    "german": "de",
+    "hindi": "hi",
+    "italian": "it",
+    "mandarin": "zh",
+    "polish": "pl",
+    "portuguese": "pt",
+    "spanish": "es",
 }
 
 
@@ -54,7 +63,7 @@ def suite_language(suite: Suite) -> str | None:
         return "en"
     for prefix in ("perturbed_mhc_", "gpt_hatecheck_"):  # the expand phase's tables, one per language
         if suite.dataset.startswith(prefix):
-            return language_code(suite.dataset[len(prefix):])
+            return language_code(suite.dataset[len(prefix) :])
     return None
 
 

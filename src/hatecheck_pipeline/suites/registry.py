@@ -114,7 +114,7 @@ def expand(name: str, params: Mapping[str, Any]) -> list[Suite]:
     if name == "hatecheck":
         return [hatecheck()]
     if name.startswith(HELDOUT_PREFIX):  # a classifier trained elsewhere, tested on a held-out set
-        return [heldout(name[len(HELDOUT_PREFIX):])]
+        return [heldout(name[len(HELDOUT_PREFIX) :])]
     if name == "mhc":
         return [mhc(lang) for lang in params["datasets"]["mhc"]["languages"]]
     if name in EXPANDED_GROUPS:
@@ -129,7 +129,7 @@ def all_suites(params: Mapping[str, Any]) -> list[Suite]:
     """Every suite the configuration defines (held-out sets of every model's
     training data, HateCheck, every MHC language, every expanded suite)."""
     held = {d for m in params["models"].values() for d in m.get("train", [])}  # an llm model trains on nothing
-    held |= {s[len(HELDOUT_PREFIX):] for m in params["models"].values() for s in m.get("suites", []) if s.startswith(HELDOUT_PREFIX)}
+    held |= {s[len(HELDOUT_PREFIX) :] for m in params["models"].values() for s in m.get("suites", []) if s.startswith(HELDOUT_PREFIX)}
     out = [heldout(d) for d in sorted(held)] + [hatecheck()]
     out += [mhc(lang) for lang in params["datasets"]["mhc"]["languages"]]
     out += [s for g in EXPANDED_GROUPS for s in expanded_group(g, params)]
