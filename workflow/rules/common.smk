@@ -24,10 +24,13 @@ hc_runners.register_run()
 # Values given with `snakemake --config key=value` reach every stage command
 # through the environment (hatecheck-pipeline reads HATECHECK_PIPELINE_SET),
 # so both runners see the same parameters and the commands stay the same.
+# params.yaml as the loader reads it (YAML 1.2's floats), once: Snakemake's
+# own parse reads DVC's `3e-05` as a string, and the overrides are what
+# differs from the file.
+PARAMS_AS_WRITTEN = hc_config.read_yaml(Path("params.yaml"))
 try:
     PARAMS = hc_config.apply_and_validate(
-        # Snakemake reads params.yaml by YAML 1.1, where DVC's `3e-05` is a string
-        hc_config.with_yaml12_floats(config, hc_config.read_yaml(Path("params.yaml"))),
+        hc_config.with_yaml12_floats(config, PARAMS_AS_WRITTEN),
         NESTED_OVERRIDES,
         Path("workflow/schemas/params.schema.yaml"),
         "params.yaml with snakemake --config",
@@ -37,7 +40,7 @@ except hc_config.ConfigError as exc:
     # lines of traceback into this file and the config module).
     print(f"error: {exc}", file=sys.stderr)
     raise SystemExit(1)
-OVERRIDES = hc_config.flat_diff(hc_config.read_yaml(Path("params.yaml")), PARAMS)
+OVERRIDES = hc_config.flat_diff(PARAMS_AS_WRITTEN, PARAMS)
 os.environ[hc_config.OVERRIDES_ENV] = json.dumps(OVERRIDES)
 STAGES = hc_registry.build_stages(PARAMS)
 # Each stage's code fingerprint (code/<stage>.txt: its modules with the hash of
