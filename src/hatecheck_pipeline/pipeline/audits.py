@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
 from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
@@ -29,7 +30,7 @@ from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
 from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params
-from hatecheck_pipeline.pipeline.evaluate import LEVEL_KEY, SEED_KEY, bootstrap_keys
+from hatecheck_pipeline.pipeline.evaluate import bootstrap_keys
 from hatecheck_pipeline.pipeline.models import supervised_model, two_class_models
 from hatecheck_pipeline.suites.languages import suites_run
 from hatecheck_pipeline.suites.registry import Suite
@@ -73,9 +74,9 @@ def target_models(params: Mapping[str, Any]) -> list[str]:
 
 def plain_bootstrap(values: Mapping[str, Any], stage: str = "") -> dict[str, Any]:
     """The bootstrap settings as plain values (samples, seed, level) for an
-    audits stage (audits does not import evaluation's ``Bootstrap``), each
-    read by its key."""
-    return {"samples": int(values["evaluation.bootstrap_samples"]), "seed": int(values[SEED_KEY]), "level": float(values[LEVEL_KEY])}
+    audits stage (audits does not import evaluation's ``Bootstrap``): the
+    score stages' own binding, its ``Bootstrap`` as a dict."""
+    return dataclasses.asdict(bootstrap_keys().make(values, stage))
 
 
 def crows_stage(name: str, params: Mapping[str, Any]) -> Stage:
