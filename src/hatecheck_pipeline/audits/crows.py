@@ -615,6 +615,46 @@ def write_not_run(
     return summary
 
 
+def run_scorer(
+    table: Path,
+    pairs: Path,
+    metrics: Path,
+    name: str,
+    scorer: Mapping[str, Any],
+    profile: Profile,
+    seed: int,
+    batch_size: int,
+    threads: int,
+    cpu_bf16: bool | str,
+    bootstrap: Mapping[str, Any] | None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """:func:`run` with a scorer's settings (``bias.crows_pairs.scorers``
+    entry), the profile's cap on pairs and the bootstrap settings (none: no
+    interval), as the CrowS-Pairs and WinoBias stages call it; ``kwargs``
+    (``select``, ``total``, ``extra``) passed on."""
+    cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
+    boot = dict(bootstrap or {"samples": 0, "seed": 0, "level": 0.95})
+    return run(
+        table,
+        pairs,
+        metrics,
+        name,
+        scorer["variant"],
+        scorer["model"],
+        cap,
+        seed,
+        batch_size,
+        threads,
+        cpu_bf16,
+        scorer["lowercase"],
+        boot["samples"],
+        boot["seed"],
+        boot["level"],
+        **kwargs,
+    )
+
+
 def crows_pairs(
     name: str,
     table: Path,
@@ -639,25 +679,7 @@ def crows_pairs(
     if name not in (profile["crows_scorers"] or []):
         summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile.name)
         return f"crows-pairs {name} ({summary['variant']}): {summary['reason']}"
-    cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
-    boot = dict(bootstrap or {"samples": 0, "seed": 0, "level": 0.95})
-    summary = run(
-        table,
-        pairs,
-        metrics,
-        name,
-        scorer["variant"],
-        scorer["model"],
-        cap,
-        seed,
-        batch_size,
-        threads,
-        cpu_bf16,
-        scorer["lowercase"],
-        boot["samples"],
-        boot["seed"],
-        boot["level"],
-    )
+    summary = run_scorer(table, pairs, metrics, name, scorer, profile, seed, batch_size, threads, cpu_bf16, bootstrap)
     return (
         f"crows-pairs {name} ({summary['variant']}): {summary['metric_score']}% of {summary['n_pairs']} pairs, "
         f"{summary['pairs_per_second']} pairs/s, {summary['precision']}"
@@ -713,24 +735,18 @@ def winobias(
     if name not in (profile["crows_scorers"] or []):
         summary = write_not_run(pairs, metrics, name, scorer["variant"], scorer["model"], profile.name, {**extra, "paper_table2": None})
         return f"winobias type {wino_type} {name} ({summary['variant']}): {summary['reason']}"
-    cap = crows_pair_cap(scorer["max_pairs"], profile["crows_max_pairs"])
-    boot = dict(bootstrap or {"samples": 0, "seed": 0, "level": 0.95})
-    summary = run(
+    summary = run_scorer(
         table,
         pairs,
         metrics,
         name,
-        scorer["variant"],
-        scorer["model"],
-        cap,
+        scorer,
+        profile,
         seed,
         batch_size,
         threads,
         cpu_bf16,
-        scorer["lowercase"],
-        boot["samples"],
-        boot["seed"],
-        boot["level"],
+        bootstrap,
         select={"winobias_type": wino_type, "split": split},
         total=WINOBIAS_PAIRS,
         extra=extra,
