@@ -1,27 +1,31 @@
-"""``hatecheck-pipeline``: run any stage of the registry, plus the tools
-(score, compare, lineage) and the DAG renderers.
+"""``hatecheck-pipeline``: the command line of the project, its commands
+in four groups (the order ``--help`` lists them in):
 
-- ``hatecheck-pipeline run STAGE``: the one entry point of every stage (both
-  runners call it): looks the stage up and calls its function with exactly
-  its declared inputs, outputs and parameter values.
-- ``evaluate MODEL``: a classifier trained elsewhere (a model directory, a
-  hub id, an ONNX file, a function) on the chosen suites, with its page;
-  ``diff A B``: what changed between two models per functional test.
-- ``score``, ``compare``, ``lineage``: for anyone's predictions files and for
-  auditing a reported number; ``score-llm``: raw LLM answers (ETHOS prompts).
-- ``human-validation export|read``: GPT-HateCheck's human validation
-  (Table 7): the sample for annotators out, their file back in.
-- ``fetch-data``: every pinned raw file into a local mirror folder.
-- ``follow``: each running stage's last progress line (its log's) during a
-  Snakemake run.
-- ``dag list``, ``dag write``: inspect the registry, render ``dvc.yaml`` and
-  the stages' code fingerprints (``code/<stage>.txt``); ``dag fingerprints``:
-  the fingerprints only (DVC's ``code_fingerprints`` stage).
-- ``pull``: ``dvc pull`` of the stages ``dvc.lock`` records (docs/sharing.md).
-- ``repro``: ``dvc repro`` with less of DVC's own work per stage.
-- ``docs record``, ``docs render``: record a finished run, render the
-  documentation's generated pages from it and the configuration reference
-  from the parameters schema and ``params.yaml``.
+- test a classifier: ``evaluate MODEL`` (a classifier trained elsewhere: a
+  model directory, a hub id, an ONNX file, a function or a scoring API's
+  URL, on the chosen suites, with its page); ``diff A B`` (what changed
+  between two models per functional test); ``score`` (anyone's predictions
+  file against a suite's gold labels); ``score-llm`` (raw LLM answers, as
+  "Detecting Hate Speech with GPT-3" scores them); ``export`` (the suites'
+  cases, to run a model elsewhere); ``compare`` (a metrics file against the
+  papers' published tables);
+- reproduce the papers: ``repro`` (``dvc repro`` with less of DVC's own work
+  per stage); ``pull`` (``dvc pull`` of the stages ``dvc.lock`` records);
+  ``fetch-data`` (every pinned raw file into a local mirror folder);
+  ``follow`` (each running stage's last progress line during a Snakemake
+  run); ``human-validation export|read`` (GPT-HateCheck's Table 7: the
+  sample for annotators out, their file back in);
+- inspect: ``lineage`` (a reported number traced to its raw files);
+  ``dag list``, ``dag write``, ``dag fingerprints`` (the stage registry,
+  ``dvc.yaml`` and the stages' code fingerprints, ``code/<stage>.txt``);
+- internals: ``run STAGE`` (the one entry point of every stage, which both
+  runners call: the stage's function with exactly its declared inputs,
+  outputs and parameter values); ``docs record``, ``docs render`` (a
+  finished run recorded, the documentation's generated pages rendered).
+
+Help is plain text (:mod:`hatecheck_pipeline.cli.panels`); a list of suites
+is read the same way everywhere (:mod:`hatecheck_pipeline.cli.suites`); a
+usage error is one line, as every other error (:func:`cli`).
 """
 
 from __future__ import annotations
@@ -34,27 +38,37 @@ import typer
 
 from hatecheck_pipeline.cli import tools
 from hatecheck_pipeline.cli.diff import diff
-from hatecheck_pipeline.cli.evaluate import evaluate
 from hatecheck_pipeline.cli.docs import docs_app
+from hatecheck_pipeline.cli.evaluate import evaluate
 from hatecheck_pipeline.cli.human_validation import human_app
+from hatecheck_pipeline.cli.panels import INSPECT, INTERNALS, REPRODUCE, TEST, new_app
 from hatecheck_pipeline.cli.state import STATE, fail, load
 from hatecheck_pipeline.core import config
 from hatecheck_pipeline.core.errors import PipelineError
 
-app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
-dag_app = typer.Typer(help="Inspect and render the stage registry.", no_args_is_help=True)
-app.add_typer(dag_app, name="dag")
-app.add_typer(docs_app, name="docs")
-app.add_typer(human_app, name="human-validation")
-app.command()(tools.score)
-app.command()(tools.compare)
-app.command()(tools.export)
-app.command()(tools.lineage)
-app.command("score-llm")(tools.score_llm)
-app.command("fetch-data")(tools.fetch_data)
-app.command()(tools.follow)
-app.command()(evaluate)
-app.command()(diff)
+HELP = """Functional tests of hate-speech classifiers (HateCheck, Multilingual
+HateCheck), and the pipeline that reproduces the papers' results.
+
+Test a classifier of your own with `evaluate MODEL`; rebuild the report with
+`snakemake --cores N reports/mhc_xtc.html` or `repro`. Each command has its
+own --help."""
+
+app = new_app(HELP, context_settings={"help_option_names": ["-h", "--help"]})
+dag_app = new_app(
+    """Inspect the stage registry; render dvc.yaml from it.
+
+    list shows the stages; write renders dvc.yaml and the stages' code
+    fingerprints (code/<stage>.txt); fingerprints refreshes the fingerprints
+    only."""
+)
+
+# The order of the groups and of the commands in --help: the user's first.
+app.command(rich_help_panel=TEST)(evaluate)
+app.command(rich_help_panel=TEST)(diff)
+app.command(rich_help_panel=TEST)(tools.score)
+app.command("score-llm", rich_help_panel=TEST)(tools.score_llm)
+app.command(rich_help_panel=TEST)(tools.export)
+app.command(rich_help_panel=TEST)(tools.compare)
 
 DVC_HEADER = "# Generated by `hatecheck-pipeline dag write` from the stage registry (src/hatecheck_pipeline/pipeline). Do not edit.\n"
 
@@ -69,22 +83,26 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    params: Annotated[Path, typer.Option("--params", help="parameters file")] = Path(config.PARAMS_FILE),
-    set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a parameter: key.sub=value")] = None,
+    params: Annotated[Path, typer.Option("--params", help="the parameters file")] = Path(config.PARAMS_FILE),
+    set_: Annotated[
+        Optional[list[str]],
+        typer.Option("--set", metavar="KEY=VALUE", help="override a parameter, e.g. profile=smoke or models.XTC.lr=3e-5 (repeatable)"),
+    ] = None,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")] = False,
 ) -> None:
     STATE["params_file"] = params
     STATE["overrides"] = set_ or []
 
 
-@app.command("pull")
 def pull(
     remote: Annotated[Optional[str], typer.Option("--remote", "-r", help="DVC remote (default: the project's)")] = None,
 ) -> None:
-    """`dvc pull` of exactly the stages dvc.lock records: a partial run's
-    record pulls without errors for what it did not build, and data the
-    record names but the remote lacks is still an error (`dvc pull
-    --allow-missing` would hide it)."""
+    """Download the outputs dvc.lock records (dvc pull).
+
+    Exactly the recorded stages are pulled: a partial run's record pulls
+    without errors for what it did not build, and data the record names but
+    the remote lacks is still an error (dvc pull --allow-missing would hide
+    it)."""
     import subprocess
 
     from hatecheck_pipeline.pipeline.registry import build_stages
@@ -104,17 +122,24 @@ def pull(
     )
 
 
-@app.command("repro")
 def repro(
-    targets: Annotated[Optional[list[str]], typer.Argument(help="stages or dvc.yaml (default: every stage)")] = None,
+    targets: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="TARGET...", help="stages or dvc.yaml files, as dvc repro takes them (default: every stage)"),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", "-f", help="run the stages even if up to date")] = False,
-    dry: Annotated[bool, typer.Option("--dry", help="print what would run, run nothing")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", "-n", help="print what would run, run nothing")] = False,
+    dry: Annotated[bool, typer.Option("--dry", hidden=True, help="the same as --dry-run (dvc repro's spelling)")] = False,
 ) -> None:
-    """`dvc repro`, the same stages run and the same dvc.lock written, with
-    less of DVC's work per stage: params.yaml parsed once, and the lock
+    """Run the stages that are out of date (dvc repro, faster).
+
+    The same stages run and the same dvc.lock is written as by dvc repro,
+    with less of DVC's work per stage: params.yaml parsed once, and the lock
     written once at the end instead of after every stage (docs/performance.md,
-    "`dvc repro` after a parameter change")."""
+    "dvc repro after a parameter change")."""
     from hatecheck_pipeline.pipeline import dvc_adapter
+
+    dry = dry or dry_run
 
     try:
         ran = dvc_adapter.reproduce(targets or (), force=force, dry=dry)
@@ -124,10 +149,14 @@ def repro(
         typer.echo(f"{len(ran)} stage(s) ran and are recorded in dvc.lock" if ran else "Data and pipelines are up to date.")
 
 
-@app.command("run")
-def run_stage(stage: str) -> None:
-    """Run one stage of the registry (see `dag list`) with exactly its
-    declared inputs, outputs and parameters."""
+def run_stage(
+    stage: Annotated[str, typer.Argument(metavar="STAGE", help="a stage name (`hatecheck-pipeline dag list` lists them)")],
+) -> None:
+    """Run one stage of the registry.
+
+    The stage's function is called with exactly its declared inputs,
+    outputs and parameter values; Snakemake and dvc repro run every stage
+    this way."""
     from hatecheck_pipeline.models.user_code import UserCodeError
     from hatecheck_pipeline.core.stage import call
     from hatecheck_pipeline.core.usage import recorded
@@ -174,7 +203,7 @@ def stale_fingerprint(stage) -> str | None:
 
 @dag_app.command("list")
 def dag_list() -> None:
-    """Stage names with their phase and function."""
+    """List the stages: phase, name and function."""
     from hatecheck_pipeline.pipeline.registry import build_stages
 
     for s in build_stages(load()):
@@ -191,11 +220,13 @@ def render_dvc_yaml(params) -> str:
 
 @dag_app.command("write")
 def dag_write(
-    out: Annotated[Path, typer.Option(help="where to write")] = Path("dvc.yaml"),
-    check: Annotated[bool, typer.Option(help="only check that the file is up to date")] = False,
+    out: Annotated[Path, typer.Option(help="where to write dvc.yaml")] = Path("dvc.yaml"),
+    check: Annotated[bool, typer.Option(help="only check that dvc.yaml and the fingerprints are up to date (exit 1 if not)")] = False,
 ) -> None:
-    """Render dvc.yaml and the code fingerprints (code/<stage>.txt) from the
-    stage registry (a file is written only where its content changes)."""
+    """Write dvc.yaml and the code fingerprints from the registry.
+
+    dvc.yaml and code/<stage>.txt are rendered from the stage registry; a
+    file is written only where its content changes."""
     from hatecheck_pipeline.core import codedeps
     from hatecheck_pipeline.core.stage import CODE_DIR
     from hatecheck_pipeline.pipeline.registry import build_stages, fingerprints
@@ -228,9 +259,11 @@ def dag_write(
 
 @dag_app.command("fingerprints")
 def dag_fingerprints() -> None:
-    """Refresh the code fingerprints (code/<stage>.txt) from the source:
-    DVC's code_fingerprints stage. Only files whose content changes are
-    written, so a comment or formatting edit leaves every stage up to date."""
+    """Refresh the code fingerprints (code/<stage>.txt).
+
+    DVC's code_fingerprints stage runs this. Only files whose content
+    changes are written, so a comment or formatting edit leaves every stage
+    up to date."""
     from hatecheck_pipeline.pipeline.registry import build_stages, sync_fingerprints
 
     stages = build_stages(load())
@@ -241,11 +274,38 @@ def dag_fingerprints() -> None:
     )
 
 
+# Reproduce, inspect, internals: after the commands that test a classifier.
+app.command("repro", rich_help_panel=REPRODUCE)(repro)
+app.command("pull", rich_help_panel=REPRODUCE)(pull)
+app.command("fetch-data", rich_help_panel=REPRODUCE)(tools.fetch_data)
+app.command("follow", rich_help_panel=REPRODUCE)(tools.follow)
+app.add_typer(human_app, name="human-validation", rich_help_panel=REPRODUCE)
+app.command("lineage", rich_help_panel=INSPECT)(tools.lineage)
+app.add_typer(dag_app, name="dag", rich_help_panel=INSPECT)
+app.command("run", rich_help_panel=INTERNALS)(run_stage)
+app.add_typer(docs_app, name="docs", rich_help_panel=INTERNALS)
+
+
 def cli() -> None:
     """Console entry point: expected errors (bad input, configuration, a
-    failed expectation) are one line on stderr and exit status 1."""
+    failed expectation) are one line on stderr and exit status 1; a usage
+    error (an unknown option, a value not among an option's choices) is one
+    line too, naming the command's --help, and exit status 2."""
     try:
-        app()
+        code = app(standalone_mode=False)
     except PipelineError as exc:
         typer.echo(f"error: {exc}", err=True)
         sys.exit(1)
+    except typer.Abort:
+        typer.echo("Aborted!", err=True)
+        sys.exit(1)
+    except typer.TyperException as exc:  # click's errors (typer carries its own click)
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help
+            exc.show()
+        else:
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            message = exc.format_message().replace("Value error, ", "").rstrip(".")  # pydantic's prefix (typer's coercion)
+            typer.echo(f"error: {message}{hint}", err=True)
+        sys.exit(exc.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -15,6 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from hatecheck_pipeline.cli import suites as suite_names
 from hatecheck_pipeline.cli.state import fail, load
 
 SHOWN_CASES = 5  # cases that went from right to wrong printed per worse test (all of them are in --out)
@@ -34,9 +35,11 @@ def predictions_at(path: str, rev: str, folder: Path, code: int = 1) -> Path:
 
 
 def diff(
-    a: Annotated[str, typer.Argument(help="model A (a model name of this workspace, or a predictions file)")],
-    b: Annotated[Optional[str], typer.Argument(help="model B (as A); omitted with --rev: A in this workspace")] = None,
-    suite: Annotated[str, typer.Option(help="hatecheck, mhc:<language> or a registered suite name")] = "hatecheck",
+    a: Annotated[str, typer.Argument(metavar="A", help="model A (a model name of this workspace, or a predictions file)")],
+    b: Annotated[Optional[str], typer.Argument(metavar="B", help="model B (as A); omitted with --rev: A in this workspace")] = None,
+    suite: Annotated[
+        list[str], suite_names.option("the suite to compare on: hatecheck, mhc:<language> or a registered suite name", several=False)
+    ] = ["hatecheck"],
     rev: Annotated[Optional[str], typer.Option(help="a git revision or DVC experiment: A's predictions as they were there")] = None,
     out: Annotated[Optional[Path], typer.Option(help="JSON with every functional test's comparison")] = None,
     samples: Annotated[Optional[int], typer.Option(help="random sign draws of the paired test (default: evaluation.diff_samples)")] = None,
@@ -49,7 +52,9 @@ def diff(
         ),
     ] = False,
 ) -> None:
-    """Accuracy of B minus A per functional test, with the paired sign-flip
+    """What changed between two models per functional test.
+
+    Accuracy of B minus A per functional test, with the paired sign-flip
     test's interval and p-value; flagged where Holm's adjusted p-value is at
     most 1 - ci_level, worse where flagged with B below A."""
     from hatecheck_pipeline.cli.tools import ensure_tables
@@ -65,7 +70,7 @@ def diff(
     if samples:
         boot = replace(boot, samples=samples)
     try:
-        resolved = resolve_suite(suite, params)
+        resolved = resolve_suite(suite[0], params)
         ensure_tables(params, [resolved])  # a fresh clone builds the suite's gold table first, as `score` does
     except (ScoringError, PipelineError) as exc:
         fail(exc, error)

@@ -9,11 +9,16 @@ from typing import Annotated, Optional
 
 import typer
 
+from hatecheck_pipeline.cli.panels import new_app
 from hatecheck_pipeline.cli.state import STATE, fail
 from hatecheck_pipeline.core import config
 
-docs_app = typer.Typer(
-    help="Record a run and render the documentation's generated pages from it and from the parameters.", no_args_is_help=True
+docs_app = new_app(
+    """Record a run; render the docs' generated pages.
+
+    record copies a finished run into docs/runs/NAME; render writes
+    docs/generated/ from a recorded run, the benchmark records and the
+    parameters."""
 )
 
 RUNS = Path("docs/runs")
@@ -39,11 +44,13 @@ def record(
     profile: Annotated[Optional[str], typer.Option(help="profile of the run (default: the model cards')")] = None,
     command: Annotated[Optional[str], typer.Option(help="the command that built the run")] = None,
     wall_s: Annotated[Optional[float], typer.Option("--wall-s", help="the command's wall time in seconds")] = None,
-    bench: Annotated[Optional[list[Path]], typer.Option(help="a benchmark script's output to keep (repeatable)")] = None,
+    bench: Annotated[Optional[list[Path]], typer.Option(metavar="FILE", help="a benchmark script's output to keep (repeatable)")] = None,
 ) -> None:
-    """Copy a finished run's metrics, model cards, validation results and
-    stage records into docs/runs/NAME, with run.json (commit, profile,
-    dates, machine)."""
+    """Record a finished run for the documentation.
+
+    The run's metrics, model cards, validation results and stage records
+    are copied into docs/runs/NAME, with run.json (commit, profile, dates,
+    machine)."""
     from hatecheck_pipeline.report import docs_record
 
     target = out or RUNS / name
@@ -74,11 +81,15 @@ def config_reference() -> tuple[str | None, str]:
 def render(
     record: Annotated[Optional[Path], typer.Option(help="recorded run (default: the one the current pages name)")] = None,
     out: Annotated[Path, typer.Option(help="folder of the generated pages")] = GENERATED,
-    check: Annotated[bool, typer.Option(help="only check that the pages are what the records and the parameters give")] = False,
+    check: Annotated[
+        bool, typer.Option(help="only check that the pages are what the records and the parameters give (exit 1 if not)")
+    ] = False,
 ) -> None:
-    """Write docs/generated/{results,llm,performance,data}.md from a recorded
-    run, docs/generated/{intervals,screens,local-llm-protocol}.md from
-    benchmark records (benchmarks/intervals.json, benchmarks/records/), and
+    """Render the documentation's generated pages.
+
+    docs/generated/{results,llm,performance,data}.md from a recorded run,
+    docs/generated/{intervals,screens,local-llm-protocol}.md from benchmark
+    records (benchmarks/intervals.json, benchmarks/records/), and
     docs/generated/config.md (the configuration reference) from
     workflow/schemas/params.schema.yaml and params.yaml."""
     from hatecheck_pipeline.core.files import write_text

@@ -22,29 +22,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 import typer
 
+from hatecheck_pipeline.cli import suites as suite_names
 from hatecheck_pipeline.cli.state import STATE, fail, load
 from hatecheck_pipeline.evaluation.scoring import model_failures
 
-
-def suite_entries(suites: str) -> list[str]:
-    """``--suites`` as a model's ``suites`` entries.
-
-    >>> suite_entries("hatecheck,mhc:all,mhc:german,heldout_davidson2017")
-    ['hatecheck', 'mhc', 'mhc_german', 'heldout_davidson2017']
-    """
-    out = []
-    for item in (s.strip() for s in suites.split(",") if s.strip()):
-        if item == "mhc:all":
-            out.append("mhc")
-        elif item.startswith("mhc:"):
-            out.append("mhc_" + item[len("mhc:") :])
-        else:
-            out.append(item)
-    return out
+# The choices of --decision and --format: the parameters schema's enums of a
+# model's decision and a scoring API's format (tests/cli check they agree).
+Decision = Literal["threshold", "argmax"]
+ApiFormat = Literal["perspective", "json"]
 
 
 def model_name(ref: str) -> str:
@@ -166,10 +155,14 @@ def evaluation_summary(model: str, suites: list[str], below_mark: float) -> list
 
 
 def evaluate(
-    model: Annotated[str, typer.Argument(help="a model directory, a hub id, an .onnx file, module:function or a scoring API's URL")],
+    model: Annotated[
+        str,
+        typer.Argument(metavar="MODEL", help="a model directory, a hub id, an .onnx file, module:function or a scoring API's URL"),
+    ],
     suites: Annotated[
-        str, typer.Option(help="comma-separated: hatecheck, mhc:all, mhc:<language>, heldout_<dataset>, an expanded suite group")
-    ] = "hatecheck,mhc:all",
+        list[str],
+        suite_names.option("the suites: hatecheck, mhc:all, mhc:<language>, heldout_<dataset> or an expanded suite group"),
+    ] = ["hatecheck", "mhc:all"],
     name: Annotated[Optional[str], typer.Option(help="the model's name in results/ and reports/models/ (default: from MODEL)")] = None,
     hateful: Annotated[
         Optional[str], typer.Option(help="comma-separated classes counted hateful (labels or indices; default: guessed from the labels)")
@@ -178,12 +171,19 @@ def evaluate(
     input_name: Annotated[Optional[str], typer.Option("--input", help="ONNX: the texts' input (default: its one string input)")] = None,
     output: Annotated[Optional[str], typer.Option(help="ONNX: the probabilities output (default: the one named *prob*)")] = None,
     decision: Annotated[
-        Optional[str], typer.Option(help="threshold (p(hateful) >= prediction.threshold) or argmax (a hateful class on top)")
+        Optional[Decision],
+        typer.Option(help="threshold: p(hateful) >= prediction.threshold; argmax: a hateful class on top (default: threshold)"),
     ] = None,
     revision: Annotated[Optional[str], typer.Option(help="hub id: the revision")] = None,
     max_length: Annotated[Optional[int], typer.Option(help="pretrained: tokens per text (default 128)")] = None,
     batch_size: Annotated[Optional[int], typer.Option(help="texts per forward pass")] = None,
-    api_format: Annotated[Optional[str], typer.Option("--format", help="a scoring API's format: perspective (default) or json")] = None,
+    api_format: Annotated[
+        Optional[ApiFormat],
+        typer.Option(
+            "--format",
+            help="a scoring API's format: Perspective's comments:analyze, or json ({\"text\": ...} in, score out); default perspective",
+        ),
+    ] = None,
     key_env: Annotated[Optional[str], typer.Option(help="a scoring API: the environment variable holding its key")] = None,
     concurrency: Annotated[Optional[int], typer.Option(help="a scoring API: requests in flight at once (default 4)")] = None,
     rate: Annotated[
@@ -196,20 +196,27 @@ def evaluate(
             "first request, e.g. 2026-12); a new one asks every text again"
         ),
     ] = None,
-    cores: Annotated[int, typer.Option(help="Snakemake --cores")] = 2,
-    dry: Annotated[bool, typer.Option("--dry", help="print the Snakemake command and what it would run; run nothing")] = False,
+    cores: Annotated[int, typer.Option("--cores", "-c", help="Snakemake's --cores: stages run at once")] = 2,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", "-n", help="print the Snakemake command and what it would run; run nothing")
+    ] = False,
+    dry: Annotated[bool, typer.Option("--dry", hidden=True, help="the same as --dry-run")] = False,
     progress_every: Annotated[
         float, typer.Option("--progress", help="seconds between the running stages' progress lines on stderr (0: none)")
     ] = 10.0,
 ) -> None:
-    """Test a classifier on the chosen suites: every suite's metrics and
-    failing cases, one HTML page (reports/models/<name>.html), and a summary
-    on the terminal (per suite n, accuracy and macro F1 with their
-    intervals, the functional tests below the mark)."""
+    """Test a classifier on the chosen suites, with its page.
+
+    Every suite's metrics and failing cases, one HTML page
+    (reports/models/<name>.html), and a summary on the terminal (per suite
+    n, accuracy and macro F1 with their intervals, the functional tests
+    below the mark). Snakemake builds what the page needs, the suites' data
+    included."""
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.core.config import ConfigError, apply_and_validate, dumps
     from hatecheck_pipeline.models import classifier_spec, classifiers
 
+    dry = dry or dry_run
     params = load()
     name = name or model_name(model) + (f"-{snapshot}" if snapshot else "")  # two snapshots of one API: two models to diff
     if name in params["models"]:
@@ -227,7 +234,7 @@ def evaluate(
             batch_size=batch_size,
             api_format=api_format,
             key_env=key_env,
-            suites=suite_entries(suites),
+            suites=suite_names.model_entries(suites),
         )
         for key, value in (("concurrency", concurrency), ("rate_per_s", rate), ("snapshot", snapshot)):
             if value is not None:

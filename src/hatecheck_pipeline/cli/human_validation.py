@@ -18,9 +18,15 @@ from typing import Annotated, Optional
 
 import typer
 
+from hatecheck_pipeline.cli.panels import new_app
 from hatecheck_pipeline.cli.state import fail
 
-human_app = typer.Typer(help=__doc__, no_args_is_help=True)
+human_app = new_app(
+    """GPT-HateCheck's human validation (Table 7).
+
+    export writes a sample of the generated cases for annotators; read checks
+    the file they return and computes Table 7. No stage runs this."""
+)
 
 SUITE = "gpt_hatecheck_english"
 
@@ -37,13 +43,19 @@ def export_cmd(
     kept: Annotated[Optional[Path], typer.Option(help="the kept cases (default: the validate stage's table.parquet)")] = None,
     rejected: Annotated[Optional[Path], typer.Option(help="the rejected candidates (default: its rejected.parquet)")] = None,
     target: Annotated[
-        Optional[list[str]], typer.Option(help="target groups to sample (repeat; default the paper's: 'trans people' and 'none')")
+        Optional[list[str]],
+        typer.Option(metavar="GROUP", help="a target group to sample (repeatable; default the paper's: 'trans people' and 'none')"),
     ] = None,
     per_cell: Annotated[Optional[int], typer.Option(help="cases drawn per (functionality, target) cell; default all, as the paper")] = None,
     annotators: Annotated[int, typer.Option(help="annotators per message (the paper: 3)")] = 3,
     seed: Annotated[int, typer.Option(help="seed of the draw and of the row order")] = 0,
 ) -> None:
-    """Export the cases to annotate (GPT-HateCheck, Table 7)."""
+    """Export the cases to annotate (GPT-HateCheck, Table 7).
+
+    Every candidate of the paper's two target groups, stratified by
+    functionality and target (or a seeded draw per cell), as a CSV with
+    blank columns per annotator, with its answer key and a README with the
+    guidelines' questions beside it."""
     import polars as pl
 
     from hatecheck_pipeline.evaluation import gpt_human
@@ -67,7 +79,10 @@ def read_cmd(
     out: Annotated[Path, typer.Option(help="JSON to write (Table 7, ours and the paper's)")],
     key: Annotated[Optional[Path], typer.Option(help="answer key (default: <annotations' export name>.key.csv beside it)")] = None,
 ) -> None:
-    """Check the returned annotations and compute Table 7."""
+    """Check the returned annotations and compute Table 7.
+
+    The returned CSV is checked (one line per error: file, line, rule) and
+    Table 7 is computed, the paper's figures beside ours, into a JSON."""
     from hatecheck_pipeline.evaluation import gpt_human, published
 
     if key is None:

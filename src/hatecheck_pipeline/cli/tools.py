@@ -2,9 +2,14 @@
 app by :mod:`hatecheck_pipeline.cli.app`):
 
 - ``score``: any predictions file against a suite's gold labels;
+- ``export``: the suites' cases, to run a model elsewhere;
 - ``compare``: a metrics file against the papers' published tables;
 - ``lineage``: a metrics file, predictions file, model directory or report
-  cell id traced down to the raw files (from ``dvc.lock``).
+  cell id traced down to the raw files (from ``dvc.lock``);
+- ``score-llm``: raw LLM answers, scored as "Detecting Hate Speech with
+  GPT-3" does;
+- ``fetch-data``: every pinned raw file into a local mirror folder;
+- ``follow``: each running stage's last progress line.
 """
 
 from __future__ import annotations
@@ -14,20 +19,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from hatecheck_pipeline.cli import suites as suite_names
 from hatecheck_pipeline.cli.state import fail, load
-
-
-def resolve_suites(names: str, params) -> list:
-    """``hatecheck,mhc:all,mhc:german,...`` as suites (``mhc:all``: every MHC language)."""
-    from hatecheck_pipeline.evaluation import scoring
-
-    out = []
-    for name in (n.strip() for n in names.split(",") if n.strip()):
-        if name == "mhc:all":
-            out += [scoring.resolve_suite(f"mhc:{lang}", params) for lang in params["datasets"]["mhc"]["languages"]]
-        else:
-            out.append(scoring.resolve_suite(name, params))
-    return list({s.name: s for s in out}.values())
 
 
 def ensure_tables(params, suites) -> None:
@@ -45,20 +38,19 @@ def ensure_tables(params, suites) -> None:
 
 def score(
     suite: Annotated[
-        str,
-        typer.Option(
-            help="hatecheck, mhc:<language> (e.g. mhc:german), mhc:all or a registered suite name; "
-            "several, comma-separated, when the file has a `suite` column (as `export` writes it)"
-        ),
+        list[str],
+        suite_names.option(f"the suites: {suite_names.NAMES}; several when the file has a suite column (as export writes it)"),
     ],
-    predictions: Annotated[Path, typer.Option(help="CSV or Parquet: the suite's id column (or `id`) and a prediction column")],
+    predictions: Annotated[Path, typer.Option(help="CSV or Parquet: the suite's id column (or id) and a prediction column")],
     out: Annotated[Path, typer.Option(help="METRICS.json to write; with several suites a folder (<suite>.json each)")],
     pred_column: Annotated[str, typer.Option(help="column holding hateful/non-hateful, 1/0 or a probability")] = "pred",
     threshold: Annotated[Optional[float], typer.Option(help="probability threshold: p >= threshold is hateful")] = None,
 ) -> None:
-    """Score any predictions file against a suite's gold labels (or several
-    suites' from one file with a `suite` column). Beside each metrics file,
-    `<stem>.failures.csv` lists the cases the predictions got wrong."""
+    """Score a predictions file against a suite's gold labels.
+
+    Several suites are scored from one file with a suite column. Beside each
+    metrics file, <stem>.failures.csv lists the cases the predictions got
+    wrong."""
     import tempfile
 
     import polars as pl
@@ -69,7 +61,7 @@ def score(
     params = load()
     boot = bootstrap_keys().value(params)  # as the score stages get it
     try:
-        suites = resolve_suites(suite, params)
+        suites = suite_names.resolve(suite, params)
         if not predictions.exists():
             fail(f"{predictions}: predictions file not found")
         ensure_tables(params, suites)
@@ -111,12 +103,14 @@ def _has_suite_column(path: Path) -> bool:
 
 
 def export(
-    suite: Annotated[str, typer.Option(help="comma-separated: hatecheck, mhc:all, mhc:<language> or a registered suite name")],
-    out: Annotated[Path, typer.Option(help="CSV or Parquet to write")],
+    suite: Annotated[list[str], suite_names.option(f"the suites: {suite_names.NAMES}")],
+    out: Annotated[Path, typer.Option(help="CSV or Parquet to write (by its suffix)")],
 ) -> None:
-    """Write suites' cases (suite, id, text, language, functionality, gold
-    label) for running a model elsewhere; `score --suite ... --predictions`
-    reads its predictions back (a `pred` column added to this file)."""
+    """Write suites' cases, to run a model elsewhere.
+
+    One row per case: suite, id, text, language, functionality, gold label.
+    score --suite ... --predictions reads the predictions back (a pred
+    column added to this file)."""
     import polars as pl
 
     from hatecheck_pipeline.core.files import write_csv, write_parquet
@@ -124,7 +118,7 @@ def export(
 
     params = load()
     try:
-        suites = resolve_suites(suite, params)
+        suites = suite_names.resolve(suite, params)
         ensure_tables(params, suites)
     except scoring.ScoringError as exc:
         fail(exc)
@@ -148,15 +142,21 @@ def export(
 
 
 def compare(
-    metrics: Annotated[Path, typer.Option(help="METRICS.json written by `score` (HateCheck or one MHC language)")],
-    model: Annotated[str, typer.Option(help="the published model to compare with, e.g. Perspective, SiftNinja, B-D, XTC")],
+    metrics: Annotated[Path, typer.Option(help="METRICS.json written by score (HateCheck or one MHC language)")],
+    model: Annotated[
+        str,
+        typer.Option(help="the published model to compare with, e.g. Perspective, SiftNinja, B-D, XTC (a wrong name lists them)"),
+    ],
     out: Annotated[Optional[Path], typer.Option(help="CSV with every compared cell")] = None,
     tolerance: Annotated[float, typer.Option(help="largest |ours - paper| (percentage points) that counts as equal")] = 0.05,
     check: Annotated[bool, typer.Option("--check", help="exit 1 when a cell differs (a reproduction check)")] = False,
 ) -> None:
-    """Compare a metrics file with the papers' published tables (HateCheck
-    Tables 1-4, MHC Tables 1, 2, 3, 7 and Perspective's Table 8) for one published model: the cells
-    that differ are reported; with ``--check`` a difference exits 1."""
+    """Compare a metrics file with the papers' published tables.
+
+    The published model's cells (HateCheck Tables 1-4, MHC Tables 1, 2, 3, 7
+    and Perspective's Table 8) are lined up with the file's; the cells that
+    differ are listed. The exit status is 0 either way, unless --check is
+    given: then a difference exits 1."""
     import json
 
     import polars as pl
@@ -189,12 +189,22 @@ def compare(
 
 
 def lineage(
-    target: str,
+    target: Annotated[
+        str,
+        typer.Argument(
+            metavar="TARGET",
+            help="a metrics file, a predictions file, a model directory or a report cell id (its data-cell-id in the report)",
+        ),
+    ],
     lock: Annotated[Path, typer.Option(help="the DVC lock file holding the record")] = Path("dvc.lock"),
     report: Annotated[Optional[Path], typer.Option(help="report whose cell ids resolve (default: the pipeline's)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the chain as JSON")] = False,
 ) -> None:
-    """Trace a metrics file, predictions file, model directory or report cell id down to the raw files."""
+    """Trace a reported number down to the raw files.
+
+    A metrics file, predictions file, model directory or report cell is
+    followed through the record (dvc.lock) stage by stage to the raw files
+    and their sha256."""
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.data.sources import load_registry
     from hatecheck_pipeline.report import lineage as engine
@@ -216,8 +226,9 @@ def score_llm(
     ],
     out: Annotated[Path, typer.Option(help="METRICS.json to write")],
 ) -> None:
-    """Score raw LLM answers as "Detecting Hate Speech with GPT-3" does.
-    Yes/no settings: first word yes/no or the class word, unparsed answers
+    """Score raw LLM answers (Detecting Hate Speech with GPT-3).
+
+    The answers are scored as the paper scores them. Yes/no settings: first word yes/no or the class word, unparsed answers
     counted and omitted; racist, sexist and overall (both pooled). Mixed
     settings (section 4.4): category c over the comments labelled c or
     neither, TP = labelled c and the answer contains c, FN = labelled c and
@@ -256,10 +267,12 @@ def score_llm(
 def fetch_data(
     into: Annotated[Optional[Path], typer.Option("--into", help="the mirror folder (default: ~/.cache/hatecheck_pipeline/mirror)")] = None,
 ) -> None:
-    """Download every pinned raw file (resources/raw_sources.yaml) into a
-    local mirror folder, sha256-checked, in the layout HATECHECK_PIPELINE_MIRROR
-    reads (docs/data.md); files already there with the right hash are kept.
-    Ends with the HATECHECK_PIPELINE_MIRROR=... line to use."""
+    """Download every pinned raw file into a mirror folder.
+
+    Every file of resources/raw_sources.yaml, sha256-checked, in the layout
+    HATECHECK_PIPELINE_MIRROR reads (docs/data.md); files already there with
+    the right hash are kept. Ends with the HATECHECK_PIPELINE_MIRROR=... line
+    to use."""
     import shlex
 
     from hatecheck_pipeline.data import mirror
@@ -280,9 +293,11 @@ def follow(
         typer.Option(help="where no process here holds a log (Slurm jobs): a log written in the last RECENT seconds is a running stage's"),
     ] = 60.0,
 ) -> None:
-    """Show each running stage's last progress line (from logs/<stage>.log,
-    where a Snakemake run sends it), refreshed until no stage runs and no
-    Snakemake run of this workspace is alive."""
+    """Show each running stage's last progress line.
+
+    The lines come from logs/<stage>.log, where a Snakemake run sends them;
+    refreshed until no stage runs and no Snakemake run of this workspace is
+    alive."""
     from hatecheck_pipeline.pipeline import progress
     from hatecheck_pipeline.pipeline.runners import live_runs
 
