@@ -151,7 +151,7 @@ def compare(
     tolerance: Annotated[float, typer.Option(help="largest |ours - paper| (percentage points) that counts as equal")] = 0.05,
     check: Annotated[bool, typer.Option("--check", help="exit 1 when a cell differs (a reproduction check)")] = False,
 ) -> None:
-    """Compare a metrics file with the papers' published tables.
+    """Compare a metrics file with the published tables.
 
     The published model's cells (HateCheck Tables 1-4, MHC Tables 1, 2, 3, 7
     and Perspective's Table 8) are lined up with the file's; the cells that
@@ -226,9 +226,9 @@ def score_llm(
     ],
     out: Annotated[Path, typer.Option(help="METRICS.json to write")],
 ) -> None:
-    """Score raw LLM answers (Detecting Hate Speech with GPT-3).
+    """Score raw LLM answers as the GPT-3 paper does.
 
-    The answers are scored as the paper scores them. Yes/no settings: first word yes/no or the class word, unparsed answers
+    As "Detecting Hate Speech with GPT-3" scores them. Yes/no settings: first word yes/no or the class word, unparsed answers
     counted and omitted; racist, sexist and overall (both pooled). Mixed
     settings (section 4.4): category c over the comments labelled c or
     neither, TP = labelled c and the answer contains c, FN = labelled c and
