@@ -6,8 +6,8 @@ ways, in interleaved rounds:
 - ``dvc commit -f --no-relink <stages>``: DVC's command line, all the stages
   in one call (outputs cached without re-linking them, as the pipeline
   does); DVC rewrites ``dvc.lock`` after each stage;
-- ``adapter, speed-ups on``: ``pipeline/dvc_adapter.commit_stages`` as the
-  pipeline runs it (``pipeline/dvc_speedups`` active: params and git-index
+- ``adapter, speed-ups on``: ``runners/dvc_adapter.commit_stages`` as the
+  pipeline runs it (``runners/dvc_speedups`` active: params and git-index
   reads memoised, the lock read with the safe parser, one write);
 - ``adapter, speed-ups off``: the same with ``dvc_speedups.ACTIVE`` False,
   what a DVC whose internals differ from what the speed-ups rely on gets.
@@ -40,8 +40,8 @@ from pathlib import Path
 
 import yaml
 
-from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
-from hatecheck_pipeline.pipeline.runners import _stamps
+from hatecheck_pipeline.runners import dvc_adapter, dvc_speedups
+from hatecheck_pipeline.runners.compose import _stamps
 
 VARIANTS = ("dvc commit -f --no-relink", "adapter, speed-ups on", "adapter, speed-ups off")
 

@@ -11,7 +11,7 @@ benchmark's worker process only* (the pipeline never runs patched DVC):
 - ``stock``: DVC as installed;
 - ``params-once``: each params file parsed once per process and each
   stage's keys looked up once, as the pipeline's own recording of a run in
-  dvc.lock has them (``pipeline/dvc_speedups._memoised_reads``): a lower
+  dvc.lock has them (``runners/dvc_speedups._memoised_reads``): a lower
   bound on the dry run of any split of params.yaml (small files still cost
   a parse each);
 - ``params-once-no-rwlock``: also without the per-stage read/write lock
@@ -57,7 +57,7 @@ def worker(variant: str, dvc_args: list[str]) -> int:
         return dvc_main(dvc_args)
     from dvc.repo import Repo
 
-    from hatecheck_pipeline.pipeline import dvc_speedups
+    from hatecheck_pipeline.runners import dvc_speedups
 
     if variant == "params-once-no-rwlock":
         _patch_no_rwlock()

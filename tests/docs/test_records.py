@@ -34,7 +34,7 @@ from conftest import REPO
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.evaluation import published
-from hatecheck_pipeline.report import docs_benchmarks, docs_llm, docs_pages, docs_record
+from hatecheck_pipeline.docsite import benchmarks as docs_benchmarks, llm as docs_llm, pages as docs_pages, runs as docs_record
 
 RECORDS = REPO / "benchmarks" / "records"
 NOT_RECORDS = {"README.md", "HISTORY.md"}

@@ -1,4 +1,4 @@
-"""DVC's work made cheaper (pipeline/dvc_speedups.py): each private object
+"""DVC's work made cheaper (runners/dvc_speedups.py): each private object
 it relies on exists, with the parameters passed, in the installed DVC; the
 lock and the status are what stock DVC gives, in fewer reads; and on a DVC
 without one of those objects, one warning and stock DVC's slower path,
@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 from dvc_projects import chain_project, git_dvc_project, lock_project, three_recorded_stages
 
-from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
+from hatecheck_pipeline.runners import dvc_adapter, dvc_speedups
 
 
 def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(workdir, monkeypatch):
