@@ -1,10 +1,10 @@
-"""Cost of recording a Snakemake run in ``dvc.lock`` (``runners.record_in_dvc``).
+"""Cost of recording a Snakemake run in ``dvc.lock`` (``runners/compose.record_in_dvc``).
 
 Commits every stage recorded in the workspace's ``dvc.lock`` again through
-``pipeline/dvc_adapter.commit_stages``, alternately with DVC's own reads
+``runners/dvc_adapter.commit_stages``, alternately with DVC's own reads
 (``--variants plain``: each stage re-parses ``params.yaml``, looks its keys up
 three times, reads git's index once per output) and with them memoised for
-the commit (``memoised``, what the pipeline runs: ``pipeline/dvc_speedups``).
+the commit (``memoised``, what the pipeline runs: ``runners/dvc_speedups``).
 Prints the seconds of each run and checks that both write the same
 ``dvc.lock`` bytes. Run it in a complete workspace (the stages' outputs
 exist); it rewrites ``dvc.lock`` with what it held.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
+from hatecheck_pipeline.runners import dvc_adapter, dvc_speedups
 
 
 def main() -> None:

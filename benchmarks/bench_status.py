@@ -2,7 +2,7 @@
 
 Snakemake asks it at the start of a run whenever some output looks older
 than an input (after a parameter change, `dvc pull`, `git checkout`:
-``runners.align_to_record``), then re-stamps the outputs DVC finds up to
+``runners/compose.align_to_record``), then re-stamps the outputs DVC finds up to
 date. This times the question in one process, alternately with DVC's own
 reads (``plain``: params.yaml re-parsed for every stage) and with them
 memoised (``memoised``, what the pipeline runs: the reads of its
@@ -21,7 +21,7 @@ import statistics
 import time
 from pathlib import Path
 
-from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
+from hatecheck_pipeline.runners import dvc_adapter, dvc_speedups
 
 
 def main() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from hatecheck_pipeline.pipeline import dvc_adapter
+from hatecheck_pipeline.runners import dvc_adapter
 
 
 def git_dvc_project() -> list[str]:

@@ -9,7 +9,7 @@ from hatecheck_pipeline.audits import crows
 from hatecheck_pipeline.core import cpu
 from hatecheck_pipeline.data import schemes
 from hatecheck_pipeline.models import base, recipe, runtime
-from hatecheck_pipeline.report import docs_benchmarks, docs_format
+from hatecheck_pipeline.docsite import benchmarks as docs_benchmarks, formatting as docs_format
 from hatecheck_pipeline.report import llm as report_llm
 from hatecheck_pipeline.report import sections
 

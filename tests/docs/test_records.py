@@ -7,7 +7,9 @@ the pages show what the renderers make of them.
 - benchmarks/records/: the benchmark records. Each file has a row in the
   folder's README naming the command that wrote it and the machine, its
   name carries the date it was made, a JSON record parses, and every
-  benchmark script a row names exists. The model screens and the local
+  benchmark script a row names exists or is retired (HISTORY.md names the
+  last commit that holds it). benchmarks/README.md lists every script
+  there. The model screens and the local
   LLM's whole-protocol run are rendered into generated pages
   (docs/generated/screens.md, local-llm-protocol.md) that docs/models.md
   and docs/local-llm.md include.
@@ -34,7 +36,7 @@ from conftest import REPO
 
 from hatecheck_pipeline.core.config import load_params
 from hatecheck_pipeline.evaluation import published
-from hatecheck_pipeline.report import docs_benchmarks, docs_llm, docs_pages, docs_record
+from hatecheck_pipeline.docsite import benchmarks as docs_benchmarks, llm as docs_llm, pages as docs_pages, runs as docs_record
 
 RECORDS = REPO / "benchmarks" / "records"
 NOT_RECORDS = {"README.md", "HISTORY.md"}
@@ -120,11 +122,45 @@ def test_each_record_name_carries_the_date_it_was_made():
         dt.date.fromisoformat(found.group(1))
 
 
+def retired_scripts() -> dict[str, str]:
+    """Script name -> the last commit that holds it, from HISTORY.md's
+    "Retired scripts" table."""
+    text = (RECORDS / "HISTORY.md").read_text("utf-8").split("## Retired scripts\n", 1)[1].split("\n## ", 1)[0]
+    return dict(re.findall(r"^\| `([\w.]+\.py)` \| ([0-9a-f]{7,40}) \|", text, re.M))
+
+
 def test_the_benchmark_scripts_the_rows_name_exist():
     named = {m for cells in readme_rows().values() for m in re.findall(r"benchmarks/[\w./-]+\.py", " ".join(cells[:2]))}
     assert named, "no row names a benchmark script"
-    missing = sorted(s for s in named if not (REPO / s).is_file())
-    assert not missing, f"scripts named in benchmarks/records/README.md that do not exist: {missing}"
+    missing = sorted(s for s in named if not (REPO / s).is_file() and Path(s).name not in retired_scripts())
+    assert not missing, f"scripts named in benchmarks/records/README.md that neither exist nor are retired in HISTORY.md: {missing}"
+
+
+def test_a_retired_script_is_gone_and_its_commit_holds_it():
+    """A retired script is no longer in benchmarks/, and the commit
+    HISTORY.md names holds it (where git has that commit: a shallow clone
+    may not)."""
+    retired = retired_scripts()
+    assert retired, "HISTORY.md retires no script: the table's pattern no longer matches"
+    for name, commit in retired.items():
+        assert not (REPO / "benchmarks" / name).exists(), f"{name} is retired in HISTORY.md but still in benchmarks/"
+        known = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=REPO, capture_output=True)
+        if known.returncode != 0:
+            continue
+        held = subprocess.run(["git", "cat-file", "-e", f"{commit}:benchmarks/{name}"], cwd=REPO, capture_output=True)
+        assert held.returncode == 0, f"{commit} holds no benchmarks/{name}"
+
+
+def test_the_benchmarks_readme_lists_every_script_and_no_other():
+    """benchmarks/README.md: one row per script in benchmarks/, each naming
+    the target it guards."""
+    rows = re.findall(r"^\| `([\w.]+\.py)` \| (.+?) \|", (REPO / "benchmarks" / "README.md").read_text("utf-8"), re.M)
+    listed = [name for name, _ in rows]
+    assert len(listed) == len(set(listed)), "a script listed twice"
+    scripts = sorted(p.name for p in (REPO / "benchmarks").glob("*.py"))
+    assert sorted(listed) == scripts, f"benchmarks/README.md lists {sorted(listed)}, benchmarks/ holds {scripts}"
+    assert all(target.strip() for _, target in rows)
+    assert not set(listed) & set(retired_scripts()), "a retired script is still listed"
 
 
 def test_json_records_parse():
@@ -220,7 +256,8 @@ def test_the_local_llm_page_shows_the_whole_protocol_table(monkeypatch):
 def test_the_records_and_scripts_the_pages_name_exist():
     """A page points to records and benchmark scripts instead of quoting
     their figures: every record file (``name_YYYY-MM-DD.ext``) and every
-    ``benchmarks/...py`` a page, params.yaml or the README names exists."""
+    ``benchmarks/...py`` a page, params.yaml or the README names exists
+    (a script, or is retired in HISTORY.md)."""
     pages = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md", REPO / "params.yaml"]
     missing, named = [], 0
     for page in pages:
@@ -230,7 +267,7 @@ def test_the_records_and_scripts_the_pages_name_exist():
             if not (RECORDS / name).is_file():
                 missing.append(f"{page.name}: {name}")
         for script in set(re.findall(r"\b(?:benchmarks/)?(?:bench|screen|probe)_\w+\.py\b", text)):
-            if not (REPO / "benchmarks" / Path(script).name).is_file():
+            if not (REPO / "benchmarks" / Path(script).name).is_file() and Path(script).name not in retired_scripts():
                 missing.append(f"{page.name}: {script}")
     assert named > 20, "the pages name almost no records: the pattern no longer matches them"
     assert not missing, "named but not in the repository:\n" + "\n".join(sorted(missing))

@@ -98,7 +98,7 @@ def test_under_snakemake_the_traceback_goes_to_the_log_through_stderr(workdir):
 
     log = workdir / "logs/stage.log"
     log.parent.mkdir()
-    code = ("import sys; from hatecheck_pipeline.pipeline.runners import keep_traceback; "
+    code = ("import sys; from hatecheck_pipeline.runners.compose import keep_traceback; "
             "keep_traceback('logs/stage.log', 'Traceback: the frames'); print('error: one line', file=sys.stderr)")
     with log.open("w") as fh:
         subprocess.run([sys.executable, "-c", code], stdout=fh, stderr=subprocess.STDOUT, check=True, cwd=workdir,

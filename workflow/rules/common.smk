@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from hatecheck_pipeline.core import config as hc_config
 from hatecheck_pipeline.core.cpu import machine_cores
 from hatecheck_pipeline.pipeline import registry as hc_registry
-from hatecheck_pipeline.pipeline import runners as hc_runners
+from hatecheck_pipeline.runners import compose as hc_runners
 
 STARTED = time.time()
 # Locks left by a killed run (kill -9, power loss) would stop every later run
@@ -91,7 +91,7 @@ onstart:
     except hc_runners.PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(1)
-    # No job rate limiter for local jobs (runners.disable_job_rate_limiter).
+    # No job rate limiter for local jobs (runners/compose.disable_job_rate_limiter).
     hc_runners.disable_job_rate_limiter(workflow)
 
 

@@ -160,7 +160,7 @@ def integrated_gradients(
     it asks autograd for the gradient on the embeddings only, but a
     backward pass through layers whose weights require gradients computes
     their weight gradients too. The attributions are the same, in less
-    time (``benchmarks/bench_explain.py``, docs/performance.md)."""
+    time (``benchmarks/records/bench_explain_frozen_2026-11-28.txt``, docs/performance.md)."""
     from captum.attr import LayerIntegratedGradients
 
     device = next(model.parameters()).device

@@ -106,7 +106,7 @@ def pull(
     import subprocess
 
     from hatecheck_pipeline.pipeline.registry import build_stages
-    from hatecheck_pipeline.pipeline.runners import locked_params
+    from hatecheck_pipeline.runners.compose import locked_params
 
     recorded = list(locked_params())
     if not recorded:
@@ -137,7 +137,7 @@ def repro(
     with less of DVC's work per stage: params.yaml parsed once, and the lock
     written once at the end instead of after every stage (docs/performance.md,
     "dvc repro after a parameter change")."""
-    from hatecheck_pipeline.pipeline import dvc_adapter
+    from hatecheck_pipeline.runners import dvc_adapter
 
     dry = dry or dry_run
 
@@ -161,7 +161,7 @@ def run_stage(
     from hatecheck_pipeline.core.stage import call
     from hatecheck_pipeline.core.usage import recorded
     from hatecheck_pipeline.pipeline.registry import stage_by_name
-    from hatecheck_pipeline.pipeline.runners import keep_traceback
+    from hatecheck_pipeline.runners.compose import keep_traceback
 
     params = load()
     found = stage_by_name(params, stage)

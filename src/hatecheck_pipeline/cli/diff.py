@@ -24,7 +24,7 @@ SHOWN_CASES = 5  # cases that went from right to wrong printed per worse test (a
 def predictions_at(path: str, rev: str, folder: Path, code: int = 1) -> Path:
     """A DVC-tracked predictions file as it was at ``rev`` (DVC's public
     ``dvc.api.open``: from the cache or the remote), copied into ``folder``."""
-    from hatecheck_pipeline.pipeline import dvc_adapter
+    from hatecheck_pipeline.runners import dvc_adapter
 
     dest = folder / f"{rev.replace('/', '_')}-{Path(path).name}"
     try:

@@ -51,7 +51,7 @@ def record(
     The run's metrics, model cards, validation results and stage records
     are copied into docs/runs/NAME, with run.json (commit, profile, dates,
     machine)."""
-    from hatecheck_pipeline.report import docs_record
+    from hatecheck_pipeline.docsite import runs as docs_record
 
     target = out or RUNS / name
     try:
@@ -66,7 +66,7 @@ def config_reference() -> tuple[str | None, str]:
     (the app's ``--params``, params.yaml by default) and the schema beside it
     (None and the reason when one of them is missing). The values are the
     file's own, without ``--set`` or ``snakemake --config`` overrides."""
-    from hatecheck_pipeline.report import config_reference as ref
+    from hatecheck_pipeline.docsite import config_reference as ref
 
     params_file = Path(STATE["params_file"])
     schema_file = params_file.parent / config.SCHEMA_FILE
@@ -93,8 +93,8 @@ def render(
     docs/generated/config.md (the configuration reference) from
     workflow/schemas/params.schema.yaml and params.yaml."""
     from hatecheck_pipeline.core.files import write_text
-    from hatecheck_pipeline.report import config_reference as ref
-    from hatecheck_pipeline.report import docs_pages, docs_record
+    from hatecheck_pipeline.docsite import config_reference as ref
+    from hatecheck_pipeline.docsite import pages as docs_pages, runs as docs_record
 
     record = record or docs_pages.record_of(out / "results.md")
     if record is None:

@@ -85,7 +85,7 @@ def failed_stage_lines(params: Mapping[str, Any], started: float) -> list[str]:
     """One line per stage that failed in a run begun at ``started``: its log
     was written during the run and its outputs are not all there."""
     from hatecheck_pipeline.pipeline.registry import build_stages
-    from hatecheck_pipeline.pipeline.runners import stages_that_ran
+    from hatecheck_pipeline.runners.compose import stages_that_ran
 
     failed = [s for s in stages_that_ran(build_stages(params), started) if not all(os.path.lexists(o) for o in s.all_outs)]
     lines = [(s, error_line(Path(s.log))) for s in failed]
@@ -273,10 +273,10 @@ def evaluate(
 def run_with_progress(cmd: list[str], env: dict[str, str], every_s: float) -> subprocess.CompletedProcess:
     """Snakemake's run, with each running stage's latest progress line (its
     log's, which Snakemake keeps off the terminal) on stderr every
-    ``every_s`` seconds while it runs (pipeline/progress.py)."""
+    ``every_s`` seconds while it runs (runners/progress.py)."""
     import threading
 
-    from hatecheck_pipeline.pipeline import progress
+    from hatecheck_pipeline.runners import progress
 
     proc = subprocess.Popen(cmd, env=env)
     finished, reporter = threading.Event(), None

@@ -28,7 +28,7 @@ def ensure_tables(params, suites) -> None:
     pipeline's own stages when this workspace does not have them yet (a
     table built here is validated by great-expectations before it is used)."""
     from hatecheck_pipeline.core import paths
-    from hatecheck_pipeline.pipeline.runners import build_missing
+    from hatecheck_pipeline.runners.compose import build_missing
 
     echo = lambda line: typer.echo(line, err=True)  # noqa: E731
     for suite in suites:
@@ -298,7 +298,7 @@ def follow(
     The lines come from logs/<stage>.log, where a Snakemake run sends them;
     refreshed until no stage runs and no Snakemake run of this workspace is
     alive."""
-    from hatecheck_pipeline.pipeline import progress
-    from hatecheck_pipeline.pipeline.runners import live_runs
+    from hatecheck_pipeline.runners import progress
+    from hatecheck_pipeline.runners.compose import live_runs
 
     progress.follow(progress.LOGS, interval, recent, run_alive=lambda: bool(live_runs()))

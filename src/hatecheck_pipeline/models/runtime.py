@@ -135,7 +135,7 @@ class PackedLinear(torch.nn.Module):
     applied with oneDNN's linear kernel: the same float32 product, summed in
     another order. The dense path's GEMM packs the weight again on every
     call, which dominates a decoding step of a few rows
-    (``benchmarks/bench_onednn.py``, docs/performance.md)."""
+    (``benchmarks/records/onednn_linears_2026-11-28.txt``, docs/performance.md)."""
 
     def __init__(self, linear: torch.nn.Linear, batch_hint: int):
         super().__init__()

@@ -30,7 +30,7 @@ from hatecheck_pipeline.evaluation.cells import SEEN_IN_TRAINING, Source, cell_i
 from hatecheck_pipeline.report.cells import TOO_FEW, fmt, published_td, td
 from hatecheck_pipeline.report import glance as G
 from hatecheck_pipeline.report.failing_cases import failing_tests_block, link, read_failures
-from hatecheck_pipeline.report.html import CSS
+from hatecheck_pipeline.report.style import CSS
 from hatecheck_pipeline.suites.registry import FUNCTIONAL, HELDOUT, Suite
 
 HATECHECK_PAPER_MODELS = ("B-D", "B-F", "Perspective", "SiftNinja")

@@ -10,8 +10,8 @@ from statistics import mean
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core.usage import DATA_PHASES, phase_rows, span_s
-from hatecheck_pipeline.report import docs_record
-from hatecheck_pipeline.report.docs_format import md_table, num, path_cell, run_header
+from hatecheck_pipeline.docsite import runs
+from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, run_header
 
 SLOWEST = 15
 
@@ -20,7 +20,7 @@ def performance_page(record: Path) -> str:
     from hatecheck_pipeline.core.usage import load_records
 
     record = Path(record)
-    info = docs_record.load(record)
+    info = runs.load(record)
     folder = "logs/benchmarks"
     records = load_records(record / folder)
     if not records:

@@ -1,9 +1,9 @@
-"""The DVC calls the pipeline needs (pipeline/dvc_adapter.py) exist, with
+"""The DVC calls the pipeline needs (runners/dvc_adapter.py) exist, with
 the parameters passed, in the installed DVC; a real commit through them
 leaves a project `dvc status` calls clean; `hatecheck-pipeline repro` runs
 what `dvc repro` runs. On a DVC whose internals differ this fails, naming
 the call: bump the pin in pyproject.toml only together with
-pipeline/dvc_adapter.py."""
+runners/dvc_adapter.py."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import pytest
 from conftest import REPO
 from dvc_projects import chain_project, git_dvc_project
 
-from hatecheck_pipeline.pipeline import dvc_adapter
-from hatecheck_pipeline.pipeline.dvc_speedups import has, resolve
+from hatecheck_pipeline.runners import dvc_adapter
+from hatecheck_pipeline.runners.dvc_speedups import has, resolve
 
 
 @pytest.mark.parametrize("where, name", sorted(dvc_adapter.NEEDED), ids=lambda x: str(x))
@@ -160,7 +160,7 @@ def test_the_repro_command_reports_what_ran(workdir):
 
 
 def test_only_the_adapter_and_the_speedups_import_dvc():
-    """The seam: every other module goes through pipeline/dvc_adapter.py."""
+    """The seam: every other module goes through runners/dvc_adapter.py."""
     importers = set()
     for path in (REPO / "src").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
@@ -173,7 +173,7 @@ def test_only_the_adapter_and_the_speedups_import_dvc():
             )
             if any(n.split(".")[0] in ("dvc", "scmrepo", "dulwich") for n in names):
                 importers.add(path.relative_to(REPO / "src/hatecheck_pipeline").as_posix())
-    assert importers == {"pipeline/dvc_adapter.py", "pipeline/dvc_speedups.py"}
+    assert importers == {"runners/dvc_adapter.py", "runners/dvc_speedups.py"}
 
 
 def test_a_stage_dvc_runs_is_read_from_the_rwlock_dvc_writes(workdir):

@@ -1,6 +1,6 @@
 """DVC's work made cheaper, through its private internals; optional.
 
-What :mod:`pipeline.dvc_adapter` does (record stages in ``dvc.lock``, ask
+What :mod:`runners.dvc_adapter` does (record stages in ``dvc.lock``, ask
 their status, ``hatecheck-pipeline repro``) is correct without this module;
 with it, the same lock is written in less time:
 
@@ -19,7 +19,7 @@ this module is imported (existence, and the parameters passed, in order);
 where one differs, it warns once, naming the DVC version and the object,
 and :data:`ACTIVE` is False: every speed-up is then a no-op
 (``contextlib.nullcontext``) and stock DVC does the work, slower, never
-differently. ``tests/pipeline/test_dvc_speedups.py`` checks each object
+differently. ``tests/runners/test_dvc_speedups.py`` checks each object
 against the installed DVC, and that a DVC without one of them still records
 the same lock.
 """
@@ -41,7 +41,7 @@ from typing import Any, Iterable, Mapping
 log = logging.getLogger(__name__)
 
 # (object path, attribute or parameter) -> why. Only for speed: stock DVC
-# does without every one of them (pipeline/dvc_adapter.NEEDED is what the
+# does without every one of them (runners/dvc_adapter.NEEDED is what the
 # pipeline cannot do without).
 SPEED = {
     ("dvc.dependency.param", "load_path"): "what reads a params file for a stage (memoised: one parse per file)",
@@ -137,7 +137,7 @@ def check() -> bool:
     if gone:
         more = f" (and {len(gone) - 1} more)" if len(gone) > 1 else ""
         warnings.warn(
-            f"DVC {dvc_version()}: {gone[0]}{more} differs from what pipeline/dvc_speedups.py relies on; "
+            f"DVC {dvc_version()}: {gone[0]}{more} differs from what runners/dvc_speedups.py relies on; "
             "its speed-ups are off and stock DVC records the runs (slower, the same dvc.lock)",
             RuntimeWarning,
             stacklevel=2,
@@ -228,7 +228,7 @@ def _lock_read_plain():
     parser DVC reads it with everywhere else
     (``benchmarks/records/dvc_lock_write_2026-11-28.txt``). A lock DVC wrote
     has no comment and its own styles, so the safe parse dumps back to the
-    same bytes (``tests/pipeline/test_dvc_speedups.py``); a lock with a
+    same bytes (``tests/runners/test_dvc_speedups.py``); a lock with a
     ``#`` anywhere is read round-trip, as DVC does."""
     from dvc.utils.serialize import _yaml
 

@@ -4,7 +4,7 @@ import io
 import os
 import time
 
-from hatecheck_pipeline.pipeline import progress
+from hatecheck_pipeline.runners import progress
 
 
 def fake_logs(tmp_path):

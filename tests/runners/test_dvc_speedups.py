@@ -1,4 +1,4 @@
-"""DVC's work made cheaper (pipeline/dvc_speedups.py): each private object
+"""DVC's work made cheaper (runners/dvc_speedups.py): each private object
 it relies on exists, with the parameters passed, in the installed DVC; the
 lock and the status are what stock DVC gives, in fewer reads; and on a DVC
 without one of those objects, one warning and stock DVC's slower path,
@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO
 from dvc_projects import chain_project, git_dvc_project, lock_project, three_recorded_stages
 
-from hatecheck_pipeline.pipeline import dvc_adapter, dvc_speedups
+from hatecheck_pipeline.runners import dvc_adapter, dvc_speedups
 
 
 def test_a_commit_parses_the_params_file_once_and_answers_tracked_as_git_does(workdir, monkeypatch):
@@ -83,27 +83,6 @@ def test_the_recording_benchmark_runs_both_ways_on_a_small_project(workdir):
     assert proc.returncode == 0, proc.stderr
     assert "stages: 2" in proc.stdout and "dvc.lock identical across runs: True" in proc.stdout
     assert re.search(r"^plain\s+median\s+[\d.]+ s", proc.stdout, re.M) and re.search(r"^memoised\s+median", proc.stdout, re.M)
-
-
-def test_the_dry_run_benchmark_finds_the_same_stages_under_every_variant(workdir):
-    """bench_dvc_dry.py's patched variants (params read once, no rwlock)
-    must see what DVC as installed sees: nothing on an up-to-date project,
-    and every stage whose declared param changed, the others left alone."""
-    three_recorded_stages(workdir)
-
-    def bench() -> str:
-        proc = subprocess.run(
-            [sys.executable, str(REPO / "benchmarks/bench_dvc_dry.py"), "--rounds", "1", "--stage", "s2"], capture_output=True, text=True
-        )
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        return proc.stdout
-
-    out = bench()
-    assert "dry-run output identical across variants and rounds: True; stages it would run: 0" in out
-    for row in ("stock", "params-once", "params-once-no-rwlock", "dvc status s2", "dvc --version"):
-        assert re.search(rf"^{re.escape(row)}\s+[\d.]+\s+[\d.]+\s+[\d.]+$", out, re.M), row
-    (workdir / "params.yaml").write_text("x: {lr: 1.0}\ny: {n: 3}\n")  # s2's param only
-    assert "dry-run output identical across variants and rounds: True; stages it would run: 1" in bench()
 
 
 def test_the_status_benchmark_answers_the_same_both_ways(workdir):
@@ -283,15 +262,3 @@ def test_a_dvc_without_a_speed_internal_reproduces_as_dvc_repro(workdir, monkeyp
     assert (workdir / "dvc.lock").read_bytes() == (twin / "dvc.lock").read_bytes()
     assert dvc_adapter.reproduce() == [] and dvc_adapter.changed_stages() == set()
     assert "up to date" in subprocess.run([*dvc, "status"], capture_output=True, text=True, check=True).stdout
-
-
-def test_the_public_commit_benchmark_runs_every_way_on_a_small_project(workdir):
-    """`dvc commit -f --no-relink`, the adapter with the speed-ups and
-    without: each leaves the recorded lock as it was."""
-    three_recorded_stages(workdir)
-    lock = (workdir / "dvc.lock").read_bytes()
-    proc = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_dvc_commit_public.py")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for variant in ("dvc commit -f --no-relink", "adapter, speed-ups on", "adapter, speed-ups off"):
-        assert re.search(rf"^{re.escape(variant)}\s+median\s+[\d.]+ s .* dvc.lock as before: True$", proc.stdout, re.M), variant
-    assert "stages: 3 of 3" in proc.stdout and (workdir / "dvc.lock").read_bytes() == lock

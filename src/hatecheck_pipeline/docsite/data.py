@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from hatecheck_pipeline.report import docs_record
-from hatecheck_pipeline.report.docs_format import md_table, num, path_cell, read_json, run_header
+from hatecheck_pipeline.docsite import runs
+from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, read_json, run_header
 
 
 def _published_share(doc: Mapping[str, Any]) -> str:
@@ -23,7 +23,7 @@ def _published_share(doc: Mapping[str, Any]) -> str:
 
 def data_page(record: Path) -> str:
     record = Path(record)
-    info = docs_record.load(record)
+    info = runs.load(record)
     rows = []
     for path in sorted(record.glob("data/validation/*.json")):
         doc = read_json(path)

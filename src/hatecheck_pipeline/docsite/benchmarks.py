@@ -12,7 +12,7 @@ from pathlib import Path
 from statistics import mean
 from typing import Any, Mapping
 
-from hatecheck_pipeline.report.docs_format import MHC_ORDER, md_table, num, path_cell, read_json
+from hatecheck_pipeline.docsite.formatting import MHC_ORDER, md_table, num, path_cell, read_json
 
 
 def _base_name(description: str) -> str:

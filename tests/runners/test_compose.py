@@ -12,7 +12,7 @@ from conftest import REPO
 
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage, out
-from hatecheck_pipeline.pipeline import runners
+from hatecheck_pipeline.runners import compose
 
 
 def stage(name="prepare_x", key="datasets.x"):
@@ -30,25 +30,25 @@ def write_lock(workdir, seed):
 
 def test_params_file_changes_only_with_the_values(workdir):
     s = stage()
-    assert runners.sync_params_files([s], PARAMS) == ["prepare_x"]
-    path = workdir / runners.params_file(s)
+    assert compose.sync_params_files([s], PARAMS) == ["prepare_x"]
+    path = workdir / compose.params_file(s)
     assert json.loads(path.read_text()) == {"datasets.x": {"seed": 1}}
     before = path.stat().st_mtime_ns
     time.sleep(0.01)
-    assert runners.sync_params_files([s], PARAMS) == []  # same values: untouched
+    assert compose.sync_params_files([s], PARAMS) == []  # same values: untouched
     assert path.stat().st_mtime_ns == before
-    assert runners.sync_params_files([s], {"datasets": {"x": {"seed": 2}}}) == ["prepare_x"]
+    assert compose.sync_params_files([s], {"datasets": {"x": {"seed": 2}}}) == ["prepare_x"]
     assert path.stat().st_mtime > before / 1e9 - 1
 
 
 def test_values_the_lock_already_records_are_no_reason_to_run(workdir):
     """After `dvc repro` with new values, Snakemake must not redo the stage."""
     s = stage()
-    runners.sync_params_files([s], PARAMS)
+    compose.sync_params_files([s], PARAMS)
     write_lock(workdir, 2)  # DVC ran the stage with seed 2
-    assert runners.sync_params_files([s], {"datasets": {"x": {"seed": 2}}}) == []
-    assert (workdir / runners.params_file(s)).stat().st_mtime == runners.OLD
-    assert runners.sync_params_files([s], {"datasets": {"x": {"seed": 3}}}) == ["prepare_x"]  # not recorded: run
+    assert compose.sync_params_files([s], {"datasets": {"x": {"seed": 2}}}) == []
+    assert (workdir / compose.params_file(s)).stat().st_mtime == compose.OLD
+    assert compose.sync_params_files([s], {"datasets": {"x": {"seed": 3}}}) == ["prepare_x"]  # not recorded: run
 
 
 def test_stages_that_ran_are_read_from_their_logs(workdir):
@@ -58,7 +58,7 @@ def test_stages_that_ran_are_read_from_their_logs(workdir):
     os.utime(workdir / a.log, (1, 1))
     started = time.time() - 1
     (workdir / b.log).write_text("new")
-    assert [s.name for s in runners.stages_that_ran([a, b], started)] == ["b"]
+    assert [s.name for s in compose.stages_that_ran([a, b], started)] == ["b"]
 
 
 def test_a_live_dvc_stage_run_blocks_snakemake_naming_it(workdir):
@@ -70,11 +70,11 @@ def test_a_live_dvc_stage_run_blocks_snakemake_naming_it(workdir):
     with rwlock(str(workdir / ".dvc/tmp"), LocalFileSystem(), "dvc repro prepare_x", [], [str(workdir / "data/x")], False):
         rw = json.loads((workdir / ".dvc/tmp/rwlock").read_text())
         with pytest.raises(PipelineError, match=r"rwlock: DVC is running a stage.*dvc repro prepare_x"):
-            runners.hold_dvc_lock()
+            compose.hold_dvc_lock()
     rw["write"][str(workdir / "data/x")]["pid"] = 2**22 + 12345  # a dead process: stale entry, ignored
     (workdir / ".dvc/tmp/rwlock").write_text(json.dumps(rw))
-    assert runners.hold_dvc_lock() is True
-    runners.release_dvc_lock()
+    assert compose.hold_dvc_lock() is True
+    compose.release_dvc_lock()
 
 
 def test_the_dvc_repository_lock_held_elsewhere_blocks_snakemake(workdir):
@@ -95,16 +95,16 @@ def test_the_dvc_repository_lock_held_elsewhere_blocks_snakemake(workdir):
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(PipelineError, match=r"\.dvc/tmp/lock: DVC or another Snakemake run is working"):
-            runners.hold_dvc_lock()
+            compose.hold_dvc_lock()
     finally:
         holder.kill()
         holder.wait()
-    assert runners.hold_dvc_lock() is True
-    runners.release_dvc_lock()
+    assert compose.hold_dvc_lock() is True
+    compose.release_dvc_lock()
 
 
 def test_no_dvc_project_no_lock(workdir):
-    assert runners.hold_dvc_lock() is False
+    assert compose.hold_dvc_lock() is False
 
 
 def test_stale_snakemake_locks_go_only_when_no_run_is_alive(workdir):
@@ -118,8 +118,8 @@ def test_stale_snakemake_locks_go_only_when_no_run_is_alive(workdir):
             sys.executable,
             "-c",
             (
-                "import sys, time; from hatecheck_pipeline.pipeline import runners\n"
-                "runners.register_run(); print('live', flush=True); time.sleep(30)"
+                "import sys, time; from hatecheck_pipeline.runners import compose\n"
+                "compose.register_run(); print('live', flush=True); time.sleep(30)"
             ),
         ],
         cwd=workdir,
@@ -128,14 +128,14 @@ def test_stale_snakemake_locks_go_only_when_no_run_is_alive(workdir):
     )
     try:
         assert holder.stdout.readline().strip() == "live"
-        assert runners.live_runs() == [str(holder.pid)]
-        assert runners.clear_stale_locks() == []  # a live run: its locks stay
+        assert compose.live_runs() == [str(holder.pid)]
+        assert compose.clear_stale_locks() == []  # a live run: its locks stay
         assert (locks / "0.input.lock").exists()
     finally:
         holder.kill()
         holder.wait()
-    assert runners.live_runs() == []  # the dead run's file is gone
-    assert runners.clear_stale_locks() == [".snakemake/locks/0.input.lock"]
+    assert compose.live_runs() == []  # the dead run's file is gone
+    assert compose.clear_stale_locks() == [".snakemake/locks/0.input.lock"]
     assert not list(locks.iterdir())
 
 
@@ -154,16 +154,16 @@ def test_a_float_without_a_dot_in_a_lock_dvc_wrote_matches_params(workdir):
     assert "lr: 5e-05" in (workdir / "dvc.lock").read_text()  # how DVC writes it
     s = Stage("train_x", "train", "m:f", outputs={"o": out("out.txt")}, params={"recipe": "training.recipes.r"})
     params = {"training": {"recipes": {"r": {"lr": 5.0e-5, "epochs": 2}}}}
-    assert runners.locked_params()["train_x"] == {"training.recipes.r": {"lr": 5.0e-5, "epochs": 2}}
-    assert runners.sync_params_files([s], params) == []  # recorded by DVC: no reason to run
-    assert (workdir / runners.params_file(s)).stat().st_mtime == runners.OLD
+    assert compose.locked_params()["train_x"] == {"training.recipes.r": {"lr": 5.0e-5, "epochs": 2}}
+    assert compose.sync_params_files([s], params) == []  # recorded by DVC: no reason to run
+    assert (workdir / compose.params_file(s)).stat().st_mtime == compose.OLD
 
 
 def test_threads_are_capped_by_the_local_cores_only():
     """On Slurm a login node with fewer cores must not shrink every job."""
-    assert runners.rule_threads(8, 2, local=True) == 2
-    assert runners.rule_threads(8, 2, local=False) == 8
-    assert runners.rule_threads(1, 16, local=True) == 1
+    assert compose.rule_threads(8, 2, local=True) == 2
+    assert compose.rule_threads(8, 2, local=False) == 8
+    assert compose.rule_threads(1, 16, local=True) == 1
     rules = (REPO / "workflow/rules/stages.smk").read_text()
     assert "threads: rule_threads(stage)" in rules and "cpu_cores=rule_threads(stage)" in rules
     assert "CORES)" not in rules  # no other cap of a rule's threads
@@ -208,13 +208,13 @@ def test_dvc_follows_the_active_profile_only(workdir):
 
     (workdir / "dvc.yaml").write_text(yaml.safe_dump(doc))
     subprocess.run([*dvc, "repro", "-q"], check=True)
-    assert runners.locked_params()["train_x"] == {"profile": "a", "profiles.a.max_epochs": 1}
+    assert compose.locked_params()["train_x"] == {"profile": "a", "profiles.a.max_epochs": 1}
     status = lambda: subprocess.run([*dvc, "status", "--json"], capture_output=True, text=True, check=True).stdout  # noqa: E731
     (workdir / "params.yaml").write_text(params.replace("max_epochs: 2", "max_epochs: 3"))  # inactive profile
     assert json.loads(status()) == {}
     (workdir / "params.yaml").write_text(params.replace("a: {max_epochs: 1, lr: 5.0e-5}", "a: {max_epochs: 1, lr: 1.0e-4}"))
     assert json.loads(status()) == {}  # a key of the active profile the stage does not read
-    assert runners.sync_params_files([s], {"profile": "a", "profiles": {"a": {"max_epochs": 1, "lr": 1.0e-4}, "b": {}}}) == []
+    assert compose.sync_params_files([s], {"profile": "a", "profiles": {"a": {"max_epochs": 1, "lr": 1.0e-4}, "b": {}}}) == []
     (workdir / "params.yaml").write_text(params.replace("a: {max_epochs: 1,", "a: {max_epochs: 4,"))
     assert "train_x" in json.loads(status())  # a key it reads
     (workdir / "params.yaml").write_text(params.replace("profile: a", "profile: b"))  # a switch
@@ -237,30 +237,30 @@ def test_outputs_dvc_records_as_up_to_date_get_times_after_their_inputs(workdir)
     subprocess.run([*dvc, "repro", "-q"], check=True)
     a = Stage("a", "prepare", "m:f", inputs={"i": "in.txt"}, outputs={"o": out("a.txt")})
     b = Stage("b", "prepare", "m:f", inputs={"i": "a.txt"}, outputs={"o": out("b.txt")})
-    runners.sync_params_files([a, b], {})
-    assert runners.align_to_record([a, b]) == []  # consistent already: no DVC call
+    compose.sync_params_files([a, b], {})
+    assert compose.align_to_record([a, b]) == []  # consistent already: no DVC call
     os.utime("b.txt", (100, 100))  # pulled first
     os.utime("a.txt", (200, 200))  # pulled second: b looks older than its input
-    assert runners.align_to_record([a, b]) == ["a", "b"]
+    assert compose.align_to_record([a, b]) == ["a", "b"]
     assert os.path.getmtime("in.txt") < os.path.getmtime("a.txt") < os.path.getmtime("b.txt")
     os.utime("b.txt", (100, 100))
     os.utime("a.txt", (200, 200))
     # the registry's order is not the DAG's (a prediction on an expanded
     # suite is listed before the expansion): upstream is stamped first anyway,
     # else b stays older than a and every run pays a `dvc status` again
-    assert runners.align_to_record([b, a]) == ["a", "b"]
+    assert compose.align_to_record([b, a]) == ["a", "b"]
     assert os.path.getmtime("a.txt") < os.path.getmtime("b.txt")
-    assert runners.align_to_record([b, a]) == []
+    assert compose.align_to_record([b, a]) == []
     (workdir / "a.txt").write_text("edited\n")  # a's output edited: both stages changed for DVC
     os.utime("b.txt", (100, 100))
-    assert runners.align_to_record([a, b]) == []
+    assert compose.align_to_record([a, b]) == []
     assert os.path.getmtime("b.txt") == 100  # b keeps its time: it re-runs in Snakemake too
     subprocess.run([*dvc, "repro", "-q"], check=True)
     os.utime("b.txt", (100, 100))
     os.utime("a.txt", (200, 200))
     # a's values overridden on Snakemake's command line (DVC, reading
     # params.yaml, calls it up to date): a keeps its times and re-runs
-    assert runners.align_to_record([a, b], skip=["a"]) == ["b"]
+    assert compose.align_to_record([a, b], skip=["a"]) == ["b"]
     assert os.path.getmtime("a.txt") == 200
 
 
@@ -269,7 +269,7 @@ def test_a_successful_run_records_what_a_killed_run_finished(workdir, monkeypatc
     successful run records, besides what it ran, the stages of its DAG that
     the killed run finished (else `lineage` finds no record of them)."""
     committed = []
-    monkeypatch.setattr(runners.dvc_adapter, "commit_stages", lambda names, overrides=None: committed.extend(names))
+    monkeypatch.setattr(compose.dvc_adapter, "commit_stages", lambda names, overrides=None: committed.extend(names))
     stages = {n: stage(n) for n in ["done_before", "recorded", "ran_now", "half_done", "not_in_run"]}
     (workdir / "logs").mkdir()
     (workdir / "data").mkdir()
@@ -284,7 +284,7 @@ def test_a_successful_run_records_what_a_killed_run_finished(workdir, monkeypatc
         os.utime(workdir / stages[name].log, (10, 10))  # earlier (killed) run
     started = time.time() - 1
     in_run = ["done_before", "recorded", "ran_now", "half_done"]
-    ran = runners.record_in_dvc(stages.values(), started, in_run=in_run)
+    ran = compose.record_in_dvc(stages.values(), started, in_run=in_run)
     assert ran == committed == ["ran_now", "done_before"]
     # a stage the lock records but whose log is newer (re-ran in the killed run) is recorded again
     (workdir / "dvc.lock").write_text(  # what the commit wrote
@@ -295,8 +295,8 @@ def test_a_successful_run_records_what_a_killed_run_finished(workdir, monkeypatc
     for name in ["ran_now", "done_before"]:
         os.utime(workdir / stages[name].log, (900, 900))
     os.utime(workdir / stages["recorded"].log, (2000, 2000))
-    assert runners.record_in_dvc(stages.values(), time.time() + 10, in_run=in_run) == ["recorded"]
-    assert runners.record_in_dvc(stages.values(), time.time() + 10) == []  # without the DAG: only what ran
+    assert compose.record_in_dvc(stages.values(), time.time() + 10, in_run=in_run) == ["recorded"]
+    assert compose.record_in_dvc(stages.values(), time.time() + 10) == []  # without the DAG: only what ran
 
 
 def test_the_snakemake_internals_relied_on_hold_for_the_installed_snakemake(workdir):
@@ -306,23 +306,23 @@ def test_the_snakemake_internals_relied_on_hold_for_the_installed_snakemake(work
     its .snakemake_timestamp; at onsuccess dag_job_names names every job of
     the DAG, the up-to-date ones included. Each check names its entry of
     SNAKEMAKE_RELIED_ON."""
-    relied = runners.SNAKEMAKE_RELIED_ON
+    relied = compose.SNAKEMAKE_RELIED_ON
     (workdir / "done.txt").write_text("up to date\n")
     (workdir / "Snakefile").write_text(f"""
 import json, sys
 sys.path.insert(0, {str(REPO / "src")!r})
-from hatecheck_pipeline.pipeline import runners
+from hatecheck_pipeline.runners import compose
 
 seen = {{}}
 
 onstart:
     seen["local_exec"] = workflow.local_exec
     seen["had_limiter"] = workflow.scheduler.job_rate_limiter is not None
-    seen["disabled"] = runners.disable_job_rate_limiter(workflow)
+    seen["disabled"] = compose.disable_job_rate_limiter(workflow)
     seen["limiter_after"] = repr(workflow.scheduler.job_rate_limiter)
 
 onsuccess:
-    seen["dag"] = sorted(runners.dag_job_names(workflow))
+    seen["dag"] = sorted(compose.dag_job_names(workflow))
     open("seen.json", "w").write(json.dumps(seen))
 
 rule all:
@@ -334,7 +334,7 @@ rule old:
 
 rule make_d:
     output: directory("d")
-    shell: "mkdir -p {{output}} && ls {runners.SNAKEMAKE_LOCKS} > locks.txt"
+    shell: "mkdir -p {{output}} && ls {compose.SNAKEMAKE_LOCKS} > locks.txt"
 """)
     os.utime(workdir / "Snakefile", (1, 1))
     snakemake = os.path.join(os.path.dirname(sys.executable), "snakemake")
@@ -344,7 +344,7 @@ rule make_d:
     assert seen["local_exec"] is True, relied[("workflow", "local_exec")]
     assert seen["had_limiter"] and seen["disabled"] and seen["limiter_after"] == "None", relied[("workflow.scheduler", "job_rate_limiter")]
     assert seen["dag"] == ["all", "make_d", "old"], relied[("workflow.dag", "jobs")]
-    assert (workdir / "locks.txt").read_text().split(), relied[(runners.SNAKEMAKE_LOCKS, "*")]
+    assert (workdir / "locks.txt").read_text().split(), relied[(compose.SNAKEMAKE_LOCKS, "*")]
     assert (workdir / "d/.snakemake_timestamp").is_file(), relied[("directory()", ".snakemake_timestamp")]
 
 
@@ -353,16 +353,16 @@ def test_a_snakemake_without_the_job_rate_limiter_warns_once(monkeypatch):
     nothing: one warning instead, and the run goes on as it is."""
     from types import SimpleNamespace
 
-    monkeypatch.setattr(runners, "_WARNED", set())
+    monkeypatch.setattr(compose, "_WARNED", set())
     renamed = SimpleNamespace(local_exec=True, scheduler=SimpleNamespace(rate_limiter="kept"))
     with pytest.warns(RuntimeWarning, match="no job_rate_limiter"):
-        assert runners.disable_job_rate_limiter(renamed) is False
+        assert compose.disable_job_rate_limiter(renamed) is False
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert runners.disable_job_rate_limiter(renamed) is False  # warned once
-        assert runners.disable_job_rate_limiter(SimpleNamespace(local_exec=False)) is False  # Slurm: left as it is
+        assert compose.disable_job_rate_limiter(renamed) is False  # warned once
+        assert compose.disable_job_rate_limiter(SimpleNamespace(local_exec=False)) is False  # Slurm: left as it is
     assert not hasattr(renamed.scheduler, "job_rate_limiter")
     present = SimpleNamespace(local_exec=True, scheduler=SimpleNamespace(job_rate_limiter=object()))
-    assert runners.disable_job_rate_limiter(present) is True and present.scheduler.job_rate_limiter is None
+    assert compose.disable_job_rate_limiter(present) is True and present.scheduler.job_rate_limiter is None

@@ -1,5 +1,5 @@
 """Formatting shared by the generated documentation pages
-(:mod:`hatecheck_pipeline.report.docs_pages`): numbers, figures with their
+(:mod:`hatecheck_pipeline.docsite.pages`): numbers, figures with their
 interval, Markdown tables, the cell naming a figure's file, the papers'
 figure of a cell (``resources/published.yaml``), and the header naming the
 recorded run a page comes from."""

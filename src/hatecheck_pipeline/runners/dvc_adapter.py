@@ -1,6 +1,6 @@
 """Every call into DVC the pipeline needs, in one place.
 
-The Snakemake-to-DVC recording (``runners.record_in_dvc``) commits the
+The Snakemake-to-DVC recording (``runners/compose.record_in_dvc``) commits the
 stages a Snakemake run made into ``dvc.lock`` in this one process, with one
 write of the lock (``dvc commit --force`` per stage re-reads the project and
 rewrites the lock each time: minutes for the whole report). That needs DVC
@@ -10,19 +10,19 @@ objects that are not its public API (:data:`NEEDED`): ``Repo.index``,
 (``dvc.lock.make_lock``), the params reads :func:`_params_as_run` hands a
 run's overrides to, and the ``.dvc/tmp/rwlock`` file :func:`stage_runs`
 reads. They change between DVC versions without notice, hence the exact pin
-of ``dvc`` in pyproject.toml; ``tests/pipeline/test_dvc_adapter.py`` checks
+of ``dvc`` in pyproject.toml; ``tests/runners/test_dvc_adapter.py`` checks
 each of them against the installed DVC and fails, naming the call, where one
 differs.
 
 What only makes this faster (DVC's params and git-index reads memoised, the
 lock read with the safe parser, ``hatecheck-pipeline repro`` writing the
-lock once) is in :mod:`pipeline.dvc_speedups`, which checks what it relies
+lock once) is in :mod:`runners.dvc_speedups`, which checks what it relies
 on when it is imported and, on a DVC that differs, turns itself off with one
 warning: a DVC upgrade can make these calls slower, never write a different
 lock.
 
 Nothing outside this module and ``dvc_speedups`` imports ``dvc``
-(``tests/pipeline/test_dvc_adapter.py`` checks).
+(``tests/runners/test_dvc_adapter.py`` checks).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def commit_stages(names: Iterable[str], root: str | Path = ".", overrides: Mappi
     whole report's 239 stages, 50 s without); the same lock either way."""
     from dvc.repo import Repo
 
-    from hatecheck_pipeline.pipeline import dvc_speedups
+    from hatecheck_pipeline.runners import dvc_speedups
 
     wanted = set(names)
     with (
@@ -146,7 +146,7 @@ def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None =
     status``, in less time (``benchmarks/records/status_memoised_2026-11-28.txt``)."""
     from dvc.repo import Repo
 
-    from hatecheck_pipeline.pipeline import dvc_speedups
+    from hatecheck_pipeline.runners import dvc_speedups
 
     with Repo(str(root)) as repo, _params_as_run(root, overrides), dvc_speedups.memoised_reads(repo, git_index=False):
         status = repo.status()
@@ -156,7 +156,7 @@ def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None =
 def reproduce(targets: Iterable[str] = (), root: str | Path = ".", **kwargs: Any) -> list[str]:
     """``dvc repro [targets]`` (``kwargs``: ``Repo.reproduce``'s, e.g.
     ``force``, ``dry``): the same stages run and the same ``dvc.lock``
-    written. Where the speed-ups are on (:mod:`pipeline.dvc_speedups`), with
+    written. Where the speed-ups are on (:mod:`runners.dvc_speedups`), with
     less of DVC's own work per stage: its params reads memoised, the lock
     read with the safe parser, and the lock entries of the stages that ran
     written once at the end (also when a stage fails or the run is
@@ -167,7 +167,7 @@ def reproduce(targets: Iterable[str] = (), root: str | Path = ".", **kwargs: Any
     dry run)."""
     from dvc.repo import Repo
 
-    from hatecheck_pipeline.pipeline import dvc_speedups
+    from hatecheck_pipeline.runners import dvc_speedups
 
     with Repo(str(root)) as repo, dvc_speedups.memoised_reads(repo, git_index=False), dvc_speedups.lock_read_plain():
         if dvc_speedups.ACTIVE:

@@ -3,7 +3,7 @@ Snakemake, driven on a fake machine (8 cores, 24 GB: HATECHECK_PIPELINE_MEM_MB),
 never runs stages whose declared memory together exceeds it, whatever
 --cores says; a stage declaring more than the machine has runs alone; the
 user's --resources mem_mb wins. The registration is the one
-workflow/rules/common.smk makes (pipeline/runners.register_local_resources)."""
+workflow/rules/common.smk makes (runners/compose.register_local_resources)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from pipeline_utils import BIN, env
 SNAKEFILE = """
 import sys
 sys.path.insert(0, {src!r})
-from hatecheck_pipeline.pipeline import runners
-runners.register_local_resources(workflow, 8)
+from hatecheck_pipeline.runners import compose
+compose.register_local_resources(workflow, 8)
 
 rule all:
     input: expand("out/{{i}}.json", i=range({jobs}))
@@ -61,7 +61,7 @@ def test_stages_never_declare_more_memory_together_than_the_machine_has(tmp_path
 
 def test_the_machine_s_memory_is_its_available_memory_unless_overridden(tmp_path, monkeypatch):
     from hatecheck_pipeline.core.errors import PipelineError
-    from hatecheck_pipeline.pipeline.runners import MEM_ENV, machine_memory_mb
+    from hatecheck_pipeline.runners.compose import MEM_ENV, machine_memory_mb
 
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       25165824 kB\nMemFree:  1000 kB\nMemAvailable:   20971520 kB\n")

@@ -1,5 +1,5 @@
 """A recorded run: the files of one pipeline run that the documentation's
-generated pages are rendered from (:mod:`hatecheck_pipeline.report.docs_pages`).
+generated pages are rendered from (:mod:`hatecheck_pipeline.docsite.pages`).
 
 A record is a folder (``docs/runs/<name>/``) holding byte-identical copies
 of a workspace's files, at the same relative paths:

@@ -13,7 +13,13 @@ from typer.testing import CliRunner
 
 from hatecheck_pipeline.cli.app import app
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.report import docs_benchmarks, docs_llm, docs_pages, docs_record, docs_results
+from hatecheck_pipeline.docsite import (
+    benchmarks as docs_benchmarks,
+    llm as docs_llm,
+    pages as docs_pages,
+    results as docs_results,
+    runs as docs_record,
+)
 from hatecheck_pipeline.suites.registry import HELDOUT, Suite
 
 REPO = Path(__file__).resolve().parents[2]

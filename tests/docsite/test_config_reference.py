@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from hatecheck_pipeline.cli.app import app
 from hatecheck_pipeline.core import config
-from hatecheck_pipeline.report import config_reference as ref
+from hatecheck_pipeline.docsite import config_reference as ref
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "generated" / "config.md"

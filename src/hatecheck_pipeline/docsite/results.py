@@ -12,9 +12,9 @@ from statistics import mean
 from typing import Any, Mapping
 
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.report import docs_record
+from hatecheck_pipeline.docsite import runs
 from hatecheck_pipeline.report.cells import NA
-from hatecheck_pipeline.report.docs_format import (
+from hatecheck_pipeline.docsite.formatting import (
     MHC_ORDER,
     figure_of,
     md_table,
@@ -191,7 +191,7 @@ def diff_tables(record: Path) -> str:
 def results_page(record: Path, published: Mapping[str, Any] | None = None) -> str:
     record = Path(record)
     published = P.load() if published is None else published
-    info = docs_record.load(record)
+    info = runs.load(record)
     metrics = _metrics(record)
     diffs = diff_tables(record)
     return (

@@ -10,9 +10,9 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.llm_answers import MIXED_CLASSES
-from hatecheck_pipeline.report import docs_record
+from hatecheck_pipeline.docsite import runs
 from hatecheck_pipeline.report.cells import NA
-from hatecheck_pipeline.report.docs_format import md_table, num, paper_figure, path_cell, read_json, run_header
+from hatecheck_pipeline.docsite.formatting import md_table, num, paper_figure, path_cell, read_json, run_header
 from hatecheck_pipeline.report.llm import CONTRAST_ROWS
 
 ETHOS_BINARY = ("racist", "sexist", "overall")
@@ -251,7 +251,7 @@ def gpt_hatecheck_section(record: Path, published: Mapping[str, Any]) -> str:
 def llm_page(record: Path, published: Mapping[str, Any] | None = None) -> str:
     record = Path(record)
     published = P.load() if published is None else published
-    info = docs_record.load(record)
+    info = runs.load(record)
     return (
         "\n\n".join(
             [

@@ -14,7 +14,7 @@ both runners keep it true:
 - **Snakemake records in DVC.** After a successful Snakemake run,
   :func:`record_in_dvc` commits the stages that ran into ``dvc.lock`` (and
   those of its DAG that a killed earlier run finished and never recorded)
-  (through DVC's internals, all behind ``pipeline.dvc_adapter``, in this
+  (through DVC's internals, all behind ``runners.dvc_adapter``, in this
   one process, after every job finished, one
   write of the lock; outputs cached without re-linking them) and keeps the
   outputs' modification times, so the next Snakemake run still has nothing
@@ -45,7 +45,7 @@ from hatecheck_pipeline.core.config import PARAMS_FILE, read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage
 from hatecheck_pipeline.core import codedeps
-from hatecheck_pipeline.pipeline import dvc_adapter
+from hatecheck_pipeline.runners import dvc_adapter
 from hatecheck_pipeline.pipeline.registry import FINGERPRINT_STAGE
 
 PARAMS_DIR = ".snakemake/hatecheck-params"
@@ -416,7 +416,7 @@ RUNS_DIR = ".snakemake/hatecheck-runs"
 SNAKEMAKE_LOCKS = ".snakemake/locks"
 
 # What of Snakemake's internals this module and workflow/rules/common.smk rely
-# on: (object or layout, name) -> why. tests/pipeline/test_runners.py runs the
+# on: (object or layout, name) -> why. tests/runners/test_compose.py runs the
 # installed Snakemake and fails, naming the entry, where one differs.
 SNAKEMAKE_RELIED_ON = {
     ("workflow", "local_exec"): "jobs run on this machine (not Slurm): threads capped, no job rate limiter",
@@ -459,7 +459,7 @@ def disable_job_rate_limiter(workflow: Any) -> bool:
         _warn_once(
             "job_rate_limiter",
             f"Snakemake {importlib.metadata.version('snakemake')}: workflow.scheduler has no "
-            "job_rate_limiter (pipeline/runners.SNAKEMAKE_RELIED_ON); the run keeps Snakemake's rate limiter",
+            "job_rate_limiter (runners/compose.SNAKEMAKE_RELIED_ON); the run keeps Snakemake's rate limiter",
         )
         return False
     scheduler.job_rate_limiter = None
