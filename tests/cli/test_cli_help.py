@@ -196,7 +196,7 @@ def test_without_n_evaluate_runs(evaluate_here):
 
 @pytest.mark.parametrize(("flag", "dry"), [("-n", True), ("--dry-run", True), ("--dry", True), ("--force", False)])
 def test_n_is_a_dry_run_of_repro(monkeypatch, flag, dry):
-    from hatecheck_pipeline.pipeline import dvc_adapter
+    from hatecheck_pipeline.runners import dvc_adapter
 
     calls = []
     monkeypatch.setattr(dvc_adapter, "reproduce", lambda targets, **kw: calls.append(kw) or [])
