@@ -103,7 +103,6 @@ def constant_kind(monkeypatch):
     @kinds.register
     class Constant(kinds.Kind):
         name = "constant"
-        describes = "constant:<p(hateful)>"
         order = 5  # before python, which would take constant:<p> as module:function
         mem_mb = 500
 

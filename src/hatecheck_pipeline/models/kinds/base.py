@@ -87,7 +87,6 @@ class Kind:
     differ from the defaults) and is decorated with :func:`register`."""
 
     name: ClassVar[str]  # the value of models.<name>.kind
-    describes: ClassVar[str] = ""  # what ``model`` is, in words (the CLI's and the docs' tables)
     order: ClassVar[int] = 50  # detection: kinds are asked in this order (lowest first) whether a reference is theirs
     mem_mb: ClassVar[int] = 3000  # memory its register and predict stages reserve (Snakemake resources)
     gpu: ClassVar[bool] = False  # whether its predict stages run on the profile's GPU

@@ -381,7 +381,6 @@ ANSWERS_KEY = "answers_"
 @register
 class Http(Kind):
     name = "http"
-    describes = "a scoring API's URL"
     order = 10
     mem_mb = 3000
     dated_answers = True

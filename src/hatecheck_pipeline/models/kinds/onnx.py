@@ -109,7 +109,6 @@ def _ort_version() -> str:
 @register
 class Onnx(Kind):
     name = "onnx"
-    describes = "an .onnx file"
     order = 20
     mem_mb = 1500
     has_classes = True

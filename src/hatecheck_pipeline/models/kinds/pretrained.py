@@ -127,7 +127,6 @@ class PretrainedClassifier:
 @register
 class Pretrained(Kind):
     name = "pretrained"
-    describes = "a model directory (save_pretrained) or a hub id"
     order = 100  # what no other kind takes
     mem_mb = 3000
     gpu = True

@@ -110,7 +110,6 @@ class PythonClassifier:
 @register
 class Python(Kind):
     name = "python"
-    describes = "module:function"
     order = 30
     mem_mb = 2000
 
