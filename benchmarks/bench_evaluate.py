@@ -4,7 +4,7 @@ test): what ``hatecheck-pipeline evaluate MODEL_DIR`` runs per suite.
 On N cases of HateCheck and every MHC language (the texts as published,
 read from the dataset mirror) it prints cases/s of
 
-- the pretrained kind's prediction (models/classifiers.PretrainedClassifier:
+- the pretrained kind's prediction (models/kinds/pretrained.PretrainedClassifier:
   the predict stage's length-sorted batches, dynamic padding,
   ``torch.inference_mode``),
 - one batched ``transformers.pipeline("text-classification")`` call on the
@@ -32,7 +32,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from hatecheck_pipeline.models import classifiers
+from hatecheck_pipeline.models.kinds.pretrained import PretrainedClassifier
 
 
 def mirror_texts(mirror: Path, n: int, seed: int = 0) -> list[str]:
@@ -59,9 +59,7 @@ def untrained_classifier(folder: Path) -> Path:
 def measure(model_dir: Path, texts: list[str], batch_size: int, max_length: int, repeats: int, hateful: list) -> dict[str, float]:
     from transformers import pipeline
 
-    clf = classifiers.PretrainedClassifier(
-        "bench", str(model_dir), {"hateful": hateful, "max_length": max_length, "batch_size": batch_size}
-    )
+    clf = PretrainedClassifier("bench", str(model_dir), {"hateful": hateful, "max_length": max_length, "batch_size": batch_size})
     clf.p_hateful(texts[:64])  # warm-up
     t_kind, p_kind = float("inf"), None
     for _ in range(repeats):

@@ -3,7 +3,7 @@ loopback fake scoring API with a fixed delay per request.
 
 HateCheck's test cases (``hatecheck/test_suite_cases.csv`` of the raw-data
 mirror, ``HATECHECK_PIPELINE_MIRROR``) are scored twice through
-:class:`hatecheck_pipeline.models.classifiers.HttpClassifier`, each run with
+:class:`hatecheck_pipeline.models.kinds.http.HttpClassifier`, each run with
 its own empty answer cache: at ``--concurrency`` (default 8) and at 1, both
 under ``--rate`` requests per second. The fake answers a Perspective-shaped
 score that depends on the text only, after sleeping ``--delay-ms``; it
@@ -93,7 +93,7 @@ def serve(delay_s: float, seen: Seen) -> ThreadingHTTPServer:
 
 
 def one_run(texts: list[str], concurrency: int, rate: float, delay_s: float, cache: Path) -> dict:
-    from hatecheck_pipeline.models.classifiers import HttpClassifier
+    from hatecheck_pipeline.models.kinds.http import HttpClassifier
 
     seen = Seen()
     srv = serve(delay_s, seen)

@@ -19,6 +19,8 @@ from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.base import content_hash
 from hatecheck_pipeline.models.classifiers import ClassifierError
+from hatecheck_pipeline.models.kinds.onnx import ONNX_LOCALE
+from hatecheck_pipeline.models.kinds.python import labels_to_p, split_ref
 from hatecheck_pipeline.suites.registry import Suite
 
 ONNX_SPEC = {"kind": "onnx", "input": "text", "output": "probs", "classes": ["neither", "hate"], "hateful": ["hate"],
@@ -56,7 +58,7 @@ def test_an_onnx_classifier_answers_with_its_hateful_class(tmp_path):
     p = clf.p_hateful(["I HATE them", "lovely day", ""])
     assert p.tolist() == [1.0, 0.0, 0.0]
     ident = clf.identity()
-    assert ident["content_sha256"] and ident["locale"] == classifiers.ONNX_LOCALE
+    assert ident["content_sha256"] and ident["locale"] == ONNX_LOCALE
 
 
 def test_zipmap_outputs_are_read_in_the_classes_order(tmp_path):
@@ -143,12 +145,12 @@ def test_a_python_function_with_bad_answers_is_one_clear_line(user_module, funct
 
 
 def test_labels_to_p_reads_numpy_scalars_and_booleans():
-    assert classifiers.labels_to_p("m", np.array([1, 0]), 2).tolist() == [1.0, 0.0]
-    assert classifiers.labels_to_p("m", [True, False], 2).tolist() == [1.0, 0.0]
+    assert labels_to_p("m", np.array([1, 0]), 2).tolist() == [1.0, 0.0]
+    assert labels_to_p("m", [True, False], 2).tolist() == [1.0, 0.0]
     with pytest.raises(ClassifierError, match="not a list"):
-        classifiers.labels_to_p("m", 3, 1)
+        labels_to_p("m", 3, 1)
     with pytest.raises(ClassifierError, match="module:function"):
-        classifiers.split_ref("no_function_here")
+        split_ref("no_function_here")
 
 
 # ------------------------------------------------------------------- pretrained

@@ -16,6 +16,7 @@ from fake_openai import serve_json
 from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
+from hatecheck_pipeline.models.kinds.http import HttpClassifier
 from hatecheck_pipeline.suites.registry import Suite
 
 KEY = "sk-test-secret-0123456789"
@@ -63,14 +64,14 @@ def test_429_and_5xx_are_retried_with_retry_after_and_a_4xx_is_final_and_scrubbe
     waits: list = []
     script = [(429, {"Retry-After": "2"}, {"error": {"message": "quota"}}), (503, {}, {"error": {"message": "busy"}})]
     with fake_perspective(calls, script) as url:
-        clf = classifiers.HttpClassifier("P", spec(url, tmp_path), sleep=waits.append)
+        clf = HttpClassifier("P", spec(url, tmp_path), sleep=waits.append)
         assert clf.p_hateful(["hate"]).tolist() == [0.9]
         retry_waits = [w for w in waits if w >= 1]  # the rate limiter's sub-millisecond waits left out
         assert len(calls) == 3 and retry_waits[:2] == [2.0, 2.0]  # Retry-After, then the backoff's second step (1 s doubled)
     calls.clear()
     bad = [(403, {}, {"error": {"message": f"API key {KEY} not valid"}})]
     with fake_perspective(calls, bad) as url:
-        clf = classifiers.HttpClassifier("P", spec(url, tmp_path, cache_dir=str(tmp_path / "c2")), sleep=waits.append)
+        clf = HttpClassifier("P", spec(url, tmp_path, cache_dir=str(tmp_path / "c2")), sleep=waits.append)
         with pytest.raises(ClassifierError, match="HTTP 403: the API refuses the key in FAKE_PERSPECTIVE_KEY") as info:
             clf.p_hateful(["x"])
     assert len(calls) == 1 and KEY not in str(info.value) and "***" in str(info.value) and "\n" not in str(info.value)
@@ -86,7 +87,7 @@ def test_requests_are_spaced_to_the_rate_limit(tmp_path, monkeypatch):
         now[0] += s
 
     with fake_perspective([]) as url:
-        clf = classifiers.HttpClassifier("P", spec(url, tmp_path, rate_per_s=2, concurrency=1), sleep=sleep, clock=lambda: now[0])
+        clf = HttpClassifier("P", spec(url, tmp_path, rate_per_s=2, concurrency=1), sleep=sleep, clock=lambda: now[0])
         clf.p_hateful(["a", "b", "c"])
     # 0.5 s apart, and any two consecutive starts (rate 2) span one second plus the 50 ms guard
     assert slept == pytest.approx([0.5, 0.55])

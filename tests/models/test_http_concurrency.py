@@ -23,6 +23,7 @@ from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.evaluation import scoring
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
+from hatecheck_pipeline.models.kinds.http import HttpClassifier
 from hatecheck_pipeline.suites import languages
 from hatecheck_pipeline.suites.registry import Suite
 
@@ -128,7 +129,7 @@ def test_a_retry_after_delays_only_its_own_request(tmp_path, monkeypatch):
 def test_progress_of_a_long_run_shows_on_stderr(tmp_path, monkeypatch, capfd):
     monkeypatch.setenv("FAKE_PERSPECTIVE_KEY", KEY)
     with slow_perspective([], Counter(), delay_s=0.05) as url:
-        clf = classifiers.HttpClassifier("P", spec(url, tmp_path, concurrency=2), progress_s=0.1)
+        clf = HttpClassifier("P", spec(url, tmp_path, concurrency=2), progress_s=0.1)
         clf.p_hateful([f"t{i}" for i in range(16)])
     err = capfd.readouterr().err
     assert "/16 answered" in err and KEY not in err
@@ -224,7 +225,7 @@ def test_bad_inputs_are_one_line_naming_model_and_url_never_the_key(tmp_path, mo
     # a wrong key
     with slow_perspective([], Counter(), 0, script=[(401, {}, {"error": {"message": f"bad key {KEY}"}})]) as url:
         with pytest.raises(ClassifierError) as info:
-            classifiers.HttpClassifier("P", spec(url, tmp_path), **no_wait).p_hateful(["x"])
+            HttpClassifier("P", spec(url, tmp_path), **no_wait).p_hateful(["x"])
     one_line(info, url, "HTTP 401", "refuses the key in FAKE_PERSPECTIVE_KEY")
     # a host that cannot be reached (a closed loopback port)
     sock = socket.socket()
@@ -232,7 +233,7 @@ def test_bad_inputs_are_one_line_naming_model_and_url_never_the_key(tmp_path, mo
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/analyze"
     sock.close()
     with pytest.raises(ClassifierError) as info:
-        classifiers.HttpClassifier("P", spec(url, tmp_path, retries=2), **no_wait).p_hateful(["x"])
+        HttpClassifier("P", spec(url, tmp_path, retries=2), **no_wait).p_hateful(["x"])
     one_line(info, url, "cannot be reached")
     # a server that accepts and never answers
     silent = socket.socket()
@@ -241,7 +242,7 @@ def test_bad_inputs_are_one_line_naming_model_and_url_never_the_key(tmp_path, mo
     url = f"http://127.0.0.1:{silent.getsockname()[1]}/analyze"
     try:
         with pytest.raises(ClassifierError) as info:
-            classifiers.HttpClassifier("P", spec(url, tmp_path, retries=1, timeout_s=0.3), **no_wait).p_hateful(["x"])
+            HttpClassifier("P", spec(url, tmp_path, retries=1, timeout_s=0.3), **no_wait).p_hateful(["x"])
     finally:
         silent.close()
     one_line(info, url, "no answer within timeout_s 0.3 s")
@@ -249,7 +250,7 @@ def test_bad_inputs_are_one_line_naming_model_and_url_never_the_key(tmp_path, mo
     html = (200, {"Content-Type": "text/html"}, "<html><body>Sign in</body></html>")
     with slow_perspective([], Counter(), 0, script=[html]) as url:
         with pytest.raises(ClassifierError) as info:
-            classifiers.HttpClassifier("P", spec(url, tmp_path), **no_wait).p_hateful(["x"])
+            HttpClassifier("P", spec(url, tmp_path), **no_wait).p_hateful(["x"])
     one_line(info, url, "HTML page, not JSON")
     # the key variable not set
     monkeypatch.delenv("FAKE_PERSPECTIVE_KEY")

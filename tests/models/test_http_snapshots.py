@@ -20,6 +20,8 @@ from hatecheck_pipeline.evaluation import diff as D
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
+from hatecheck_pipeline.models.kinds import http as http_kind
+from hatecheck_pipeline.models.kinds.http import HttpClassifier
 from hatecheck_pipeline.report import model_page
 from hatecheck_pipeline.suites.registry import hatecheck
 
@@ -77,7 +79,7 @@ def test_the_snapshot_keys_the_cache_a_new_one_asks_again_the_same_one_asks_noth
 def test_the_default_snapshot_is_the_month_of_the_first_request_and_a_bad_name_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_PERSPECTIVE_KEY", KEY)
     clock = Clock(datetime(2026, 12, 31, 23, 58, tzinfo=timezone.utc))
-    clf = classifiers.HttpClassifier("P", spec("http://127.0.0.1:9/x", tmp_path), utc=clock)
+    clf = HttpClassifier("P", spec("http://127.0.0.1:9/x", tmp_path), utc=clock)
     assert clf.snapshot == "2026-12" and not clf.snapshot_given and clf.answers_dir == tmp_path / "cache/2026-12"
     for bad in ("../up", "", "2026/12", "a" * 65):
         with pytest.raises(ClassifierError, match="a snapshot is a name of letters, digits") as info:
@@ -89,7 +91,7 @@ def test_the_card_and_predictions_record_when_the_answers_were_obtained(tmp_path
     monkeypatch.setenv("FAKE_PERSPECTIVE_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     clock = Clock(datetime(2026, 11, 30, 23, 50, tzinfo=timezone.utc))
-    monkeypatch.setattr(classifiers, "utc_now", clock)
+    monkeypatch.setattr(http_kind, "utc_now", clock)
     table = tmp_path / "t.parquet"
     pl.DataFrame({"case_id": [1, 2, 3], "text": ["hate a", "b", "c"], "label": ["hateful", "non-hateful", "non-hateful"]}).write_parquet(table)
     calls: list = []

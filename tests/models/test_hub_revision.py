@@ -17,6 +17,7 @@ from models_helpers import tiny_bert
 
 from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.models import classifiers, external
+from hatecheck_pipeline.models.kinds.pretrained import hub_commit
 from hatecheck_pipeline.suites.registry import Suite
 
 COMMIT_1 = "1" * 8 + "a" * 32
@@ -64,11 +65,11 @@ def hub_cache(tmp_path, monkeypatch):
 
 
 def test_the_commit_is_read_from_the_cache_offline(hub_cache):
-    assert classifiers.hub_commit("org/tiny", cache_dir=hub_cache) == COMMIT_1
-    assert classifiers.hub_commit("org/tiny") == COMMIT_1  # the cache huggingface_hub is set to
-    assert classifiers.hub_commit("org/absent", cache_dir=hub_cache) is None
-    assert classifiers.hub_commit("org/tiny", "v2", cache_dir=hub_cache) is None  # a tag the cache has no ref for
-    assert classifiers.hub_commit("org/absent", COMMIT_2) == COMMIT_2  # a commit given is its own identity
+    assert hub_commit("org/tiny", cache_dir=hub_cache) == COMMIT_1
+    assert hub_commit("org/tiny") == COMMIT_1  # the cache huggingface_hub is set to
+    assert hub_commit("org/absent", cache_dir=hub_cache) is None
+    assert hub_commit("org/tiny", "v2", cache_dir=hub_cache) is None  # a tag the cache has no ref for
+    assert hub_commit("org/absent", COMMIT_2) == COMMIT_2  # a commit given is its own identity
 
 
 def test_the_card_names_the_commit_and_predict_loads_it_after_main_moved(hub_cache, tmp_path, monkeypatch, cpu_only):
@@ -101,7 +102,7 @@ def test_the_card_names_the_commit_and_predict_loads_it_after_main_moved(hub_cac
 def test_an_id_the_cache_does_not_resolve_is_recorded_plainly(hub_cache, tmp_path, cpu_only):
     clf = classifiers.load("tiny", {"kind": "pretrained", "model": "org/tiny", "hateful": ["HATE"]})
     (hub_cache / "models--org--tiny" / "refs" / "main").unlink()  # the cache no longer says which commit main is
-    clf.commit = classifiers.hub_commit("org/tiny")
+    clf.commit = hub_commit("org/tiny")
     identity = clf.identity()
     assert identity["revision"].startswith("unresolved: main of org/tiny is not in the local Hugging Face cache")
     assert identity["requested_revision"] == "main"

@@ -215,6 +215,7 @@ def evaluate(
     from hatecheck_pipeline.core import paths
     from hatecheck_pipeline.core.config import ConfigError, apply_and_validate, dumps
     from hatecheck_pipeline.models import classifier_spec, classifiers
+    from hatecheck_pipeline.models.kinds.http import check_snapshot
 
     dry = dry or dry_run
     params = load()
@@ -240,7 +241,7 @@ def evaluate(
             if value is not None:
                 if spec["kind"] != "http":
                     raise classifiers.ClassifierError(f"{model}: --{'rate' if key == 'rate_per_s' else key} is for a scoring API's URL")
-                spec[key] = classifiers.check_snapshot(name, value) if key == "snapshot" else value
+                spec[key] = check_snapshot(name, value) if key == "snapshot" else value
         full = apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
     except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)

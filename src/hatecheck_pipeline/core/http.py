@@ -1,6 +1,6 @@
 """JSON over HTTP with the retries real endpoints need, shared by the LLM
 clients (expansion/llm.py) and the scoring APIs of the ``http`` classifier
-kind (models/classifiers.py).
+kind (models/kinds/http.py).
 
 A connection error, a timeout, HTTP 429 and HTTP 5xx are retried, waiting
 the server's ``Retry-After`` (seconds or an HTTP date) when it sends one,

@@ -1,5 +1,5 @@
-"""Stages of a classifier trained elsewhere (``kind``: pretrained, onnx,
-python, http; :mod:`hatecheck_pipeline.models.classifiers`):
+"""Stages of a classifier trained elsewhere (``kind``: one of
+:mod:`hatecheck_pipeline.models.kinds`; :mod:`hatecheck_pipeline.models.classifiers`):
 
 - ``classifier_<model>``: the classifier located (a ``pinned:<entry>``
   file fetched from ``resources/classifiers.yaml``, pinned by sha256 as the
@@ -24,6 +24,7 @@ from typing import Any, Mapping, Sequence
 from hatecheck_pipeline.core.config import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import PRECISION_KEY, read_json, write_json, write_parquet
+from hatecheck_pipeline.models import kinds
 from hatecheck_pipeline.models.weights import assemble_parts, entry_of, load_registry
 from hatecheck_pipeline.suites.languages import suite_language
 from hatecheck_pipeline.suites.registry import Suite
@@ -35,10 +36,7 @@ from hatecheck_pipeline.suites.registry import Suite
 PINNED = "pinned:"
 REGISTRY_FILE = "src/hatecheck_pipeline/resources/classifiers.yaml"
 UNANSWERED_COLUMN = "unanswered"  # a scoring API's message for a text it did not answer (null: answered)
-PROBE = ["I hate all of them.", "What a lovely day."]
-# parquet metadata of a scoring API's predictions: answers_snapshot, answers_first_request_utc, answers_last_request_utc
-# (read by report/model_page.py's answers_span, which keeps its own copy of the prefix so the report does not import the classifiers)
-ANSWERS_KEY = "answers_"  # two texts the register stage asks, to fail early
+PROBE = ["I hate all of them.", "What a lovely day."]  # two texts the register stage asks, to fail early
 
 
 def pinned_entry(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
@@ -58,20 +56,13 @@ def fetched_file(model: str, spec: Mapping[str, Any]) -> str | None:
 
 def local_source(spec: Mapping[str, Any]) -> str | None:
     """The file or folder the classifier is read from, when it is one
-    (a dependency of its stages, so that a changed model re-runs them):
+    (a dependency of its stages, so that a changed model re-runs them), as
+    its kind finds it (:meth:`~hatecheck_pipeline.models.kinds.base.Kind.source`:
     an ONNX file or model directory on disk, a python classifier's module
-    file; None for a hub id or a pinned file (fetched by the stage)."""
+    file); None for a hub id, a URL or a pinned file (fetched by the stage)."""
     if pinned_entry(spec) is not None:
         return None
-    kind, ref = spec.get("kind"), str(spec.get("model", ""))
-    if kind == "python":
-        from hatecheck_pipeline.models import classifiers
-
-        found = classifiers.module_file(ref)
-        return str(found) if found is not None else None
-    if kind in ("onnx", "pretrained") and Path(ref).exists():
-        return ref
-    return None
+    return kinds.of(spec).source(spec)
 
 
 def reads(model: str, spec: Mapping[str, Any]) -> str | None:
@@ -135,13 +126,11 @@ def register(model: str, spec: Mapping[str, Any], card: Path, profile: Profile, 
             raise classifiers.ClassifierError(f"model {model}: a pinned classifier needs its fetched file declared")
         how = fetch_pinned(pinned[1], Path(fetched))
     path = Path(fetched) if fetched is not None else (Path(source) if source is not None else None)
+    kind = kinds.of(spec, model)
     clf = classifiers.load(model, spec, path)
     probe = clf.p_hateful(PROBE)
-    doc = card_of(model, spec, clf.identity(), pinned, profile.name)
-    if isinstance(clf, classifiers.HttpClassifier):  # a dated audit: its snapshot and when its answers were obtained so far
-        doc["answers"] = {**clf.snapshot_span(),
-                          "snapshot_from": "given (snapshot)" if clf.snapshot_given else "default: the month (UTC) of the first request"}
-        how += f"; snapshot {clf.snapshot}"
+    doc = card_of(model, spec, clf.identity(), pinned, profile.name) | kind.card_fields(clf)
+    how += kind.register_note(clf)
     write_json(doc, card)
     return (f"{model} ({spec['kind']}): {how}; answers the probe texts with p(hateful) "
             f"{', '.join(f'{p:.3f}' for p in probe)}; card {card} in {time.perf_counter() - started:.1f} s")
@@ -189,20 +178,19 @@ def predict(
     cap = profile.get(cap_key)
     threshold = spec["threshold"] if spec.get("threshold") is not None else threshold
     set_threads(threads)
+    kind = kinds.of(spec, model)
     # a transformers model predicts in the fine-tuned models' precision (the profile's predict_cpu_bf16; absent: fp32)
-    cpu_bf16 = profile.get("predict_cpu_bf16", False) if spec["kind"] == "pretrained" else False
+    cpu_bf16 = profile.get("predict_cpu_bf16", False) if kind.autocast else False
     identity = read_json(card)["identity"]
-    spec = as_registered(spec, identity)
+    spec = kind.as_registered(spec, identity)
     clf = classifiers.load(model, spec, Path(model_file) if model_file is not None else None, max(1, threads), cpu_bf16=cpu_bf16, amp=amp)
     lines = []
     for suite, out in zip(suites, predictions, strict=True):
         cases = drawn_cases(suite.load_raw(str(tables[suite.name])), suite.id_column, cap, seed)
         texts = cases["text"].to_list()
         started = time.perf_counter()
-        if isinstance(clf, classifiers.HttpClassifier):  # a scoring API: the suite's language sent with each text
-            p, top = clf.p_hateful(texts, language=suite_language(suite)), None
-        else:
-            p, top = classifiers.decide(clf, texts, spec.get("decision", "threshold"))
+        # the suite's language: a scoring API sends it with each text
+        p, top = classifiers.decide(clf, texts, spec.get("decision", "threshold"), language=suite_language(suite))
         rate = len(texts) / max(time.perf_counter() - started, 1e-9)
         frame = predictions_frame(cases["id"], p, threshold, model, suite.name)
         if top is not None:  # the label is the top class (the classifier's own label)
@@ -217,29 +205,11 @@ def predict(
                 lines.append(f"{model} on {suite.name}: {len(unanswered)} of {frame.height} texts unanswered "
                              f"(the first: {unanswered[min(unanswered)]})")
         hateful = float((frame["pred"] == "hateful").sum() / frame.height) if frame.height else 0.0
-        metadata = {PRECISION_KEY: clf.precision, "classifier_identity": _flat(identity)}
-        if isinstance(clf, classifiers.HttpClassifier):  # when this file's answers were obtained, and their snapshot
-            metadata |= {f"{ANSWERS_KEY}{k}": str(v) for k, v in clf.requests_span().items() if v is not None}
+        metadata = {PRECISION_KEY: clf.precision, "classifier_identity": _flat(identity)} | kind.file_metadata(clf)
         write_parquet(frame, out, metadata=metadata)
         lines.append(f"{model} on {suite.name}: {frame.height} cases, {hateful:.1%} predicted hateful "
                      f"({rate:.0f} cases/s) -> {out}")
     return "\n".join(lines)
-
-
-def as_registered(spec: Mapping[str, Any], identity: Mapping[str, Any]) -> dict[str, Any]:
-    """The spec the predict stage loads, as the register stage resolved it
-    (its card's ``identity``): a scoring API's snapshot (its default fixed
-    when the card was written, so a run resumed in a later month reads the
-    same answers), a hub id's commit (so a branch that moved since does not
-    change the model)."""
-    import re
-
-    spec = dict(spec)
-    if spec.get("kind") == "http" and spec.get("snapshot") is None and identity.get("snapshot"):
-        spec["snapshot"] = identity["snapshot"]
-    if spec.get("kind") == "pretrained" and re.fullmatch(r"[0-9a-f]{40}", str(identity.get("revision", ""))):
-        spec["revision"] = identity["revision"]
-    return spec
 
 
 def _flat(identity: Mapping[str, Any]) -> str:

@@ -24,7 +24,7 @@ from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.config import case_cap_key, is_classifier, is_finetuned, is_llm, profile
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import memory_mb, weights_input
-from hatecheck_pipeline.models import external
+from hatecheck_pipeline.models import external, kinds
 from hatecheck_pipeline.models.base import base_ref, pipeline_base
 from hatecheck_pipeline.models.recipe import BUDGET_KEYS
 from hatecheck_pipeline.suites.languages import groups_run
@@ -38,7 +38,6 @@ PREDICT = "hatecheck_pipeline.models.predict:predict"
 LLM_PREDICT = "hatecheck_pipeline.evaluation.llm_classifier:predict_suites"
 CLASSIFIER_REGISTER = "hatecheck_pipeline.models.external:register"
 CLASSIFIER_PREDICT = "hatecheck_pipeline.models.external:predict"
-CLASSIFIER_MEM_MB = {"onnx": 1500, "python": 2000, "pretrained": 3000}
 LLM_MEM_MB = 4000  # a stage on an endpoint backend, or weights that name no mem_mb
 
 
@@ -254,6 +253,7 @@ def classifier_stage(params: Mapping[str, Any], model: str) -> Stage:
     """``classifier_<model>``: a classifier trained elsewhere located (a
     pinned file fetched), checked to answer, and its card written."""
     spec = params["models"][model]
+    kind = kinds.of(spec, model)
     fetched = external.fetched_file(model, spec)
     source = external.local_source(spec)
     outputs: dict[str, Any] = {"card": out(paths.model_card(model))}
@@ -270,7 +270,7 @@ def classifier_stage(params: Mapping[str, Any], model: str) -> Stage:
         outputs=outputs,
         params=params_,
         args={"model": model},
-        mem_mb=CLASSIFIER_MEM_MB.get(spec["kind"], PREDICT_MEM_MB),
+        mem_mb=kind.mem_mb,
     )
 
 
@@ -279,6 +279,7 @@ def classifier_predict_stage(params: Mapping[str, Any], model: str, group: str, 
     suites' texts as published (their validated tables), one predictions
     file per suite, the classifier loaded once."""
     spec = params["models"][model]
+    kind = kinds.of(spec, model)
     cap_keys = sorted({case_cap_key(spec, s.expanded) for s in suites})
     if len(cap_keys) != 1:
         raise ValueError(f"predict_{model}_{group}: suites of one group read one case cap, not {cap_keys}")
@@ -295,19 +296,19 @@ def classifier_predict_stage(params: Mapping[str, Any], model: str, group: str, 
             **({"model_file": read} if read else {}),
         },
         outputs={"predictions": tuple(out(paths.predictions(model, s.name)) for s in suites)},
-        # a transformers model follows the fine-tuned models' precision rule (the profile's predict_cpu_bf16)
+        # a transformers model follows the fine-tuned models' precision rule (training.amp, the profile's predict_cpu_bf16)
         params={
             "spec": f"models.{model}",
             "seed": f"models.{model}.seed",
             "threshold": "prediction.threshold",
             "threads": "prediction.threads",
-            **({"amp": "training.amp"} if spec["kind"] == "pretrained" else {}),
-            **profile_params(params, [*cap_keys, *(["predict_cpu_bf16"] if spec["kind"] == "pretrained" else [])]),
+            **({"amp": "training.amp"} if kind.autocast else {}),
+            **profile_params(params, [*cap_keys, *(["predict_cpu_bf16"] if kind.autocast else [])]),
         },
         args={"model": model, "suites": suites, "cap_key": cap_keys[0]},
         threads=max(1, params["prediction"]["threads"]),
-        mem_mb=CLASSIFIER_MEM_MB.get(spec["kind"], PREDICT_MEM_MB),
-        gpu=profile(params).get("gpu", 0) if spec["kind"] == "pretrained" else 0,
+        mem_mb=kind.mem_mb,
+        gpu=profile(params).get("gpu", 0) if kind.gpu else 0,
         runtime=profile(params).get("predict_runtime"),
     )
 

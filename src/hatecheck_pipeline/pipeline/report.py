@@ -17,6 +17,7 @@ from hatecheck_pipeline.data.specs import DATASETS
 from hatecheck_pipeline.evaluation.tables import GROUPS
 from hatecheck_pipeline.pipeline import evaluate
 from hatecheck_pipeline.evaluation.scoring import model_failures
+from hatecheck_pipeline.models import kinds
 
 REPORT = "hatecheck_pipeline.report.html:report"
 MODEL_PAGE = "hatecheck_pipeline.report.model_page:model_page"
@@ -186,7 +187,7 @@ def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
     not_run = not_run_suites(params, model)  # e.g. a scoring API's languages leave a suite out
     answers = (
         {"answers": {k: paths.predictions(model, s.name) for k, s in scored.items()}}
-        if params["models"][model].get("kind") == "http"
+        if kinds.of(params["models"][model], model).dated_answers
         else {}
     )
     return Stage(

@@ -74,7 +74,7 @@ def interval(cell: Mapping[str, Any] | None) -> str:
     return f"{fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}"
 
 
-ANSWERS_KEY = "answers_"  # as models/external.py writes a scoring API's predictions' metadata
+ANSWERS_KEY = "answers_"  # as models/kinds/http.py writes a scoring API's predictions' metadata
 
 
 def answers_span(path: str | Path) -> dict[str, str]:
