@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from fake_openai import serve_json
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import scoring
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from fake_openai import serve_json
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import diff as D
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.models import classifiers, external

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from models_helpers import tiny_bert
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.suites.registry import Suite
 

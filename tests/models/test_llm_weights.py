@@ -17,7 +17,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import read_json
 from hatecheck_pipeline.models import weights as W

@@ -13,7 +13,7 @@ import pytest
 import torch
 from models_helpers import hatexplain_table, tiny_bert
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import attention, predict
 from hatecheck_pipeline.models import train as training
 from hatecheck_pipeline.models.recipe import BINARY, ID2LABEL, LABEL2ID, LabelSet, class_weights
@@ -181,7 +181,7 @@ def test_heldout_multiclass_stage_scores_every_class_of_the_trained_model(base, 
     """The stage ``heldout_multiclass_<model>_<dataset>`` on the tiny 3-class
     model: argmax classes of the test split, scored on all classes (the
     appendix-F figures), the profile's case cap drawing the same sample."""
-    from hatecheck_pipeline.core.config import Profile
+    from hatecheck_pipeline.core.profile import Profile
     from hatecheck_pipeline.core.files import read_json
     from hatecheck_pipeline.evaluation import multiclass
     from hatecheck_pipeline.evaluation.metrics import Bootstrap

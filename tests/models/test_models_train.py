@@ -15,7 +15,7 @@ import torch
 from models_helpers import processed_table, tiny_bert
 from safetensors.torch import load_file
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.models import predict, runtime

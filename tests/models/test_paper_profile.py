@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hatecheck_pipeline.core import config
+from hatecheck_pipeline.core import config, kinds
 from hatecheck_pipeline.models import train as T
 from hatecheck_pipeline.models.recipe import Recipe
 
@@ -65,7 +65,7 @@ def trained_recipes(params, profile: str, monkeypatch) -> dict[str, tuple[dict, 
 
     monkeypatch.setattr(T, "run", record)
     for name, spec in params["models"].items():
-        if not config.is_finetuned(spec):  # a prompted LLM or a classifier trained elsewhere: no training
+        if not kinds.is_finetuned(spec):  # a prompted LLM or a classifier trained elsewhere: no training
             continue
         T.train(name, [], {}, Path("m"), Path("c"), Path("k"), Path("l"), config.profile_named(params, profile), spec,
                 params["training"]["recipes"][spec["recipe"]], amp=True, threads=1)

@@ -207,7 +207,7 @@ def evaluate(
     on the terminal (per suite n, accuracy and macro F1 with their
     intervals, the functional tests below the mark)."""
     from hatecheck_pipeline.core import paths
-    from hatecheck_pipeline.core.config import ConfigError, apply_and_validate, dumps
+    from hatecheck_pipeline.core.config import SCHEMA_FILE, ConfigError, apply_and_validate, dumps
     from hatecheck_pipeline.models import classifier_spec, classifiers
 
     params = load()
@@ -234,7 +234,7 @@ def evaluate(
                 if spec["kind"] != "http":
                     raise classifiers.ClassifierError(f"{model}: --{'rate' if key == 'rate_per_s' else key} is for a scoring API's URL")
                 spec[key] = classifiers.check_snapshot(name, value) if key == "snapshot" else value
-        full = apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
+        full = apply_and_validate(params, {f"models.{name}": spec}, Path(SCHEMA_FILE), f"evaluate {model}")
     except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)
     overrides = [f"models.{name}={dumps(spec)}", *STATE["overrides"]]

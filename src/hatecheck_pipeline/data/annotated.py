@@ -20,8 +20,6 @@ from hatecheck_pipeline.core.files import (
 from hatecheck_pipeline.core.paths import raw as raw_path
 from hatecheck_pipeline.data.harmonise import (
     CORE_COLUMNS,
-    HATEFUL,
-    NON_HATEFUL,
     QUARANTINE_SCHEMA,
     Harmonised,
     flag,
@@ -29,6 +27,7 @@ from hatecheck_pipeline.data.harmonise import (
     quarantine_checks,
     split_off,
 )
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 
 
 HATEXPLAIN_CLASSES = {0: "hatespeech", 1: "normal", 2: "offensive"}

@@ -14,8 +14,6 @@ import polars as pl
 from hatecheck_pipeline.core.files import REASON, ROW, SOURCE, read_records
 from hatecheck_pipeline.core.paths import raw as raw_path
 from hatecheck_pipeline.data.harmonise import (
-    HATEFUL,
-    NON_HATEFUL,
     Harmonised,
     binary_label,
     flag,
@@ -23,6 +21,7 @@ from hatecheck_pipeline.data.harmonise import (
     quarantine_checks,
     split_off,
 )
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 
 
 def hatecheck(params: Mapping[str, Any]) -> Harmonised:

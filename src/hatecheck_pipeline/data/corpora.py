@@ -12,13 +12,13 @@ import polars as pl
 from hatecheck_pipeline.core.files import ROW, InputError, read_records
 from hatecheck_pipeline.core.paths import raw as raw_path
 from hatecheck_pipeline.data.harmonise import (
-    HATEFUL,
     Harmonised,
     binary_label,
     harmonise,
     stratified_split,
     with_split,
 )
+from hatecheck_pipeline.data.labels import HATEFUL
 
 
 class HydrationRequired(InputError):

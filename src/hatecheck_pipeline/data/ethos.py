@@ -56,7 +56,7 @@ import yaml
 
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_json, write_parquet
-from hatecheck_pipeline.data.harmonise import HATEFUL
+from hatecheck_pipeline.data.labels import HATEFUL
 
 SINGLE = ("zero_shot", "one_shot", "few_shot_single")
 MIXED = ("mixed", "mixed_instruction")

@@ -16,9 +16,8 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.core.files import REASON, ROW, SOURCE
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 
-HATEFUL, NON_HATEFUL = "hateful", "non-hateful"
-LABELS = [HATEFUL, NON_HATEFUL]
 CORE_COLUMNS = ["id", "text", "label", "label_original", "language", "dataset", "split"]
 QUARANTINE_SCHEMA = {"dataset": pl.String, "source_file": pl.String, "row": pl.Int64, "reason": pl.String, "record": pl.String}
 

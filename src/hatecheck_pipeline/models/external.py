@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import PRECISION_KEY, read_json, write_json, write_parquet
 from hatecheck_pipeline.models.weights import assemble_parts, entry_of, load_registry
@@ -117,16 +117,15 @@ def card_of(model: str, spec: Mapping[str, Any], identity: Mapping[str, Any], pi
 
 
 def register(model: str, spec: Mapping[str, Any], card: Path, profile: Profile, fetched: Path | None = None,
-             source: Path | None = None, entry: Mapping[str, Any] | None = None) -> str:
+             source: Path | None = None) -> str:
     """Stage ``classifier_<model>``: fetch a pinned classifier's file
     (``fetched``), load the classifier, check it answers two probe texts
     with probabilities, write its card. ``source``: a local file or folder
-    it is read from (a dependency only: its content sha256 is in the card);
-    ``entry``: a pinned file's entry of resources/classifiers.yaml (a
-    parameter, read again here through the registry)."""
+    it is read from (its content sha256 is in the card). A pinned file's
+    entry of resources/classifiers.yaml is a dependency only of the stage
+    (read again here through the registry)."""
     from hatecheck_pipeline.models import classifiers
 
-    del entry
     started = time.perf_counter()
     pinned = pinned_entry(spec)
     how = "local"
@@ -160,7 +159,6 @@ def predict(
     seed: int,
     cap_key: str = "max_cases_per_suite",
     model_file: Path | None = None,
-    validation: Sequence[Path] = (),
     amp: bool = True,
 ) -> str:
     """Stage ``predict_<model>_<group>``: p(hateful) of each suite's cases
@@ -171,9 +169,9 @@ def predict(
     ``decision: argmax``, whether a hateful class is the top class. A
     profile capping
     ``max_cases_per_suite`` (or ``cap_key``) predicts a draw seeded with the
-    model's ``seed``, as every model's predict stage does (``validation``:
-    the suites' data-quality results, a dependency only; ``amp``: a
-    transformers model's autocast on CUDA, as training.amp). The card's
+    model's ``seed``, as every model's predict stage does (``amp``: a
+    transformers model's autocast on CUDA, as training.amp; the suites'
+    data-quality results are a dependency only of the stage). The card's
     identity and the precision that ran go into each file's metadata. A
     scoring API (``http``) is sent each suite's language, and its file has
     an ``unanswered`` column: the API's message for a text it refused
@@ -185,7 +183,6 @@ def predict(
     from hatecheck_pipeline.models.predict import predictions_frame, set_threads
     from hatecheck_pipeline.suites.sample import drawn_cases
 
-    del validation  # a dependency only: validate_<dataset> fails on a bad table
     cap = profile.get(cap_key)
     threshold = spec["threshold"] if spec.get("threshold") is not None else threshold
     set_threads(threads)

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
-ID2LABEL = {0: "non-hateful", 1: "hateful"}
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
+
+ID2LABEL = {0: NON_HATEFUL, 1: HATEFUL}
 LABEL2ID = {v: k for k, v in ID2LABEL.items()}
 
 

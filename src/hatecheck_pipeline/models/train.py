@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.models.attention import Supervision, read_rationales

@@ -56,7 +56,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import sha256sum, write_json
 
