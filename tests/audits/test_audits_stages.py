@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from conftest import REPO
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.audits import bias_auc, crows, hatexplain, summary
 from hatecheck_pipeline.core import config, paths
 from hatecheck_pipeline.core.stage import signature_mismatch

@@ -13,7 +13,7 @@ import pytest
 import torch
 from models_helpers import hatexplain_table, tiny_bert
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.audits import explain, hatexplain
 from hatecheck_pipeline.models import train as training
 

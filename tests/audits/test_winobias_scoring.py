@@ -9,7 +9,7 @@ import pytest
 from tiny_causal_lm import tiny_causal_lm
 
 from hatecheck_pipeline.audits import crows
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 
 WORDS = ["<pad>", "<unk>", "the", "nurse", "chief", "met", "hired", "because", "he", "she", "was", "sick", "busy", "."]
 

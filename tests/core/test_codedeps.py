@@ -83,6 +83,20 @@ def test_each_stage_tracks_its_code_through_a_fingerprint_of_its_import_closure(
     assert {next(iter(o)) for o in dvc[FINGERPRINT_STAGE]["outs"]} == {s.fingerprint for s in stages}
 
 
+def test_no_stage_runs_the_configuration_loader(params):
+    """The loader of params.yaml (its schema validation and cross-checks) is
+    in no stage's code: editing it re-runs nothing. A stage's function gets
+    its Profile and ConfigError from core.profile (the
+    import-linter contract "Stage layers do not import the configuration
+    loader" says the same of every module of the stage layers)."""
+    from hatecheck_pipeline.pipeline.registry import build_stages
+
+    loader = "src/hatecheck_pipeline/core/config.py"
+    running = sorted({s.name for s in build_stages(params) if loader in codedeps.code_files(s.module)})
+    assert running == [], f"{loader} is in the code of {running}"
+    assert "src/hatecheck_pipeline/core/profile.py" in codedeps.code_files("hatecheck_pipeline.models.train")
+
+
 def test_comments_docstrings_and_formatting_leave_the_hash_alone():
     base = codedeps.normalised(
         ast.parse('''"""Module doc."""

@@ -2,7 +2,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from hatecheck_pipeline.core import config
+from hatecheck_pipeline.core import config, yamlio
 
 
 def test_params_file_validates(params):
@@ -82,7 +82,7 @@ def test_a_params_key_from_another_file_is_parsed_once_and_reread_when_the_file_
     from hatecheck_pipeline.core import stage
 
     parses = []
-    monkeypatch.setattr(stage, "read_yaml", lambda path: parses.append(path) or config.read_yaml(path))
+    monkeypatch.setattr(stage, "read_yaml", lambda path: parses.append(path) or yamlio.read_yaml(path))
     stage._read_yaml_at.cache_clear()
     resource = tmp_path / "sources.yaml"
     resource.write_text("a: {sha256: [1, 2]}\nb: {sha256: [3]}\n")
@@ -129,9 +129,9 @@ def test_a_float_dvc_writes_into_params_yaml_stays_a_float_for_both_runners(tmp_
         doc["training"]["recipes"]["hatecheck"]["lr"] = 3e-5
     assert "lr: 3e-05" in path.read_text()
     assert yaml.safe_load(path.read_text())["training"]["recipes"]["hatecheck"]["lr"] == "3e-05"  # YAML 1.1
-    params = config.load_params(path, schema=REPO / "workflow/schemas/params.schema.yaml")
+    params = config.load_params(path, schema=REPO / config.SCHEMA_FILE)
     assert params["training"]["recipes"]["hatecheck"]["lr"] == 3e-5
     snakemake_view = yaml.safe_load(path.read_text())
-    fixed = config.with_yaml12_floats(snakemake_view, config.read_yaml(path))
-    assert fixed == config.read_yaml(path)
-    config.apply_and_validate(fixed, [], REPO / "workflow/schemas/params.schema.yaml", "params.yaml")
+    fixed = yamlio.with_yaml12_floats(snakemake_view, yamlio.read_yaml(path))
+    assert fixed == yamlio.read_yaml(path)
+    config.apply_and_validate(fixed, [], REPO / config.SCHEMA_FILE, "params.yaml")

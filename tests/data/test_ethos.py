@@ -44,8 +44,16 @@ def test_ethos_harmonised_counts_and_scores(ethos_table, params, workdir):
     assert table.filter(pl.col("label") == "non-hateful")["race"].null_count() == 998 - 433
     assert (hateful["race"] >= 0.5).sum() == 76
     v = params["validation"]
-    summary = validate("ethos", table_path, counts_path, workdir / "v.json", workdir / "v.md", v["class_balance_tolerance"],
-                       v["published_balance"]["ethos"], v["suite_counts"]["ethos"])
+    summary = validate(
+        "ethos",
+        table_path,
+        counts_path,
+        workdir / "v.json",
+        workdir / "v.md",
+        v["class_balance_tolerance"],
+        v["published_balance"]["ethos"],
+        v["suite_counts"]["ethos"],
+    )
     assert "expectations passed" in summary
 
 
@@ -53,9 +61,12 @@ def test_a_broken_isHate_value_is_quarantined_with_its_reason(write_raw, params)
     from hatecheck_pipeline.data.annotated import ethos as build
 
     write_raw("ethos", "Ethos_Dataset_Binary.csv", "comment;isHate\nwomen are a joke\u00a0;1.0\nnice video;0.0\nwhat;abc\n")
-    write_raw("ethos", "Ethos_Dataset_Multi_Label.csv",
-              "comment;violence;directed_vs_generalized;gender;race;national_origin;disability;religion;sexual_orientation\n"
-              "women are a joke ;0;0;1;0;0;0;0;0\norphan row;0;0;0;1;0;0;0;0\n")
+    write_raw(
+        "ethos",
+        "Ethos_Dataset_Multi_Label.csv",
+        "comment;violence;directed_vs_generalized;gender;race;national_origin;disability;religion;sexual_orientation\n"
+        "women are a joke ;0;0;1;0;0;0;0;0\norphan row;0;0;0;1;0;0;0;0\n",
+    )
     h = build(params["datasets"]["ethos"])
     assert h.kept["label"].to_list() == ["hateful", "non-hateful"]
     assert h.kept["gender"].to_list() == [1.0, None]

@@ -68,13 +68,22 @@ def served(tmp_path, monkeypatch):
         (root / "docs" / name).write_bytes(data)
     server = Server(root)
     registry = {
-        source: {"license": "MIT", "citation": "x", "files": {name: {"url": f"{server.url}/{source}/{name}", "sha256": sha(data)}
-                                                             for name, data in files.items()}}
+        source: {
+            "license": "MIT",
+            "citation": "x",
+            "files": {name: {"url": f"{server.url}/{source}/{name}", "sha256": sha(data)} for name, data in files.items()},
+        }
         for source, files in FILES.items()
     }
-    registry["toy_b"]["file_sets"] = {"ids/docs.jsonl": {
-        "url": server.url + "/docs/{name}", "mirror_dir": "ids/docs", "names_from": ["ids/train.jsonl"], "count": len(DOCS),
-        "manifest_sha256": sources.manifest_digest({n: sha(d) for n, d in DOCS.items()})}}
+    registry["toy_b"]["file_sets"] = {
+        "ids/docs.jsonl": {
+            "url": server.url + "/docs/{name}",
+            "mirror_dir": "ids/docs",
+            "names_from": ["ids/train.jsonl"],
+            "count": len(DOCS),
+            "manifest_sha256": sources.manifest_digest({n: sha(d) for n, d in DOCS.items()}),
+        }
+    }
     monkeypatch.setattr(sources, "_registry", lambda: registry)
     monkeypatch.setattr(sources, "TRIES", 1)
     yield server, registry
@@ -145,10 +154,12 @@ def test_a_second_run_downloads_nothing(served, tmp_path):
 def run_cli_with(registry, args):
     """The console entry point in a fresh process with ``registry`` in place
     of the package's (the one-line error path of ``cli()``)."""
-    code = ("import json, sys\nfrom hatecheck_pipeline.data import sources\n"
-            f"sources._registry = lambda: json.loads({json.dumps(json.dumps(registry))})\n"
-            "sources.TRIES = 1\nfrom hatecheck_pipeline.cli.app import cli\n"
-            f"sys.argv = ['hatecheck-pipeline', *{args!r}]\ncli()\n")
+    code = (
+        "import json, sys\nfrom hatecheck_pipeline.data import sources\n"
+        f"sources._registry = lambda: json.loads({json.dumps(json.dumps(registry))})\n"
+        "sources.TRIES = 1\nfrom hatecheck_pipeline.cli.app import cli\n"
+        f"sys.argv = ['hatecheck-pipeline', *{args!r}]\ncli()\n"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
 
 
@@ -160,8 +171,10 @@ def test_a_wrong_sha256_is_one_line_naming_the_url_and_nothing_is_half_written(s
     done = run_cli_with(registry, ["fetch-data", "--into", str(into)])
     assert done.returncode == 1
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert errors == [f"error: {bad['url']}: sha256 mismatch: expected {bad['sha256']} ({sources.SOURCES_FILE}, toy_a/cases/x.csv), "
-                      f"actual {sha(FILES['toy_a']['cases/x.csv'])}; nothing written"]
+    assert errors == [
+        f"error: {bad['url']}: sha256 mismatch: expected {bad['sha256']} ({sources.SOURCES_FILE}, toy_a/cases/x.csv), "
+        f"actual {sha(FILES['toy_a']['cases/x.csv'])}; nothing written"
+    ]
     assert "Traceback" not in done.stderr and "HATECHECK_PIPELINE_MIRROR=" not in done.stdout
     # the file before it is in place, complete; nothing else: no partial file, no temporary, no lists
     assert sorted(p.relative_to(into).as_posix() for p in into.rglob("*") if p.is_file()) == ["toy_a/labels.csv"]
@@ -169,7 +182,8 @@ def test_a_wrong_sha256_is_one_line_naming_the_url_and_nothing_is_half_written(s
     registry["toy_a"]["files"]["cases/x.csv"]["url"] = server.url + "/toy_a/missing.csv"
     done = run_cli_with(registry, ["fetch-data", "--into", str(into)])
     assert [line for line in done.stderr.splitlines() if line.startswith("error:")] == [
-        f"error: {server.url}/toy_a/missing.csv: HTTP 404; gave up after 1 try"]
+        f"error: {server.url}/toy_a/missing.csv: HTTP 404; gave up after 1 try"
+    ]
 
 
 def test_a_set_whose_manifest_differs_leaves_no_folder(served, tmp_path):

@@ -53,7 +53,9 @@ def test_registry_lists_every_mirror_file_with_pinned_urls(mirror):
     listed = {f"{s}/{name}": meta["sha256"] for s, d in registry.items() for name, meta in d["files"].items()}
     sums = mirror_sums(mirror)
     unread = {k for k in sums if k.split("/", 1)[0] in NOT_READ}
-    assert bool(unread) == bool(NOT_READ) and not any(k.split("/", 1)[0] in NOT_READ for k in listed)  # an entry here is stale once its folder is read
+    assert bool(unread) == bool(NOT_READ) and not any(
+        k.split("/", 1)[0] in NOT_READ for k in listed
+    )  # an entry here is stale once its folder is read
     sums = {k: v for k, v in sums.items() if k not in unread}
     # file sets: every file of the deeper lists is a registered file or in a set whose manifest they hash to
     nested = nested_sums(mirror)
@@ -63,7 +65,7 @@ def test_registry_lists_every_mirror_file_with_pinned_urls(mirror):
     for source in registry:
         for item in raw.raw_sets(source, registry):
             prefix = f"{source}/{item.mirror_dir}/"
-            members = {k[len(prefix):]: v for k, v in in_sets.items() if k.startswith(prefix)}
+            members = {k[len(prefix) :]: v for k, v in in_sets.items() if k.startswith(prefix)}
             assert len(members) == item.count and raw.manifest_digest(members) == item.manifest_sha256
             assert item.url.startswith("https://raw.githubusercontent.com/") and item.url.endswith("{name}")
             assert set(item.names_from) <= set(registry[source]["files"])

@@ -11,17 +11,16 @@ from hatecheck_pipeline.data.case_suites import WINOBIAS_SPLITS, WINOBIAS_TYPES,
 
 PRO = {
     1: "1 [The janitor] reprimanded the accountant because [he] got less allowance.\n"
-       "2 The chief hired [the assistant] because [she] was good.\n"
-       "3 [The nurse] met the CEO because [she] was sick.\n",
-    2: "1 The developer argued with [the designer] and slapped [her].\n"
-       "2 [The mover] thanked the clerk and praised [him].\n",
+    "2 The chief hired [the assistant] because [she] was good.\n"
+    "3 [The nurse] met the CEO because [she] was sick.\n",
+    2: "1 The developer argued with [the designer] and slapped [her].\n2 [The mover] thanked the clerk and praised [him].\n",
 }
 ANTI = {
     1: "1 [The janitor] reprimanded the accountant because [she] got less allowance.\n"
-       "2 The chief hired [the assistant] because [he] was good.\n"
-       "4 [The nurse] met the CEO because [he] was sick.\n",  # line number differs: not a pair
+    "2 The chief hired [the assistant] because [he] was good.\n"
+    "4 [The nurse] met the CEO because [he] was sick.\n",  # line number differs: not a pair
     2: "1 The developer argued with [the designer] and slapped [him].\n"
-       "2 [The mover] thanked the clerk and praised [him].\n",  # the same sentence: not a pair
+    "2 [The mover] thanked the clerk and praised [him].\n",  # the same sentence: not a pair
 }
 
 
@@ -41,17 +40,26 @@ def test_pairs_line_by_line_without_brackets_or_numbers(synthetic):
     # per split: type 1 keeps lines 1 and 2, type 2 keeps line 1
     assert kept.height == 2 * 3 and h.quarantine.height == 2 * 2 and h.counts()["raw_rows"] == 2 * 5
     row = kept.filter(pl.col("id") == "type1-test-2").to_dicts()[0]
-    assert row == {"id": "type1-test-2", "sent_more": "The chief hired the assistant because she was good.",
-                   "sent_less": "The chief hired the assistant because he was good.", "stereo_antistereo": "stereo",
-                   "bias_type": "gender", "winobias_type": 1, "split": "test", "line": "2"}
+    assert row == {
+        "id": "type1-test-2",
+        "sent_more": "The chief hired the assistant because she was good.",
+        "sent_less": "The chief hired the assistant because he was good.",
+        "stereo_antistereo": "stereo",
+        "bias_type": "gender",
+        "winobias_type": 1,
+        "split": "test",
+        "line": "2",
+    }
     row = kept.filter(pl.col("id") == "type2-dev-1").to_dicts()[0]
-    assert (row["sent_more"], row["sent_less"]) == ("The developer argued with the designer and slapped her.",
-                                                    "The developer argued with the designer and slapped him.")
+    assert (row["sent_more"], row["sent_less"]) == (
+        "The developer argued with the designer and slapped her.",
+        "The developer argued with the designer and slapped him.",
+    )
     reasons = sorted(set(h.quarantine["reason"].to_list()))
-    assert reasons == ["identical_pair: the pro and anti sentences are equal",
-                       "misaligned_pair: pro line number 3 != anti line number 4"]
-    assert set(h.quarantine["source_file"]) == {f"{p} + {a}" for p, a in (winobias_files(1, s) for s in WINOBIAS_SPLITS)} | \
-        {f"{p} + {a}" for p, a in (winobias_files(2, s) for s in WINOBIAS_SPLITS)}
+    assert reasons == ["identical_pair: the pro and anti sentences are equal", "misaligned_pair: pro line number 3 != anti line number 4"]
+    assert set(h.quarantine["source_file"]) == {f"{p} + {a}" for p, a in (winobias_files(1, s) for s in WINOBIAS_SPLITS)} | {
+        f"{p} + {a}" for p, a in (winobias_files(2, s) for s in WINOBIAS_SPLITS)
+    }
 
 
 def test_a_line_in_only_one_file_is_quarantined(tmp_path):

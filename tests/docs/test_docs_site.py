@@ -29,8 +29,10 @@ def test_readme_is_short_and_free_of_work_tracking():
 def test_readme_keeps_the_two_fresh_machine_commands():
     """.ci/run runs `scripts/setup.sh` then `python -m pytest`: the README says exactly that."""
     text = README.read_text("utf-8")
-    assert ("bash scripts/setup.sh && . .venv/bin/activate && HATECHECK_PIPELINE_MIRROR=../shared/datasets "
-            "snakemake --cores 8 reports/mhc_xtc.html") in text
+    assert (
+        "bash scripts/setup.sh && . .venv/bin/activate && HATECHECK_PIPELINE_MIRROR=../shared/datasets "
+        "snakemake --cores 8 reports/mhc_xtc.html"
+    ) in text
     assert ". .venv/bin/activate && HATECHECK_PIPELINE_MIRROR=../shared/datasets python -m pytest" in text
     ci = (REPO / ".ci/run").read_text("utf-8")
     assert "bash scripts/setup.sh" in ci and "python -m pytest" in ci
@@ -39,7 +41,7 @@ def test_readme_keeps_the_two_fresh_machine_commands():
 def _nav_pages(nav) -> list[str]:
     out = []
     for entry in nav:
-        for value in (entry.values() if isinstance(entry, dict) else [entry]):
+        for value in entry.values() if isinstance(entry, dict) else [entry]:
             out += _nav_pages(value) if isinstance(value, list) else [value]
     return out
 
@@ -50,7 +52,10 @@ def test_site_builds_strictly(tmp_path):
     site = tmp_path / "site"
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(REPO / "mkdocs.yml"), "--site-dir", str(site)],
-        cwd=REPO, capture_output=True, text=True, env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)},
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent)},
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # mkdocs reports a link into an excluded folder (docs/generated/, docs/runs/) only at INFO level: fail on it too

@@ -50,22 +50,25 @@ def hits(text: str) -> list[str]:
     return [" ".join(m.group(0).split()) for m in matches(text)]
 
 
-@pytest.mark.parametrize("text, expected", [
-    (f"the cluster bootstrap ({I} 30, point 1)", [f"{I} 30"]),
-    (f"{I.title()} 30's 'done when'", [f"{I.title()} 30"]),
-    (f"{ST} 52's fp32 screens", [f"{ST} 52"]),
-    (f"see {I}s #5 and more", [f"{I}s #5"]),
-    (f"quoted in {I}\n    32's record", [f"{I} 32"]),
-    (f"measured under this {S}'s load", [f"this {S}"]),
-    (f"in an earlier {S} the same day", [f"earlier {S}"]),
-    (f"a host shared by ~7 {S}s", [f"7 {S}s"]),
-    ("self.session = requests.Session()", []),
-    ("ort.InferenceSession(path)", []),
-    ('@pytest.fixture(scope="session")', []),
-    ("collected once for the pytest session", []),
-    ("A kept HTTP session against the endpoint", []),
-    ("the issue owner decides; stop the run at 5", []),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (f"the cluster bootstrap ({I} 30, point 1)", [f"{I} 30"]),
+        (f"{I.title()} 30's 'done when'", [f"{I.title()} 30"]),
+        (f"{ST} 52's fp32 screens", [f"{ST} 52"]),
+        (f"see {I}s #5 and more", [f"{I}s #5"]),
+        (f"quoted in {I}\n    32's record", [f"{I} 32"]),
+        (f"measured under this {S}'s load", [f"this {S}"]),
+        (f"in an earlier {S} the same day", [f"earlier {S}"]),
+        (f"a host shared by ~7 {S}s", [f"7 {S}s"]),
+        ("self.session = requests.Session()", []),
+        ("ort.InferenceSession(path)", []),
+        ('@pytest.fixture(scope="session")', []),
+        ("collected once for the pytest session", []),
+        ("A kept HTTP session against the endpoint", []),
+        ("the issue owner decides; stop the run at 5", []),
+    ],
+)
 def test_the_rule_finds_work_tracking_words_only(text, expected):
     assert hits(text) == expected
 

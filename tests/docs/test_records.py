@@ -48,8 +48,9 @@ RUNS = sorted(p for p in (REPO / "docs" / "runs").iterdir() if p.is_dir())
 
 def test_the_generated_pages_are_what_the_renderer_makes_of_the_record():
     """`hatecheck-pipeline docs render --check`, as a user runs it."""
-    proc = subprocess.run([str(Path(sys.executable).parent / "hatecheck-pipeline"), "docs", "render", "--check"],
-                          cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "hatecheck-pipeline"), "docs", "render", "--check"], cwd=REPO, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     record = docs_pages.record_of(REPO / "docs/generated/results.md")
     assert record is not None and (REPO / record) in RUNS
@@ -83,7 +84,7 @@ def _expand(name: str) -> list[str]:
     found = re.search(r"\{([^{}]+)\}", name)
     if not found:
         return [name]
-    return [n for part in found.group(1).split(",") for n in _expand(name[:found.start()] + part + name[found.end():])]
+    return [n for part in found.group(1).split(",") for n in _expand(name[: found.start()] + part + name[found.end() :])]
 
 
 def readme_rows() -> dict[str, list[str]]:

@@ -14,11 +14,12 @@ import yaml
 from typer.testing import CliRunner
 
 from hatecheck_pipeline.cli.app import app
-from hatecheck_pipeline.core import config
+from hatecheck_pipeline.core import config, yamlio
 from hatecheck_pipeline.docsite import config_reference as ref
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "generated" / "config.md"
+SOURCES = (config.SCHEMA_FILE, config.PARAMS_FILE)  # as `docs render` names them, run from the project root
 
 
 def _schemas(node: Any, where: str) -> Iterator[tuple[str, Any]]:
@@ -58,7 +59,7 @@ def undescribed(schema: dict) -> list[str]:
 
 
 def test_every_schema_key_has_a_description():
-    schema = config.read_yaml(REPO / config.SCHEMA_FILE)
+    schema = yamlio.read_yaml(REPO / config.SCHEMA_FILE)
     missing = undescribed(schema)
     assert not missing, f"schema keys without a description: {missing}"
 
@@ -109,7 +110,7 @@ def _pattern(key: str) -> re.Pattern:
 
 
 def test_the_page_lists_every_key_params_yaml_sets():
-    params = config.read_yaml(REPO / config.PARAMS_FILE)
+    params = yamlio.read_yaml(REPO / config.PARAMS_FILE)
     page = PAGE.read_text("utf-8")
     patterns = [_pattern(k) for k in _listed_keys(page)]
     assert patterns, "the page lists no keys"
@@ -118,14 +119,16 @@ def test_the_page_lists_every_key_params_yaml_sets():
     unlisted = [p for p in paths if not any(pat.match(p) for pat in patterns)]
     assert not unlisted, f"params.yaml keys missing from {PAGE.relative_to(REPO)}: {unlisted}"
     # and every listed key is one the schema has, with its description on the page
-    schema = config.read_yaml(REPO / config.SCHEMA_FILE)
+    schema = yamlio.read_yaml(REPO / config.SCHEMA_FILE)
     assert sorted(set(_listed_keys(page))) == sorted({r.path for r in ref.rows(schema)} | set(schema["properties"]))
 
 
 def test_the_committed_page_is_what_the_schema_and_params_yaml_give():
-    schema = config.read_yaml(REPO / config.SCHEMA_FILE)
-    params = config.read_yaml(REPO / config.PARAMS_FILE)
-    assert PAGE.read_text("utf-8") == ref.render(schema, params), "docs/generated/config.md is stale: run `hatecheck-pipeline docs render`"
+    schema = yamlio.read_yaml(REPO / config.SCHEMA_FILE)
+    params = yamlio.read_yaml(REPO / config.PARAMS_FILE)
+    assert PAGE.read_text("utf-8") == ref.render(schema, params, SOURCES), (
+        "docs/generated/config.md is stale: run `hatecheck-pipeline docs render`"
+    )
 
 
 def test_values_types_and_conditions_of_a_small_schema():
@@ -205,7 +208,7 @@ def test_values_types_and_conditions_of_a_small_schema():
     assert value("models.<model>.split", "kind is another value or absent") == "`0.5` (m2, m3)"
     assert value("diffs[].a") == "`m1` (0)<br>`m2` (1)"
     assert value("stop") == "`null`" and value("stop.patience") == "not set"
-    page = ref.render(schema, params)
+    page = ref.render(schema, params, SOURCES)
     assert "### models" in page and "| `models.<model>.backend`<br>(when kind = llm) | string | `local` (m1) |" in page
 
 

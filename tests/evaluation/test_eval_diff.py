@@ -54,7 +54,7 @@ def suite_files(tmp_path):
 def test_a_model_against_itself_flags_nothing(suite_files, tmp_path):
     table, a, _ = suite_files
     doc = D.run(hatecheck(), a, a, tmp_path / "d.json", ("A", "A"), boot=Bootstrap(500), gold_table=table)
-    assert doc["flagged"] == []
+    assert doc["flagged"] == [] and (doc["suite"], doc["dataset"]) == ("hatecheck", "hatecheck")
     assert all(t["difference"] == 0 and t["ci_low"] == 0 == t["ci_high"] and t["p_value"] == 1.0 for t in doc["by_functionality"].values())
     assert json.loads((tmp_path / "d.json").read_text())["correction"] == "holm"
     assert doc["bootstrap"]["resampling_unit"] == "template" and doc["bootstrap"]["paired"]
@@ -80,6 +80,36 @@ def test_flipping_one_functionality_flags_exactly_that_one(suite_files, tmp_path
     assert f3["holm_ci_high"] < 0 and f3["ci_high"] < 0
     # the cases that went from right to wrong, with their text
     assert f3["n_went_wrong"] == len(f3["went_wrong"]) == 47 and f3["went_right"][0]["text"].startswith("case ")
+
+
+def test_the_report_labels_the_tests_from_the_dataset_the_comparison_records():
+    """The report's rows are the functional tests of the dataset the diff
+    document names (MHC's F-numbers here), not of one guessed from the
+    suite's name."""
+    from hatecheck_pipeline.report.diff_view import one
+
+    test = {
+        "n": 10,
+        "accuracy_a": 90.0,
+        "accuracy_b": 40.0,
+        "difference": -50.0,
+        "ci_low": -60.0,
+        "ci_high": -40.0,
+        "p_value": 0.001,
+        "p_holm": 0.001,
+        "flagged": True,
+        "worse": True,
+    }
+    doc = {
+        "suite": "my_pinyin_suite",
+        "dataset": "mhc",
+        "a": {"model": "A"},
+        "b": {"model": "B"},
+        "by_functionality": {"spell_pinyin_h": test},
+        "flagged": ["spell_pinyin_h"],
+    }
+    html = one("diff_A_B_my_pinyin_suite", {"doc": doc, "file": "d.json", "stage": "diff_A_B_my_pinyin_suite"})
+    assert "F34 spell_pinyin_h" in html
 
 
 def test_holm_adjusts_the_reported_p_values_and_ties_are_not_decided_by_name():

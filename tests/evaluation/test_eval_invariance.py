@@ -12,7 +12,7 @@ import polars as pl
 from conftest import REPO
 
 from hatecheck_pipeline.core import config, paths
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import invariance as INV
 from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.evaluation import scoring, tables

@@ -12,7 +12,7 @@ from conftest import REPO
 from eval_synthetic import hatecheck_like, predictions
 from typer.testing import CliRunner
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.cli.app import app
 from hatecheck_pipeline.core import paths

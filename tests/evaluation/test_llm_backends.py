@@ -12,7 +12,7 @@ import torch
 from fake_openai import fake_chat_server
 from tiny_causal_lm import tiny_causal_lm
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.data import ethos
 from hatecheck_pipeline.evaluation import llm
 from hatecheck_pipeline.models import llm as prompting

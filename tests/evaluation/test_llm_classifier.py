@@ -13,7 +13,7 @@ import pytest
 from fake_openai import fake_chat_server
 from tiny_causal_lm import tiny_causal_lm
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.config import SCHEMA_FILE, ConfigError, cross_check, load_params, validate
 from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.evaluation import llm_classifier as lc
@@ -59,7 +59,6 @@ def run_local(tmp_path, monkeypatch, lm, prompt_language, profile="p"):
         "tiny",
         suites,
         suite_tables(tmp_path),
-        [],
         outs,
         tmp_path / prompt_language / "answers.csv",
         {"kind": "local", "model": "unused"},
@@ -129,7 +128,6 @@ def test_endpoint_backend_parses_the_language_s_yes_and_no_and_caches(tmp_path):
                 "ep",
                 suites,
                 suite_tables(tmp_path),
-                [],
                 outs,
                 tmp_path / "a.csv",
                 cfg,

@@ -11,7 +11,7 @@ import pytest
 from fake_openai import fake_chat_server
 from test_llm_backends import synthetic_items
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import llm
 from hatecheck_pipeline.expansion.llm import ChatClient, EndpointError
 

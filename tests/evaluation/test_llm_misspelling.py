@@ -12,8 +12,8 @@ import pytest
 from conftest import REPO
 from fake_openai import fake_chat_server
 
-from hatecheck_pipeline.core.config import Profile
-from hatecheck_pipeline.data.harmonise import HATEFUL
+from hatecheck_pipeline.core.profile import Profile
+from hatecheck_pipeline.data.labels import HATEFUL
 from hatecheck_pipeline.evaluation import llm_misspelling as ms
 from hatecheck_pipeline.evaluation.published import load
 from hatecheck_pipeline.report.llm_misspelling import misspelling_section
@@ -135,7 +135,6 @@ def test_stage_asks_both_settings_at_temperature_zero_and_reports_next_to_table2
         msg = ms.run_misspelling(
             "fake",
             table_path,
-            tmp_path / "v.json",
             PUBLISHED,
             tmp_path / "a.csv",
             tmp_path / "m.json",

@@ -79,8 +79,10 @@ def test_no_native_bf16_is_never_probed(probe, monkeypatch):
 
 def test_the_key_names_the_cpu_and_torch(tmp_path, monkeypatch):
     info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nmodel name\t: Intel(R) Xeon(R)   Processor\nflags\t\t: sse avx512_bf16 avx2 sse\n\n"
-                    "processor\t: 1\nmodel name\t: other\nflags\t\t: none\n")
+    info.write_text(
+        "processor\t: 0\nmodel name\t: Intel(R) Xeon(R)   Processor\nflags\t\t: sse avx512_bf16 avx2 sse\n\n"
+        "processor\t: 1\nmodel name\t: other\nflags\t\t: none\n"
+    )
     assert cpu.cpu_identity(str(info)) == ("Intel(R) Xeon(R)   Processor", "avx2 avx512_bf16 sse")
     assert cpu.cpu_identity(str(tmp_path / "missing")) == ("unknown CPU", "")
     key = bf16.machine_key()

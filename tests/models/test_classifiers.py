@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from models_helpers import tiny_bert
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.base import content_hash
 from hatecheck_pipeline.models.classifiers import ClassifierError
@@ -23,8 +23,15 @@ from hatecheck_pipeline.models.kinds.onnx import ONNX_LOCALE
 from hatecheck_pipeline.models.kinds.python import labels_to_p, split_ref
 from hatecheck_pipeline.suites.registry import Suite
 
-ONNX_SPEC = {"kind": "onnx", "input": "text", "output": "probs", "classes": ["neither", "hate"], "hateful": ["hate"],
-             "suites": ["hatecheck"], "seed": 0}
+ONNX_SPEC = {
+    "kind": "onnx",
+    "input": "text",
+    "output": "probs",
+    "classes": ["neither", "hate"],
+    "hateful": ["hate"],
+    "suites": ["hatecheck"],
+    "seed": 0,
+}
 
 
 def keyword_onnx(path: Path, input_name: str = "text", pattern: str = ".*hate.*") -> Path:
@@ -43,9 +50,13 @@ def keyword_onnx(path: Path, input_name: str = "text", pattern: str = ".*hate.*"
         h.make_node("Sub", ["one", "p2"], ["q2"]),
         h.make_node("Concat", ["q2", "p2"], ["probs"], axis=1),
     ]
-    graph = h.make_graph(nodes, "keyword", [h.make_tensor_value_info(input_name, T.STRING, [None])],
-                         [h.make_tensor_value_info("probs", T.FLOAT, [None, 2])],
-                         initializer=[h.make_tensor("axes", T.INT64, [1], [1]), h.make_tensor("one", T.FLOAT, [1], [1.0])])
+    graph = h.make_graph(
+        nodes,
+        "keyword",
+        [h.make_tensor_value_info(input_name, T.STRING, [None])],
+        [h.make_tensor_value_info("probs", T.FLOAT, [None, 2])],
+        initializer=[h.make_tensor("axes", T.INT64, [1], [1]), h.make_tensor("one", T.FLOAT, [1], [1.0])],
+    )
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 20)])
     model.ir_version = 9
     onnx.checker.check_model(model)
@@ -203,11 +214,24 @@ def test_register_and_predict_write_a_card_and_predictions_in_every_model_s_layo
     assert doc["classifier"] and doc["kind"] == "onnx" and doc["trained_on"] == ["davidson2017"]
     assert doc["identity"]["content_sha256"] == doc["base_model"]["content_sha256"]
     table = tmp_path / "table.parquet"
-    pl.DataFrame({"case_id": [3, 1, 2], "text": ["I hate you", "hello", "HATE"], "label": ["hateful", "non-hateful", "hateful"]}).write_parquet(table)
+    pl.DataFrame(
+        {"case_id": [3, 1, 2], "text": ["I hate you", "hello", "HATE"], "label": ["hateful", "non-hateful", "hateful"]}
+    ).write_parquet(table)
     suite = Suite("hatecheck", "hatecheck", "case_id")
     out = tmp_path / "results/kw/hatecheck/predictions.parquet"
-    external.predict("kw", spec, [suite], {"hatecheck": table}, [out], card, threshold=0.5, threads=1,
-                     profile=Profile("smoke", {"max_cases_per_suite": None}), seed=0, model_file=onnx_file)
+    external.predict(
+        "kw",
+        spec,
+        [suite],
+        {"hatecheck": table},
+        [out],
+        card,
+        threshold=0.5,
+        threads=1,
+        profile=Profile("smoke", {"max_cases_per_suite": None}),
+        seed=0,
+        model_file=onnx_file,
+    )
     preds = pl.read_parquet(out)
     assert preds["id"].to_list() == ["1", "2", "3"]  # sorted by id, as every predict stage writes them
     assert preds["pred"].to_list() == ["non-hateful", "hateful", "hateful"]
@@ -241,8 +265,16 @@ def test_evaluate_reads_what_it_can_from_the_model_and_names_what_it_cannot(tmp_
 
     onnx_file = keyword_onnx(tmp_path / "kw.onnx")
     spec = classifier_spec(str(onnx_file), classes=["neither", "hateful"], suites=["hatecheck"])
-    assert spec | {"model": None} == {"kind": "onnx", "model": None, "input": "text", "output": "probs",
-                                      "classes": ["neither", "hateful"], "hateful": ["hateful"], "suites": ["hatecheck"], "seed": 42}
+    assert spec | {"model": None} == {
+        "kind": "onnx",
+        "model": None,
+        "input": "text",
+        "output": "probs",
+        "classes": ["neither", "hateful"],
+        "hateful": ["hateful"],
+        "suites": ["hatecheck"],
+        "seed": 42,
+    }
     with pytest.raises(ClassifierError, match="--classes"):
         classifier_spec(str(onnx_file), suites=["hatecheck"])
     with pytest.raises(ClassifierError, match="give --hateful"):

@@ -38,11 +38,22 @@ def fixture_files(tok, tmp_path, texts=None):
     texts = texts or {pid: text for pid, (text, _, _) in POSTS.items()}
     rows = [{"id": pid, "text": texts[pid], "label3": label, "split": "train", "rationales": []} for pid, (_, label, _) in POSTS.items()]
     # one test post with three annotators' masks: the ERASER spans are their union
-    rows.append({"id": "9_gab", "text": "kill those vermin now", "label3": "hatespeech", "split": "test", "rationales": [[0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 1, 0]]})
+    rows.append(
+        {
+            "id": "9_gab",
+            "text": "kill those vermin now",
+            "label3": "hatespeech",
+            "split": "test",
+            "rationales": [[0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 1, 0]],
+        }
+    )
     test_ids = tok(["kill", "those", "vermin", "now"], is_split_into_words=True)
     spans = [[j for j, x in enumerate(test_ids.word_ids()) if x == w] for w in (0, 2)]  # "kill", "vermin"
-    test_record = {"annotation_id": "9_gab", "classification": "hatespeech",
-                   "evidences": [[{"start_token": t[0], "end_token": t[-1] + 1} for t in spans]]}
+    test_record = {
+        "annotation_id": "9_gab",
+        "classification": "hatespeech",
+        "evidences": [[{"start_token": t[0], "end_token": t[-1] + 1} for t in spans]],
+    }
     records, docs = [], []
     for pid, (text, label, spans) in POSTS.items():
         if spans is None:
@@ -75,7 +86,15 @@ def run(tmp_path, table, train, test, docs, min_similarity=0.8):
 
 def test_normalise_word_reproduces_hatexplains_rewrites():
     assert [eraser.normalise_word(w) for w in ["<user>", "<number>", "2020", "s", "'", "f*ck", "<censored>", "ok"]] == [
-        "user", "number", "number", "", "", "f ck censored", "censored", "ok"]
+        "user",
+        "number",
+        "number",
+        "",
+        "",
+        "f ck censored",
+        "censored",
+        "ok",
+    ]
 
 
 def test_aligned_posts_give_word_masks(tok, tmp_path):
@@ -94,7 +113,9 @@ def test_a_post_whose_text_is_not_its_doc_is_an_error_naming_it(tok, tmp_path):
     texts["2_twitter"] = "have a nice day"  # a row-position shift: another post's text under this id
     altered = tmp_path / "altered.parquet"
     frame = pl.read_parquet(files[0])
-    frame.with_columns(pl.when(pl.col("id") == "2_twitter").then(pl.lit(texts["2_twitter"])).otherwise("text").alias("text")).write_parquet(altered)
+    frame.with_columns(pl.when(pl.col("id") == "2_twitter").then(pl.lit(texts["2_twitter"])).otherwise("text").alias("text")).write_parquet(
+        altered
+    )
     with pytest.raises(eraser.AlignmentError, match=r"training post 2_twitter: its text is not its ERASER doc"):
         run(tmp_path, altered, *files[1:])
 
@@ -109,6 +130,8 @@ def test_a_near_match_is_counted_and_a_label_mismatch_is_an_error(tok, tmp_path)
     assert report["near"] == 1 and report["near_examples"][0]["id"] == "2_twitter" and masks["2_twitter"] == [[0, 1, 0, 0, 0, 0]]
     with pytest.raises(eraser.AlignmentError, match="2_twitter"):
         run(tmp_path, tmp_path / "near.parquet", train, test, docs, min_similarity=0.99)
-    frame.with_columns(pl.when(pl.col("id") == "1_gab").then(pl.lit("offensive")).otherwise("label3").alias("label3")).write_parquet(tmp_path / "lab.parquet")
+    frame.with_columns(pl.when(pl.col("id") == "1_gab").then(pl.lit("offensive")).otherwise("label3").alias("label3")).write_parquet(
+        tmp_path / "lab.parquet"
+    )
     with pytest.raises(eraser.AlignmentError, match=r"training post 1_gab: the ERASER record says 'hatespeech'"):
         run(tmp_path, tmp_path / "lab.parquet", train, test, docs)

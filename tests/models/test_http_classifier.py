@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from fake_openai import serve_json
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
 from hatecheck_pipeline.models.kinds.http import HttpClassifier
@@ -37,8 +37,19 @@ def fake_perspective(calls: list, script=()):
 
 
 def spec(url, tmp_path, **extra):
-    return {"kind": "http", "model": url, "format": "perspective", "attribute": "IDENTITY_ATTACK", "key_env": "FAKE_PERSPECTIVE_KEY",
-            "rate_per_s": 1000, "retries": 3, "cache_dir": str(tmp_path / "cache"), "suites": ["hatecheck"], "seed": 0, **extra}
+    return {
+        "kind": "http",
+        "model": url,
+        "format": "perspective",
+        "attribute": "IDENTITY_ATTACK",
+        "key_env": "FAKE_PERSPECTIVE_KEY",
+        "rate_per_s": 1000,
+        "retries": 3,
+        "cache_dir": str(tmp_path / "cache"),
+        "suites": ["hatecheck"],
+        "seed": 0,
+        **extra,
+    }
 
 
 def test_scores_are_read_the_key_sent_and_never_written(tmp_path, monkeypatch):
@@ -107,7 +118,9 @@ def test_the_predict_stage_asks_each_case_once_and_a_resumed_run_asks_nothing(tm
     monkeypatch.setenv("FAKE_PERSPECTIVE_KEY", KEY)
     monkeypatch.chdir(tmp_path)
     table = tmp_path / "t.parquet"
-    pl.DataFrame({"case_id": [1, 2, 3], "text": ["hate a", "b", "c"], "label": ["hateful", "non-hateful", "non-hateful"]}).write_parquet(table)
+    pl.DataFrame({"case_id": [1, 2, 3], "text": ["hate a", "b", "c"], "label": ["hateful", "non-hateful", "non-hateful"]}).write_parquet(
+        table
+    )
     calls: list = []
     with fake_perspective(calls) as url:
         s = spec(url, tmp_path)

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 from fake_openai import serve_json
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import scoring
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
@@ -31,8 +31,19 @@ KEY = "sk-test-secret-0123456789"
 
 
 def spec(url, tmp_path, **extra):
-    return {"kind": "http", "model": url, "format": "perspective", "attribute": "IDENTITY_ATTACK", "key_env": "FAKE_PERSPECTIVE_KEY",
-            "rate_per_s": 1000, "retries": 3, "cache_dir": str(tmp_path / "cache"), "suites": ["hatecheck"], "seed": 0, **extra}
+    return {
+        "kind": "http",
+        "model": url,
+        "format": "perspective",
+        "attribute": "IDENTITY_ATTACK",
+        "key_env": "FAKE_PERSPECTIVE_KEY",
+        "rate_per_s": 1000,
+        "retries": 3,
+        "cache_dir": str(tmp_path / "cache"),
+        "suites": ["hatecheck"],
+        "seed": 0,
+        **extra,
+    }
 
 
 class Counter:
@@ -152,20 +163,37 @@ def test_each_suite_language_is_sent_and_suites_outside_languages_are_not_run(tm
         classifiers.load("J", json_spec).p_hateful(["b"], language="zh")
     assert calls[0]["body"] == {"text": "a", "lang": "zh"} and calls[1]["body"] == {"text": "b"}
 
-    params = {"datasets": {"mhc": {"languages": ["german", "hindi", "mandarin"]}},
-              "models": {"P": {"kind": "http", "suites": ["hatecheck", "mhc"], "languages": ["en", "de"]}}}
+    params = {
+        "datasets": {"mhc": {"languages": ["german", "hindi", "mandarin"]}},
+        "models": {"P": {"kind": "http", "suites": ["hatecheck", "mhc"], "languages": ["en", "de"]}},
+    }
     assert [s.name for s in languages.suites_run(params, "P")] == ["hatecheck", "mhc_german"]
-    assert [(g, [s.name for s in ss]) for g, ss in languages.groups_run(params, "P")] == [("hatecheck", ["hatecheck"]), ("mhc", ["mhc_german"])]
+    assert [(g, [s.name for s in ss]) for g, ss in languages.groups_run(params, "P")] == [
+        ("hatecheck", ["hatecheck"]),
+        ("mhc", ["mhc_german"]),
+    ]
     assert languages.not_run_suites(params, "P") == {
         "mhc_hindi": "not run: language hi not in the API's languages (en, de)",
         "mhc_mandarin": "not run: language zh not in the API's languages (en, de)",
     }
-    assert [languages.language_code(x) for x in ("arabic", "dutch", "french", "italian", "polish", "portuguese", "spanish", "english")] == \
-        ["ar", "nl", "fr", "it", "pl", "pt", "es", "en"]
+    assert [languages.language_code(x) for x in ("arabic", "dutch", "french", "italian", "polish", "portuguese", "spanish", "english")] == [
+        "ar",
+        "nl",
+        "fr",
+        "it",
+        "pl",
+        "pt",
+        "es",
+        "en",
+    ]
 
 
 def refuse_bad(text):
-    return (400, {}, {"error": {"message": f"Attribute IDENTITY_ATTACK does not support request language for {text!r}"}}) if "bad" in text else None
+    return (
+        (400, {}, {"error": {"message": f"Attribute IDENTITY_ATTACK does not support request language for {text!r}"}})
+        if "bad" in text
+        else None
+    )
 
 
 def test_a_refused_text_is_unanswered_cached_and_counted_in_the_metrics(tmp_path, monkeypatch):
@@ -174,8 +202,14 @@ def test_a_refused_text_is_unanswered_cached_and_counted_in_the_metrics(tmp_path
     n = 60
     texts = [f"bad {i}" if i == 7 else f"hate {i}" if i % 2 else f"fine {i}" for i in range(n)]
     table = tmp_path / "t.parquet"
-    pl.DataFrame({"case_id": list(range(n)), "text": texts, "label": ["hateful" if i % 2 else "non-hateful" for i in range(n)],
-                  "functionality": ["f_a" if i < 30 else "f_b" for i in range(n)]}).write_parquet(table)
+    pl.DataFrame(
+        {
+            "case_id": list(range(n)),
+            "text": texts,
+            "label": ["hateful" if i % 2 else "non-hateful" for i in range(n)],
+            "functionality": ["f_a" if i < 30 else "f_b" for i in range(n)],
+        }
+    ).write_parquet(table)
     calls: list = []
     suite = Suite("heldout_x", "x", "case_id", "heldout")
     out = tmp_path / "p.parquet"
@@ -288,8 +322,15 @@ def test_the_pipeline_declares_no_stage_for_a_suite_outside_the_apis_languages(m
     from hatecheck_pipeline.pipeline import registry as dag
 
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
-    api = {"kind": "http", "model": "http://127.0.0.1:9/analyze", "key_env": "FAKE_PERSPECTIVE_KEY", "concurrency": 2,
-           "languages": ["en", "de"], "suites": ["hatecheck", "mhc"], "seed": 0}
+    api = {
+        "kind": "http",
+        "model": "http://127.0.0.1:9/analyze",
+        "key_env": "FAKE_PERSPECTIVE_KEY",
+        "concurrency": 2,
+        "languages": ["en", "de"],
+        "suites": ["hatecheck", "mhc"],
+        "seed": 0,
+    }
     p = config.load_params(overrides={"models.API": api})
     stages = {s.name: s for s in dag.build_stages(p)}
     predict = stages["predict_API_mhc"]

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from fake_openai import serve_json
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import diff as D
 from hatecheck_pipeline.evaluation.metrics import Bootstrap
 from hatecheck_pipeline.models import classifiers, external
@@ -29,8 +29,19 @@ KEY = "sk-test-secret-0123456789"
 
 
 def spec(url, tmp_path, **extra):
-    return {"kind": "http", "model": url, "format": "perspective", "attribute": "IDENTITY_ATTACK", "key_env": "FAKE_PERSPECTIVE_KEY",
-            "rate_per_s": 1000, "retries": 3, "cache_dir": str(tmp_path / "cache"), "suites": ["hatecheck"], "seed": 0, **extra}
+    return {
+        "kind": "http",
+        "model": url,
+        "format": "perspective",
+        "attribute": "IDENTITY_ATTACK",
+        "key_env": "FAKE_PERSPECTIVE_KEY",
+        "rate_per_s": 1000,
+        "retries": 3,
+        "cache_dir": str(tmp_path / "cache"),
+        "suites": ["hatecheck"],
+        "seed": 0,
+        **extra,
+    }
 
 
 def fake_api(calls: list, era: list):
@@ -93,7 +104,9 @@ def test_the_card_and_predictions_record_when_the_answers_were_obtained(tmp_path
     clock = Clock(datetime(2026, 11, 30, 23, 50, tzinfo=timezone.utc))
     monkeypatch.setattr(http_kind, "utc_now", clock)
     table = tmp_path / "t.parquet"
-    pl.DataFrame({"case_id": [1, 2, 3], "text": ["hate a", "b", "c"], "label": ["hateful", "non-hateful", "non-hateful"]}).write_parquet(table)
+    pl.DataFrame({"case_id": [1, 2, 3], "text": ["hate a", "b", "c"], "label": ["hateful", "non-hateful", "non-hateful"]}).write_parquet(
+        table
+    )
     calls: list = []
     card = tmp_path / "card.json"
     out = tmp_path / "p.parquet"
@@ -129,8 +142,15 @@ def test_diff_compares_two_snapshots_per_functional_test(tmp_path, monkeypatch):
     for fi, (f, word) in enumerate(funcs.items()):  # 12 templates of 2 cases per functional test
         for t in range(12):
             for c in range(2):
-                rows.append({"case_id": len(rows) + 1, "text": f"{word} {f} {t} {c}", "functionality": f, "templ_id": fi * 100 + t,
-                             "label": "hateful" if f.endswith("_h") else "non-hateful"})
+                rows.append(
+                    {
+                        "case_id": len(rows) + 1,
+                        "text": f"{word} {f} {t} {c}",
+                        "functionality": f,
+                        "templ_id": fi * 100 + t,
+                        "label": "hateful" if f.endswith("_h") else "non-hateful",
+                    }
+                )
     table = tmp_path / "hatecheck.parquet"
     pl.DataFrame(rows).write_parquet(table)
     calls: list = []
@@ -147,8 +167,15 @@ def test_diff_compares_two_snapshots_per_functional_test(tmp_path, monkeypatch):
             files[snapshot] = tmp_path / f"{name}.parquet"
             external.predict(name, s, [hatecheck()], {"hatecheck": table}, [files[snapshot]], card, **args)
     assert len(calls) == 2 * (len(rows) + 2)  # the second snapshot asked every text again
-    doc = D.run(hatecheck(), files["2026-11"], files["2026-12"], tmp_path / "d.json", ("P-2026-11", "P-2026-12"),
-                boot=Bootstrap(2000), gold_table=table)
+    doc = D.run(
+        hatecheck(),
+        files["2026-11"],
+        files["2026-12"],
+        tmp_path / "d.json",
+        ("P-2026-11", "P-2026-12"),
+        boot=Bootstrap(2000),
+        gold_table=table,
+    )
     tests = doc["by_functionality"]
     assert tests["slur_h"]["accuracy_a"] == 100.0 and tests["slur_h"]["accuracy_b"] == 0.0
     assert doc["worse"] == ["slur_h"] and doc["flagged"] == ["slur_h"]

@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from models_helpers import tiny_bert
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.kinds.pretrained import hub_commit
 from hatecheck_pipeline.suites.registry import Suite
@@ -74,8 +74,15 @@ def test_the_commit_is_read_from_the_cache_offline(hub_cache):
 
 def test_the_card_names_the_commit_and_predict_loads_it_after_main_moved(hub_cache, tmp_path, monkeypatch, cpu_only):
     monkeypatch.chdir(tmp_path)
-    spec = {"kind": "pretrained", "model": "org/tiny", "hateful": ["HATE"], "max_length": 32, "batch_size": 4,
-            "suites": ["hatecheck"], "seed": 0}
+    spec = {
+        "kind": "pretrained",
+        "model": "org/tiny",
+        "hateful": ["HATE"],
+        "max_length": 32,
+        "batch_size": 4,
+        "suites": ["hatecheck"],
+        "seed": 0,
+    }
     card = tmp_path / "card.json"
     external.register("tiny", spec, card, Profile("smoke", {}))
     identity = json.loads(card.read_text())["identity"]
@@ -92,8 +99,18 @@ def test_the_card_names_the_commit_and_predict_loads_it_after_main_moved(hub_cac
     table = tmp_path / "t.parquet"
     pl.DataFrame({"case_id": [1, 2, 3], "text": texts, "label": ["hateful", "non-hateful", "non-hateful"]}).write_parquet(table)
     out = tmp_path / "p.parquet"
-    external.predict("tiny", spec, [Suite("hatecheck", "hatecheck", "case_id")], {"hatecheck": table}, [out], card,
-                     threshold=0.5, threads=1, profile=Profile("smoke", {"max_cases_per_suite": None}), seed=0)
+    external.predict(
+        "tiny",
+        spec,
+        [Suite("hatecheck", "hatecheck", "case_id")],
+        {"hatecheck": table},
+        [out],
+        card,
+        threshold=0.5,
+        threads=1,
+        profile=Profile("smoke", {"max_cases_per_suite": None}),
+        seed=0,
+    )
     predicted = pl.read_parquet(out).sort("id")["p_hateful"].to_numpy()
     assert np.allclose(predicted, at_commit_1, atol=1e-3)  # the registered commit (float noise of another thread count aside)
     assert f"revision={COMMIT_1}" in pl.read_parquet_metadata(out)["classifier_identity"]

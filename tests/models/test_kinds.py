@@ -34,8 +34,9 @@ def schema_kinds(schema: Mapping[str, Any]) -> tuple[list[str], list[str], list[
     routes a models entry to it, and the kinds its argmax rule refuses."""
     entry = schema["$defs"]["classifier"]
     routed = schema["properties"]["models"]["additionalProperties"]["else"]["if"]["properties"]["kind"]["enum"]
-    no_argmax = [rule["if"]["properties"]["kind"]["enum"] for rule in entry["allOf"]
-                 if "decision" in (rule.get("then", {}).get("properties") or {})]
+    no_argmax = [
+        rule["if"]["properties"]["kind"]["enum"] for rule in entry["allOf"] if "decision" in (rule.get("then", {}).get("properties") or {})
+    ]
     assert len(no_argmax) == 1
     return entry["properties"]["kind"]["enum"], routed, no_argmax[0]
 
@@ -157,8 +158,18 @@ def test_a_new_kind_runs_through_detection_loading_the_stages_and_prediction(con
     table = tmp_path / "table.parquet"
     pl.DataFrame({"case_id": [2, 1], "text": ["I hate you", "hello"], "label": ["hateful", "non-hateful"]}).write_parquet(table)
     out = tmp_path / "predictions.parquet"
-    external.predict("c", spec, [Suite("hatecheck", "hatecheck", "case_id")], {"hatecheck": table}, [out], card, threshold=0.5,
-                     threads=1, profile=Profile("smoke", {"max_cases_per_suite": None}), seed=1)
+    external.predict(
+        "c",
+        spec,
+        [Suite("hatecheck", "hatecheck", "case_id")],
+        {"hatecheck": table},
+        [out],
+        card,
+        threshold=0.5,
+        threads=1,
+        profile=Profile("smoke", {"max_cases_per_suite": None}),
+        seed=1,
+    )
     preds = pl.read_parquet(out)
     assert preds["id"].to_list() == ["1", "2"] and preds["pred"].to_list() == ["hateful", "hateful"]
     assert pl.read_parquet_metadata(out)["classifier_identity"] == "ref=constant:0.75"

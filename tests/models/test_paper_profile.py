@@ -23,29 +23,61 @@ from pathlib import Path
 
 import pytest
 
-from hatecheck_pipeline.core import config
+from hatecheck_pipeline.core import config, kinds
 from hatecheck_pipeline.models import train as T
 from hatecheck_pipeline.models.recipe import Recipe
 
 HATECHECK = {
-    "class_weights": "other_class_proportion", "lr": 5e-5, "weight_decay": 0.01, "dropout": 0.1, "batch_size": 16,
-    "epochs": 3, "grid_search": True, "grid": {"epochs": [2, 3, 4], "lr": [2e-5, 3e-5, 5e-5], "batch_size": [16, 32]},
-    "select_on": "dev_loss", "early_stopping": None, "keep_best": False, "warmup_ratio": 0.0,
+    "class_weights": "other_class_proportion",
+    "lr": 5e-5,
+    "weight_decay": 0.01,
+    "dropout": 0.1,
+    "batch_size": 16,
+    "epochs": 3,
+    "grid_search": True,
+    "grid": {"epochs": [2, 3, 4], "lr": [2e-5, 3e-5, 5e-5], "batch_size": [16, 32]},
+    "select_on": "dev_loss",
+    "early_stopping": None,
+    "keep_best": False,
+    "warmup_ratio": 0.0,
 }
 HATECHECK_MULTICLASS = {
-    "class_weights": "none", "lr": 5e-5, "weight_decay": 0.01, "dropout": 0.1, "batch_size": 16, "epochs": 3,
-    "early_stopping": None, "keep_best": False, "warmup_ratio": 0.0,
+    "class_weights": "none",
+    "lr": 5e-5,
+    "weight_decay": 0.01,
+    "dropout": 0.1,
+    "batch_size": 16,
+    "epochs": 3,
+    "early_stopping": None,
+    "keep_best": False,
+    "warmup_ratio": 0.0,
 }
 MHC = {
-    "class_weights": "none", "lr": 5e-5, "weight_decay": 0.01, "dropout": 0.1, "batch_size": 32, "epochs": 50,
-    "early_stopping": {"metric": "dev_f1_hateful", "patience": 5}, "keep_best": True, "select_on": "dev_f1_hateful",
-    "grid_search": False, "warmup_ratio": 0.0,
+    "class_weights": "none",
+    "lr": 5e-5,
+    "weight_decay": 0.01,
+    "dropout": 0.1,
+    "batch_size": 32,
+    "epochs": 50,
+    "early_stopping": {"metric": "dev_f1_hateful", "patience": 5},
+    "keep_best": True,
+    "select_on": "dev_f1_hateful",
+    "grid_search": False,
+    "warmup_ratio": 0.0,
 }
 # the paper each model comes from -> the recipe it trains with
 PAPER_RECIPE = {"B-D": HATECHECK, "B-F": HATECHECK, "XLM-ES": MHC, "XLM-IT": MHC, "XLM-PT": MHC, "XTC": MHC}
 # budget levers that must be off (absent or at the papers' value) in the paper profile
-PAPER_BUDGET = {"max_train_per_model": None, "max_train_per_dataset": None, "max_epochs": None, "recipe_by_role": None,
-                "freeze_embeddings": False, "freeze_lower_layers": 0, "length_bucketing": False, "cpu_bf16": False}
+PAPER_BUDGET = {
+    "max_train_per_model": None,
+    "max_train_per_dataset": None,
+    "max_epochs": None,
+    "recipe_by_role": None,
+    "freeze_embeddings": False,
+    "freeze_lower_layers": 0,
+    "length_bucketing": False,
+    "cpu_bf16": False,
+}
 
 
 @pytest.fixture(scope="module")
@@ -65,10 +97,22 @@ def trained_recipes(params, profile: str, monkeypatch) -> dict[str, tuple[dict, 
 
     monkeypatch.setattr(T, "run", record)
     for name, spec in params["models"].items():
-        if not config.is_finetuned(spec):  # a prompted LLM or a classifier trained elsewhere: no training
+        if not kinds.is_finetuned(spec):  # a prompted LLM or a classifier trained elsewhere: no training
             continue
-        T.train(name, [], {}, Path("m"), Path("c"), Path("k"), Path("l"), config.profile_named(params, profile), spec,
-                params["training"]["recipes"][spec["recipe"]], amp=True, threads=1)
+        T.train(
+            name,
+            [],
+            {},
+            Path("m"),
+            Path("c"),
+            Path("k"),
+            Path("l"),
+            config.profile_named(params, profile),
+            spec,
+            params["training"]["recipes"][spec["recipe"]],
+            amp=True,
+            threads=1,
+        )
     return seen
 
 
@@ -108,4 +152,6 @@ def test_embedded_profile_changes_only_what_it_names(params, monkeypatch):
     xtc = seen["XTC"][0]
     override = params["profiles"]["embedded"]["recipe_by_role"]["xlmt"]
     assert {k: xtc[k] for k in override} == override
-    assert {k: v for k, v in xtc.items() if k not in override} == {k: v for k, v in params["training"]["recipes"]["mhc"].items() if k not in override}
+    assert {k: v for k, v in xtc.items() if k not in override} == {
+        k: v for k, v in params["training"]["recipes"]["mhc"].items() if k not in override
+    }

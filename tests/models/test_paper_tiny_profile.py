@@ -45,16 +45,32 @@ def test_paper_tiny_is_a_valid_profile_keeping_the_papers_recipes_and_switches(p
     loaded = config.load_params(path, schema=Path(config.SCHEMA_FILE).resolve())  # the schema accepts it
     prof = loaded["profiles"]["paper-tiny"]
     paper = params["profiles"]["paper"]
-    for key in ("grid_search", "recipe_by_role", "max_epochs", "max_train_per_model", "freeze_embeddings", "freeze_lower_layers",
-                "length_bucketing", "cpu_bf16", "predict_cpu_bf16", "gpu", "crows_scorers"):
+    for key in (
+        "grid_search",
+        "recipe_by_role",
+        "max_epochs",
+        "max_train_per_model",
+        "freeze_embeddings",
+        "freeze_lower_layers",
+        "length_bucketing",
+        "cpu_bf16",
+        "predict_cpu_bf16",
+        "gpu",
+        "crows_scorers",
+    ):
         assert prof[key] == paper[key], key
     recipes = loaded["training"]["recipes"]
     assert len(Recipe.from_params(recipes["hatecheck"], max_epochs=prof["max_epochs"]).trials()) == 18
     mhc = Recipe.from_params(recipes["mhc"], max_epochs=prof["max_epochs"])
     assert mhc.early_stopping == {"metric": "dev_f1_hateful", "patience": 5} and mhc.keep_best
     # every model reference is a local safetensors folder of the tiny models, labelled random
-    refs = [prof["base_models"]["bert"], prof["base_models"]["xlmt"], loaded["llm"]["backends"]["local"]["model"],
-            loaded["expansion"]["nli"]["model"], loaded["expansion"]["quality"]["lm"]]
+    refs = [
+        prof["base_models"]["bert"],
+        prof["base_models"]["xlmt"],
+        loaded["llm"]["backends"]["local"]["model"],
+        loaded["expansion"]["nli"]["model"],
+        loaded["expansion"]["quality"]["lm"],
+    ]
     refs += [loaded["bias"]["crows_pairs"]["scorers"][s]["model"] for s in prof["crows_scorers"]]
     for ref in refs:
         folder = Path(ref)
@@ -66,9 +82,14 @@ def test_paper_tiny_is_a_valid_profile_keeping_the_papers_recipes_and_switches(p
 def test_tiny_models_have_the_paper_architectures_and_tokenizer_families(tiny_models):
     from transformers import AutoConfig, AutoTokenizer
 
-    expected = {"bert": ("bert", "BertTokenizer"), "xlmt": ("xlm-roberta", "XLMRobertaTokenizer"),
-                "roberta": ("roberta", "RobertaTokenizer"), "albert": ("albert", "AlbertTokenizer"),
-                "nli": ("bart", "RobertaTokenizer"), "causal": ("llama", "TokenizersBackend")}
+    expected = {
+        "bert": ("bert", "BertTokenizer"),
+        "xlmt": ("xlm-roberta", "XLMRobertaTokenizer"),
+        "roberta": ("roberta", "RobertaTokenizer"),
+        "albert": ("albert", "AlbertTokenizer"),
+        "nli": ("bart", "RobertaTokenizer"),
+        "causal": ("llama", "TokenizersBackend"),
+    }
     for name, (model_type, tokenizer) in expected.items():
         assert AutoConfig.from_pretrained(tiny_models[name]).model_type == model_type, name
         tok = AutoTokenizer.from_pretrained(tiny_models[name])

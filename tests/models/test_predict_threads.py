@@ -23,8 +23,10 @@ from hatecheck_pipeline.models import base as basemodels
 from hatecheck_pipeline.models import predict
 from hatecheck_pipeline.models.trainable import load_for_training
 
-WORDS = ("they are all vermin and should be removed from this country , i love my neighbours who happen to be "
-         "immigrants women can't be trusted with anything important ! what a lovely day for a walk").split()
+WORDS = (
+    "they are all vermin and should be removed from this country , i love my neighbours who happen to be "
+    "immigrants women can't be trusted with anything important ! what a lovely day for a walk"
+).split()
 
 
 def texts(n: int, seed: int = 0) -> list[str]:

@@ -17,7 +17,7 @@ from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.models.user_code import UserCodeError
 from hatecheck_pipeline.models import classifiers
 
-USER_CODE = '''import json
+USER_CODE = """import json
 
 
 def _load_weights():
@@ -30,7 +30,7 @@ def boom(texts):
 
 def parse(texts):
     return json.loads("{")
-'''
+"""
 
 
 @pytest.fixture
@@ -55,7 +55,9 @@ def test_a_function_that_raises_is_one_line_naming_it_the_exception_and_the_user
     message = str(info.value)
     assert isinstance(info.value, PipelineError) and "\n" not in message
     # the deepest frame: the helper the function called, in the user's file
-    assert message == f"model u: userraise:boom raised ValueError: no weights in ./weights.bin at userraise.py:{line_of('raise ValueError')}"
+    assert (
+        message == f"model u: userraise:boom raised ValueError: no weights in ./weights.bin at userraise.py:{line_of('raise ValueError')}"
+    )
     details = info.value.details
     assert details.startswith("Traceback") and "in _load_weights" in details and "in boom" in details
 
@@ -70,7 +72,9 @@ def test_an_exception_from_a_library_names_the_users_line_that_called_it(user_mo
 
 
 def test_a_module_that_raises_on_import_is_one_line(user_module):
-    with pytest.raises(UserCodeError, match=r"^model u: importing userbroken raised RuntimeError: module-level failure at userbroken.py:2$"):
+    with pytest.raises(
+        UserCodeError, match=r"^model u: importing userbroken raised RuntimeError: module-level failure at userbroken.py:2$"
+    ):
         classifiers.load("u", {"kind": "python", "model": "userbroken:predict"})
 
 
@@ -98,9 +102,17 @@ def test_under_snakemake_the_traceback_goes_to_the_log_through_stderr(workdir):
 
     log = workdir / "logs/stage.log"
     log.parent.mkdir()
-    code = ("import sys; from hatecheck_pipeline.runners.compose import keep_traceback; "
-            "keep_traceback('logs/stage.log', 'Traceback: the frames'); print('error: one line', file=sys.stderr)")
+    code = (
+        "import sys; from hatecheck_pipeline.runners.compose import keep_traceback; "
+        "keep_traceback('logs/stage.log', 'Traceback: the frames'); print('error: one line', file=sys.stderr)"
+    )
     with log.open("w") as fh:
-        subprocess.run([sys.executable, "-c", code], stdout=fh, stderr=subprocess.STDOUT, check=True, cwd=workdir,
-                       env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"})
+        subprocess.run(
+            [sys.executable, "-c", code],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            check=True,
+            cwd=workdir,
+            env={"PYTHONPATH": str(REPO / "src"), "PATH": "/usr/bin:/bin"},
+        )
     assert log.read_text().splitlines() == ["Traceback: the frames", "error: one line"]

@@ -8,7 +8,7 @@ import yaml
 from conftest import REPO
 from pipeline_utils import BIN, dry_run_jobs
 
-from hatecheck_pipeline.core.stage import signature_mismatch
+from hatecheck_pipeline.core.stage import Stage, flatten, out, signature_mismatch
 from hatecheck_pipeline.pipeline import registry as dag
 
 
@@ -69,7 +69,7 @@ def test_stages_depend_on_the_active_profile_only(params):
     changes every train and predict stage's."""
     import copy
 
-    from hatecheck_pipeline.core.config import get_key
+    from hatecheck_pipeline.core.stage import get_key
 
     assert params["profile"] != "paper"
     edited = copy.deepcopy(params)
@@ -129,7 +129,7 @@ def test_the_profile_argument_holds_the_declared_keys_only(params):
     """The function of a stage reading the profile gets one Profile: the
     active profile's name and only the keys the stage declares; reading
     another one is an error naming the stage and the key."""
-    from hatecheck_pipeline.core.config import ConfigError, Profile
+    from hatecheck_pipeline.core.profile import ConfigError, Profile
 
     active = params["profile"]
     train = next(s for s in dag.build_stages(params) if s.name == "train_XTC")
@@ -172,6 +172,49 @@ def test_every_stage_function_takes_exactly_its_declared_arguments(params):
     required argument is declared."""
     for s in dag.build_stages(params):
         assert signature_mismatch(s) is None, f"{s.name}: {signature_mismatch(s)}"
+
+
+def _takes_its_inputs(a, out):
+    return a, out
+
+
+def _takes_the_gate_too(a, out, gate=None):
+    return a, out, gate
+
+
+def test_a_dependency_only_is_tracked_by_both_runners_but_never_passed(params):
+    """An input or param named in ``deps_only`` (a data-quality result that
+    must pass first, a resource file read through the package) is a dep and
+    a tracked key like any other, but the function does not take it; a
+    function that does take it is a mismatch (it would never be passed)."""
+    run = f"{__name__}:_takes_its_inputs"
+    s = Stage(
+        "x",
+        "evaluate",
+        run,
+        inputs={"a": "a.csv", "gate": "gate.json"},
+        outputs={"out": out("o.json")},
+        params={"key": "profile"},
+        deps_only=("gate", "key"),
+    )
+    assert s.deps == ["a.csv", "gate.json"] and s.param_keys == ["profile"]
+    assert set(s.arguments(params)) == {"a", "out"} and signature_mismatch(s) is None
+    taken = Stage(
+        "y",
+        "evaluate",
+        f"{__name__}:_takes_the_gate_too",
+        inputs={"a": "a.csv", "gate": "gate.json"},
+        outputs={"out": out("o.json")},
+        deps_only=("gate",),
+    )
+    assert "declares ['gate'] a dependency only" in signature_mismatch(taken)
+    with pytest.raises(ValueError, match="neither inputs nor params"):
+        Stage("z", "evaluate", run, inputs={"a": "a.csv"}, outputs={"out": out("o.json")}, deps_only=("gate",))
+    dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    for stage in dag.build_stages(params):
+        for name in stage.deps_only:  # the registry's dependencies only are in dvc.yaml as any dep or param
+            if name in stage.inputs:
+                assert set(flatten(stage.inputs[name])) <= set(dvc[stage.name]["deps"]), stage.name
 
 
 def test_every_stage_command_is_the_generic_entry_point():

@@ -287,7 +287,7 @@ def hatecheck_suite(functionalities: list[str], per_functionality: int = 2) -> p
 
 
 def published_functionalities() -> list:
-    from hatecheck_pipeline.core.config import read_yaml
+    from hatecheck_pipeline.core.yamlio import read_yaml
 
     return read_yaml(REPO / "src/hatecheck_pipeline/resources/functionalities.yaml")["hatecheck"]
 

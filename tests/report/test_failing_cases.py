@@ -15,7 +15,7 @@ from conftest import REPO
 from eval_synthetic import hatecheck_like
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import scoring, tables
 from hatecheck_pipeline.evaluation.cells import Source
 from hatecheck_pipeline.evaluation.metrics import Bootstrap

@@ -6,7 +6,7 @@ import re
 
 import polars as pl
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation.llm import contrast_of
 from hatecheck_pipeline.evaluation.llm_answers import score_frame
 from hatecheck_pipeline.report.llm import llm_section

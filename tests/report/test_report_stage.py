@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import REPO
 from eval_synthetic import make_metrics
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.stage import signature_mismatch
 from hatecheck_pipeline.evaluation import tables

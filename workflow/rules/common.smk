@@ -8,6 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from hatecheck_pipeline.core import config as hc_config
+from hatecheck_pipeline.core import yamlio as hc_yaml
 from hatecheck_pipeline.core.cpu import machine_cores
 from hatecheck_pipeline.pipeline import registry as hc_registry
 from hatecheck_pipeline.runners import compose as hc_runners
@@ -27,12 +28,12 @@ hc_runners.register_run()
 # params.yaml as the loader reads it (YAML 1.2's floats), once: Snakemake's
 # own parse reads DVC's `3e-05` as a string, and the overrides are what
 # differs from the file.
-PARAMS_AS_WRITTEN = hc_config.read_yaml(Path("params.yaml"))
+PARAMS_AS_WRITTEN = hc_yaml.read_yaml(Path(hc_config.PARAMS_FILE))
 try:
     PARAMS = hc_config.apply_and_validate(
-        hc_config.with_yaml12_floats(config, PARAMS_AS_WRITTEN),
+        hc_yaml.with_yaml12_floats(config, PARAMS_AS_WRITTEN),
         NESTED_OVERRIDES,
-        Path("workflow/schemas/params.schema.yaml"),
+        Path(hc_config.SCHEMA_FILE),
         "params.yaml with snakemake --config",
     )
 except hc_config.ConfigError as exc:

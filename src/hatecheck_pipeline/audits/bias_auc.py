@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.files import write_csv, write_text
 from hatecheck_pipeline.suites.registry import Suite
 from hatecheck_pipeline.suites.sample import predicted_subsample

@@ -46,7 +46,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.audits import rationales
 from hatecheck_pipeline.audits.hatexplain import CLASSES, paper_row, predictions_frame
 from hatecheck_pipeline.core.files import write_parquet, write_text

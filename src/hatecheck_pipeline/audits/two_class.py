@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 import torch
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.files import write_parquet
 
 TOXIC = "toxic"

@@ -213,7 +213,7 @@ def evaluate(
     below the mark). Snakemake builds what the page needs, the suites' data
     included."""
     from hatecheck_pipeline.core import paths
-    from hatecheck_pipeline.core.config import ConfigError, apply_and_validate, dumps
+    from hatecheck_pipeline.core.config import SCHEMA_FILE, ConfigError, apply_and_validate, dumps
     from hatecheck_pipeline.models import classifier_spec, classifiers
     from hatecheck_pipeline.models.kinds.http import check_snapshot
 
@@ -242,7 +242,7 @@ def evaluate(
                 if spec["kind"] != "http":
                     raise classifiers.ClassifierError(f"{model}: --{'rate' if key == 'rate_per_s' else key} is for a scoring API's URL")
                 spec[key] = check_snapshot(name, value) if key == "snapshot" else value
-        full = apply_and_validate(params, {f"models.{name}": spec}, Path("workflow/schemas/params.schema.yaml"), f"evaluate {model}")
+        full = apply_and_validate(params, {f"models.{name}": spec}, Path(SCHEMA_FILE), f"evaluate {model}")
     except (classifiers.ClassifierError, ConfigError) as exc:
         fail(exc)
     overrides = [f"models.{name}={dumps(spec)}", *STATE["overrides"]]

@@ -1,7 +1,13 @@
-"""The one loader of ``params.yaml``.
+"""The one loader of ``params.yaml``: read, override, validate against the
+schema (:func:`validate`) and cross-check (:func:`cross_check`).
 
 Every stage receives plain values selected from the validated parameters;
-no other module opens ``params.yaml``.
+no other module opens ``params.yaml``. Only the registry (``pipeline/``),
+the CLI and the Snakefile import this module: a stage's code imports the
+light modules it needs instead (:mod:`~hatecheck_pipeline.core.profile`
+for the Profile and ConfigError, :mod:`~hatecheck_pipeline.core.yamlio`,
+:mod:`~hatecheck_pipeline.core.kinds`), so an edit here re-runs no stage
+(an import-linter contract in pyproject.toml holds it).
 """
 
 from __future__ import annotations
@@ -9,86 +15,19 @@ from __future__ import annotations
 import copy
 import json
 import os
-import re
-from functools import reduce
 from pathlib import Path
 from typing import Any, Mapping
 
 import jsonschema
 import yaml
 
-from hatecheck_pipeline.core.errors import PipelineError
+from hatecheck_pipeline.core.kinds import is_classifier, is_finetuned, is_llm
+from hatecheck_pipeline.core.profile import ConfigError, Profile
+from hatecheck_pipeline.core.yamlio import read_yaml
 
 PARAMS_FILE = "params.yaml"
 SCHEMA_FILE = "workflow/schemas/params.schema.yaml"
 OVERRIDES_ENV = "HATECHECK_PIPELINE_SET"  # JSON {dotted key: value}, set by the Snakefile from --config
-
-
-class ConfigError(PipelineError, ValueError):
-    """Invalid parameters: names the file and the failing key."""
-
-
-def project_root(start: Path | None = None) -> Path:
-    """The directory holding ``params.yaml`` (the current one by default)."""
-    return (start or Path.cwd()).resolve()
-
-
-# YAML 1.2's plain floats that YAML 1.1 (PyYAML) reads as strings: an
-# exponent without a dot (``3e-05``, ``1E5``), as DVC writes a float into
-# params.yaml (`dvc exp run -S`, `dvc params modify`) and dvc.lock.
-_EXPONENT_FLOAT = re.compile(r"^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$")
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """PyYAML's safe loader (libyaml's C parser where it is built), reading
-    YAML 1.2's exponent floats as floats."""
-
-
-_Loader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789"))
-
-
-def read_yaml(path: str | Path) -> Any:
-    r"""A YAML file, parsed safely (libyaml's C loader where it is built:
-    a whole report's dvc.lock is ~0.5 MB), a plain ``3e-05`` a float as
-    DVC means it.
-
-    >>> import tempfile
-    >>> with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as fh:
-    ...     _ = fh.write('lr: 3e-05\nquoted: "3e-05"\nold: 5.0e-5\n')
-    >>> read_yaml(fh.name)
-    {'lr': 3e-05, 'quoted': '3e-05', 'old': 5e-05}
-    """
-    with open(path, encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=_Loader)
-
-
-def with_yaml12_floats(tree: Any, reference: Any) -> Any:
-    """``tree`` (Snakemake's parse of params.yaml, YAML 1.1: ``3e-05`` a
-    string) with each string that ``reference`` (the same file read by
-    :func:`read_yaml`) holds as that float at the same place made the float;
-    every other value, overrides included, as it is.
-
-    >>> with_yaml12_floats({"lr": "3e-05", "name": "x", "n": [1, "2e3"]}, {"lr": 3e-05, "name": "x", "n": [1, 2000.0]})
-    {'lr': 3e-05, 'name': 'x', 'n': [1, 2000.0]}
-    """
-    if isinstance(tree, dict) and isinstance(reference, dict):
-        return {k: with_yaml12_floats(v, reference.get(k)) for k, v in tree.items()}
-    if isinstance(tree, list) and isinstance(reference, list) and len(tree) == len(reference):
-        return [with_yaml12_floats(v, r) for v, r in zip(tree, reference)]
-    if isinstance(tree, str) and isinstance(reference, float) and _EXPONENT_FLOAT.match(tree) and float(tree) == reference:
-        return reference
-    return tree
-
-
-def read_dvc_yaml(path: str | Path) -> Any:
-    """A YAML file as DVC reads and writes it: ruamel.yaml's safe loader,
-    YAML 1.2 rules (DVC's own parser, C-accelerated by ruamel.yaml.clib).
-    For ``dvc.lock``: DVC writes ``5.0e-5`` as ``5e-05``, a float in YAML 1.2
-    but a string under the YAML 1.1 rules of :func:`read_yaml`."""
-    from ruamel.yaml import YAML
-
-    with open(path, encoding="utf-8") as fh:
-        return YAML(typ="safe").load(fh)
 
 
 def parse_override(item: str) -> tuple[str, Any]:
@@ -111,18 +50,6 @@ def set_key(tree: dict, dotted: str, value: Any) -> None:
     for part in parents:
         node = node.setdefault(part, {})
     node[leaf] = value
-
-
-def get_key(tree: Mapping, dotted: str) -> Any:
-    """Value at a dotted key; a clear error names the missing part.
-
-    >>> get_key({"a": {"b": 1}}, "a.b")
-    1
-    """
-    try:
-        return reduce(lambda node, part: node[part], dotted.split("."), tree)
-    except (KeyError, TypeError) as exc:
-        raise ConfigError(f"params: key {dotted!r} is not set") from exc
 
 
 def flat_diff(base: Mapping, changed: Mapping, prefix: str = "") -> dict[str, Any]:
@@ -209,58 +136,9 @@ def apply_and_validate(
     return params
 
 
-def is_llm(spec: Mapping[str, Any]) -> bool:
-    """Whether a ``models.<name>`` entry is a prompted LLM (``kind: llm``:
-    no training, no text scheme) rather than a fine-tuned classifier."""
-    return spec.get("kind") == "llm"
-
-
 # Datasets with a seeded test split (``heldout_<dataset>``): the training
 # datasets a fine-tuned model may name, and a classifier's held-out suites.
 HELDOUT_DATASETS = ("davidson2017", "founta2018", "hateval2019_es", "haspeede2020", "fortuna2019", "hatexplain")
-
-
-def model_kind(spec: Mapping[str, Any]) -> str:
-    """``finetuned`` (trained here; the default), ``llm`` or the kind of a
-    classifier trained elsewhere (models/kinds/).
-
-    >>> model_kind({"role": "bert"}), model_kind({"kind": "onnx"})
-    ('finetuned', 'onnx')
-    """
-    return str(spec.get("kind") or "finetuned")
-
-
-def is_finetuned(spec: Mapping[str, Any]) -> bool:
-    """Whether the pipeline trains the model (a train stage, a text scheme)."""
-    return model_kind(spec) == "finetuned"
-
-
-def is_classifier(spec: Mapping[str, Any]) -> bool:
-    """Whether the model is a classifier trained elsewhere, tested as it
-    is: any kind but ``finetuned`` and ``llm`` (the schema holds the
-    classifier kinds, the models layer's registry of kinds loads them).
-
-    >>> is_classifier({"kind": "onnx"}), is_classifier({"kind": "llm"}), is_classifier({"role": "bert"})
-    (True, False, False)
-    """
-    return model_kind(spec) not in ("finetuned", "llm")
-
-
-def case_cap_key(spec: Mapping[str, Any], expanded: bool = False) -> str:
-    """The profile key capping the cases a model predicts per suite (its
-    predict stage draws them; score and bias stages read the same draw):
-    ``llm_max_cases_per_suite`` for a prompted LLM, else
-    ``max_expanded_cases_per_suite`` for an expanded suite and
-    ``max_cases_per_suite`` for the others.
-
-    >>> case_cap_key({"kind": "llm"}), case_cap_key({"role": "bert"}), case_cap_key({"role": "xlmt"}, expanded=True)
-    ('llm_max_cases_per_suite', 'max_cases_per_suite', 'max_expanded_cases_per_suite')
-    """
-    if is_llm(spec):
-        return "llm_max_cases_per_suite"
-    return "max_expanded_cases_per_suite" if expanded else "max_cases_per_suite"
-
-
 SUITE_GROUPS = ("hatecheck", "mhc", "perturbed_hatecheck", "perturbed_mhc", "extended", "gpt_hatecheck")
 
 
@@ -370,61 +248,6 @@ def cross_check(params: Mapping[str, Any], source: str) -> None:
             errors.append(f"datasets.{name}.split: the fractions must sum to 1 ({shares} = {sum(split.values()):g})")
     if errors:
         raise ConfigError(one_line(source, errors))
-
-
-class Profile(dict):
-    """The active profile as one value: its name (``name``) and its
-    settings (base models, budgets), the mapping itself.
-
-    A stage's function receives a profile holding only the keys its stage
-    declares it reads (``core.stage.profile_params``; ``stage`` names the
-    stage): reading any other key (``[]``, ``get`` or ``in``) raises, so
-    that no stage can depend on a profile setting that DVC and Snakemake
-    would not re-run it for. Without ``stage`` it is the whole profile, an
-    ordinary mapping.
-
-    >>> p = Profile("smoke", {"max_length": 64}, stage="train_X")
-    >>> p.name, p["max_length"]
-    ('smoke', 64)
-    >>> p.get("max_epochs")
-    Traceback (most recent call last):
-    ...
-    hatecheck_pipeline.core.config.ConfigError: stage train_X: reads the profile key 'max_epochs', which it does not declare (declared: max_length); add it to the keys its stage passes to profile_params, so that a change of it re-runs the stage
-    """
-
-    def __init__(self, name: str, values: Mapping[str, Any], stage: str | None = None) -> None:
-        super().__init__(values)
-        self.name = name
-        self.stage = stage
-
-    def __repr__(self) -> str:
-        return f"Profile({self.name!r}, {dict.__repr__(self)}{'' if self.stage is None else f', stage={self.stage!r}'})"
-
-    def _undeclared(self, key: Any) -> ConfigError:
-        return ConfigError(
-            f"stage {self.stage}: reads the profile key {key!r}, which it does not declare "
-            f"(declared: {', '.join(sorted(self)) or 'none'}); add it to the "
-            "keys its stage passes to profile_params, so that a change of it re-runs the stage"
-        )
-
-    def __missing__(self, key: Any) -> Any:
-        if self.stage is None:
-            raise KeyError(key)
-        raise self._undeclared(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if dict.__contains__(self, key):
-            return dict.__getitem__(self, key)
-        if self.stage is None:
-            return default
-        raise self._undeclared(key)
-
-    def __contains__(self, key: object) -> bool:
-        if dict.__contains__(self, key):
-            return True
-        if self.stage is None:
-            return False
-        raise self._undeclared(key)
 
 
 def profile_named(params: Mapping[str, Any], name: str | None = None) -> Profile:

@@ -7,7 +7,8 @@ function that runs it (``run="module:function"``). The function is called by
 (lists and mappings of paths keep their shape), parameter values as plain
 values or, for a :class:`Bound` argument (the active profile, the
 bootstrap), one typed value built from its keys, constants (a dataset's or
-model's name) as given. Nothing else
+model's name) as given; an input or param named in ``deps_only`` is a
+dependency only (tracked by both runners, never passed). Nothing else
 lists a stage's paths or params: the Snakemake rules, ``dvc.yaml`` and the
 ``hatecheck-pipeline run STAGE`` command are all rendered from this object.
 """
@@ -18,11 +19,12 @@ import copy
 import importlib
 import inspect
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
-from hatecheck_pipeline.core.config import Profile, get_key, read_yaml
+from hatecheck_pipeline.core.profile import ConfigError, Profile
+from hatecheck_pipeline.core.yamlio import read_yaml
 
 OUT_KINDS = ("outs", "metrics", "plots")
 
@@ -126,6 +128,11 @@ class Stage:
     gpu: int = 0
     runtime: int | None = None  # minutes; None: the phase's default (PHASE_RUNTIME)
     code: tuple[str, ...] = ()  # source files the function runs (computed by the registry; tracked through `fingerprint`)
+    # Declared inputs or params that are a dependency only: both runners track
+    # them like any other (an input is made first, a change re-runs the stage)
+    # but the function does not take them (a data-quality result that must pass
+    # first, a resource file the function reads through the package).
+    deps_only: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         groups = [set(self.inputs), set(self.outputs), set(self.params), set(self.args)]
@@ -134,6 +141,9 @@ class Stage:
             if seen & g:
                 raise ValueError(f"stage {self.name}: argument(s) {sorted(seen & g)} declared twice")
             seen |= g
+        unknown = [n for n in self.deps_only if n not in self.inputs and n not in self.params]
+        if unknown:
+            raise ValueError(f"stage {self.name}: dependency-only argument(s) {unknown} are neither inputs nor params")
         if self.runtime is None:
             object.__setattr__(self, "runtime", PHASE_RUNTIME.get(self.phase, DEFAULT_RUNTIME))
 
@@ -197,11 +207,12 @@ class Stage:
         return {key: resolve_param(params, key) for key in self.param_keys}
 
     def arguments(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        """The keyword arguments :func:`call` passes to the function."""
+        """The keyword arguments :func:`call` passes to the function (every
+        declared one but the dependencies only, :attr:`deps_only`)."""
         kwargs: dict[str, Any] = dict(self.args)
-        kwargs.update({k: as_paths(v) for k, v in self.inputs.items()})
+        kwargs.update({k: as_paths(v) for k, v in self.inputs.items() if k not in self.deps_only})
         kwargs.update({k: [Path(o.path) for o in v] if isinstance(v, tuple) else Path(v.path) for k, v in self.outputs.items()})
-        kwargs.update({arg: argument_value(params, key, self.name) for arg, key in self.params.items()})
+        kwargs.update({arg: argument_value(params, key, self.name) for arg, key in self.params.items() if arg not in self.deps_only})
         return kwargs
 
 
@@ -228,7 +239,7 @@ class Bound:
 
 
 def declared_profile(values: Mapping[str, Any], stage: str) -> Profile:
-    """The :class:`~hatecheck_pipeline.core.config.Profile` a stage's function
+    """The :class:`~hatecheck_pipeline.core.profile.Profile` a stage's function
     receives from ``profile`` and ``profiles.<active>.<key>`` values, with
     only those keys (a dotted key gives the nested setting with only that
     part).
@@ -255,7 +266,7 @@ def declared_profile(values: Mapping[str, Any], stage: str) -> Profile:
 
 def profile_params(params: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Bound]:
     """The ``profile`` argument of a stage that reads the active profile: one
-    :class:`~hatecheck_pipeline.core.config.Profile` (its name and the
+    :class:`~hatecheck_pipeline.core.profile.Profile` (its name and the
     settings the stage reads) bound to ``profile`` and
     ``profiles.<active>.<key>`` for each key its function reads (a dotted
     key reaches into a setting: ``base_models.xlmt``), never the whole
@@ -280,6 +291,18 @@ def argument_value(params: Mapping[str, Any], key: "str | Bound", stage: str = "
     return resolve_param(params, key)
 
 
+def get_key(tree: Mapping, dotted: str) -> Any:
+    """Value at a dotted key; a clear error names the missing part.
+
+    >>> get_key({"a": {"b": 1}}, "a.b")
+    1
+    """
+    try:
+        return reduce(lambda node, part: node[part], dotted.split("."), tree)
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"params: key {dotted!r} is not set") from exc
+
+
 def resolve_param(params: Mapping[str, Any], key: str) -> Any:
     """A dotted key of the params tree, or ``file:key`` of another YAML file."""
     if ":" in key:
@@ -295,7 +318,7 @@ def read_yaml_once(path: str | Path) -> Any:
     stage reads from a resource file (``raw_sources.yaml:<dataset>``, 41 kB,
     one per ingest stage) then parse it once per registry build instead of
     once per stage: every ``snakemake`` call paid ~0.2 s for ten parses.
-    (Here, not in ``core.config``: this module is no stage's code
+    (Here, not in ``core.yamlio``: this module is no stage's code
     dependency, so the change re-runs nothing.)"""
     file = Path(path).resolve()
     st = file.stat()
@@ -317,15 +340,18 @@ def function_of(stage: Stage) -> Callable[..., Any]:
 
 def signature_mismatch(stage: Stage) -> str | None:
     """Why the function cannot take exactly the stage's declared arguments
-    (None when it can): an undeclared required argument, or a declared one
-    the function does not accept."""
+    (None when it can): an undeclared required argument, a declared one the
+    function does not accept, or a dependency only (:attr:`Stage.deps_only`)
+    that it does accept (it would never be passed)."""
     sig = inspect.signature(function_of(stage))
     names = {n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
     required = {n for n in names if sig.parameters[n].default is inspect.Parameter.empty}
-    declared = set(stage.args) | set(stage.inputs) | set(stage.outputs) | set(stage.params)
+    declared = (set(stage.args) | set(stage.inputs) | set(stage.outputs) | set(stage.params)) - set(stage.deps_only)
     problems = []
     if declared - names:
         problems.append(f"declares {sorted(declared - names)} that {stage.run} does not take")
+    if names & set(stage.deps_only):
+        problems.append(f"declares {sorted(names & set(stage.deps_only))} a dependency only, which {stage.run} takes")
     if required - declared:
         problems.append(f"{stage.run} needs {sorted(required - declared)} that the stage does not declare")
     return "; ".join(problems) or None

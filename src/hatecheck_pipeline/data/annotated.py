@@ -20,8 +20,6 @@ from hatecheck_pipeline.core.files import (
 from hatecheck_pipeline.core.paths import raw as raw_path
 from hatecheck_pipeline.data.harmonise import (
     CORE_COLUMNS,
-    HATEFUL,
-    NON_HATEFUL,
     QUARANTINE_SCHEMA,
     Harmonised,
     flag,
@@ -29,6 +27,7 @@ from hatecheck_pipeline.data.harmonise import (
     quarantine_checks,
     split_off,
 )
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 
 
 HATEXPLAIN_CLASSES = {0: "hatespeech", 1: "normal", 2: "offensive"}
@@ -107,13 +106,23 @@ def hatexplain(params: Mapping[str, Any]) -> Harmonised:
     raw = pl.DataFrame(rows, schema=schema)
     majority = majority_vote(pl.col("votes"), list(HATEXPLAIN_CLASSES))
     label3 = majority.replace_strict(HATEXPLAIN_CLASSES, default=None, return_dtype=pl.String)
-    frame = raw.lazy().with_columns(
-        label3.alias("label3"),
-        pl.lit("english").alias("language"),
-        pl.lit("hatexplain").alias("dataset"),
-    ).with_columns(
-        pl.col("label3").fill_null(pl.format("no_majority:{}", pl.col("votes").cast(pl.List(pl.String)).list.join("|"))).alias("label_original"),
-        pl.when(pl.col("label3") == "hatespeech").then(pl.lit(HATEFUL)).when(pl.col("label3").is_not_null()).then(pl.lit(NON_HATEFUL)).alias("label"),
+    frame = (
+        raw.lazy()
+        .with_columns(
+            label3.alias("label3"),
+            pl.lit("english").alias("language"),
+            pl.lit("hatexplain").alias("dataset"),
+        )
+        .with_columns(
+            pl.col("label3")
+            .fill_null(pl.format("no_majority:{}", pl.col("votes").cast(pl.List(pl.String)).list.join("|")))
+            .alias("label_original"),
+            pl.when(pl.col("label3") == "hatespeech")
+            .then(pl.lit(HATEFUL))
+            .when(pl.col("label3").is_not_null())
+            .then(pl.lit(NON_HATEFUL))
+            .alias("label"),
+        )
     )
     # The official split repeats a few texts across train and test: the
     # train copy is quarantined so that the official test set stays whole.
@@ -146,9 +155,15 @@ def ethos(params: Mapping[str, Any]) -> Harmonised:
     multi_path = raw_path("ethos", "Ethos_Dataset_Multi_Label.csv")
     raw = read_records(binary_path, ["comment", "isHate"], delimiter=";")
     multi = read_records(multi_path, ["comment", *ETHOS_LABELS], delimiter=";")
-    scores = multi.filter(pl.col(REASON).is_null()).select(
-        text_key("comment").alias("_key"), *[pl.col(c).cast(pl.Float64, strict=False) for c in ETHOS_LABELS], pl.col(ROW).alias("_multi_row")
-    ).unique("_key", keep="first", maintain_order=True)
+    scores = (
+        multi.filter(pl.col(REASON).is_null())
+        .select(
+            text_key("comment").alias("_key"),
+            *[pl.col(c).cast(pl.Float64, strict=False) for c in ETHOS_LABELS],
+            pl.col(ROW).alias("_multi_row"),
+        )
+        .unique("_key", keep="first", maintain_order=True)
+    )
     is_hate = pl.col("isHate").cast(pl.Float64, strict=False)
     label = pl.when(is_hate >= params["hate_threshold"]).then(pl.lit(HATEFUL)).when(is_hate.is_not_null()).then(pl.lit(NON_HATEFUL))
     frame = raw.with_columns(text_key("comment").alias("_key")).join(scores, on="_key", how="left")
@@ -171,22 +186,29 @@ def ethos(params: Mapping[str, Any]) -> Harmonised:
     bad = h.kept.join(frame.select(pl.format("ethos-{}", pl.col(ROW)).alias("id"), "_multi_row"), on="id").filter(missing)
     if bad.height:
         more = bad.select(
-            pl.lit("ethos").alias("dataset"), pl.lit(str(binary_path)).alias("source_file"),
-            pl.col("id").str.strip_prefix("ethos-").cast(pl.Int64).alias("row"), pl.lit("missing_multi_label").alias("reason"),
+            pl.lit("ethos").alias("dataset"),
+            pl.lit(str(binary_path)).alias("source_file"),
+            pl.col("id").str.strip_prefix("ethos-").cast(pl.Int64).alias("row"),
+            pl.lit("missing_multi_label").alias("reason"),
             pl.struct("id", "text").struct.json_encode().alias("record"),
         ).cast(QUARANTINE_SCHEMA)
         h.quarantine = pl.concat([h.quarantine, more])
         h.kept = h.kept.filter(~pl.col("id").is_in(bad["id"].implode()))
-    h.kept = h.kept.with_columns(
-        [pl.when(pl.col("label") == HATEFUL).then(pl.col(c)).alias(c) for c in ETHOS_LABELS]
-    )
+    h.kept = h.kept.with_columns([pl.when(pl.col("label") == HATEFUL).then(pl.col(c)).alias(c) for c in ETHOS_LABELS])
     matched = set(frame.filter(is_hate >= params["hate_threshold"])["_multi_row"].drop_nulls().to_list())
     orphans = multi.filter(~pl.col(ROW).is_in(list(matched)))
     if orphans.height:
-        h.quarantine = pl.concat([h.quarantine, orphans.select(
-            pl.lit("ethos").alias("dataset"), pl.lit(str(multi_path)).alias("source_file"), pl.col(ROW).alias("row"),
-            pl.lit("multi_label_without_hateful_comment").alias("reason"), pl.struct("comment").struct.json_encode().alias("record"),
-        ).cast(QUARANTINE_SCHEMA)])
+        h.quarantine = pl.concat(
+            [
+                h.quarantine,
+                orphans.select(
+                    pl.lit("ethos").alias("dataset"),
+                    pl.lit(str(multi_path)).alias("source_file"),
+                    pl.col(ROW).alias("row"),
+                    pl.lit("multi_label_without_hateful_comment").alias("reason"),
+                    pl.struct("comment").struct.json_encode().alias("record"),
+                ).cast(QUARANTINE_SCHEMA),
+            ]
+        )
         h.raw_rows += orphans.height
     return h
-

@@ -14,8 +14,6 @@ import polars as pl
 from hatecheck_pipeline.core.files import REASON, ROW, SOURCE, read_records
 from hatecheck_pipeline.core.paths import raw as raw_path
 from hatecheck_pipeline.data.harmonise import (
-    HATEFUL,
-    NON_HATEFUL,
     Harmonised,
     binary_label,
     flag,
@@ -23,6 +21,7 @@ from hatecheck_pipeline.data.harmonise import (
     quarantine_checks,
     split_off,
 )
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 
 
 def hatecheck(params: Mapping[str, Any]) -> Harmonised:
@@ -123,7 +122,6 @@ def crows_pairs(params: Mapping[str, Any]) -> Harmonised:
     return split_off(frame, "crows_pairs", raw_columns, keep)
 
 
-
 # WinoBias (Zhao et al. 2018) as CrowS-Pairs' Table 2 scores it: each line of
 # a pro-stereotyped file against the same line of its anti-stereotyped file.
 WINOBIAS_TYPES = (1, 2)  # 1 = WinoBias-knowledge, 2 = WinoBias-syntax
@@ -178,11 +176,32 @@ def read_winobias_pairs(pro: str | Path, anti: str | Path, wino_type: int, split
             reason = f"misaligned_pair: pro line number {n_pro} != anti line number {n_anti}"
         elif s_pro == s_anti:
             reason = "identical_pair: the pro and anti sentences are equal"
-        rows.append({ROW: i + 1, REASON: reason, SOURCE: f"{Path(pro).name} + {Path(anti).name}",
-                     "line": n_pro or n_anti, "pro": raw_pro, "anti": raw_anti, "sent_more": s_pro, "sent_less": s_anti,
-                     "winobias_type": wino_type, "split": split})
-    schema = {ROW: pl.Int64, REASON: pl.String, SOURCE: pl.String, "line": pl.String, "pro": pl.String, "anti": pl.String,
-              "sent_more": pl.String, "sent_less": pl.String, "winobias_type": pl.Int64, "split": pl.String}
+        rows.append(
+            {
+                ROW: i + 1,
+                REASON: reason,
+                SOURCE: f"{Path(pro).name} + {Path(anti).name}",
+                "line": n_pro or n_anti,
+                "pro": raw_pro,
+                "anti": raw_anti,
+                "sent_more": s_pro,
+                "sent_less": s_anti,
+                "winobias_type": wino_type,
+                "split": split,
+            }
+        )
+    schema = {
+        ROW: pl.Int64,
+        REASON: pl.String,
+        SOURCE: pl.String,
+        "line": pl.String,
+        "pro": pl.String,
+        "anti": pl.String,
+        "sent_more": pl.String,
+        "sent_less": pl.String,
+        "winobias_type": pl.Int64,
+        "split": pl.String,
+    }
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -200,8 +219,12 @@ def winobias(params: Mapping[str, Any]) -> Harmonised:
     raw_columns = ["line", "pro", "anti", "winobias_type", "split"]
     frame = (
         raw.lazy()
-        .with_columns(id=pl.format("type{}-{}-{}", "winobias_type", "split", pl.col("line").fill_null(pl.col(ROW).cast(pl.String))),
-                      text=pl.col("sent_more"), stereo_antistereo=pl.lit("stereo"), bias_type=pl.lit("gender"))
+        .with_columns(
+            id=pl.format("type{}-{}-{}", "winobias_type", "split", pl.col("line").fill_null(pl.col(ROW).cast(pl.String))),
+            text=pl.col("sent_more"),
+            stereo_antistereo=pl.lit("stereo"),
+            bias_type=pl.lit("gender"),
+        )
         .with_columns(label_original=pl.col("stereo_antistereo"), label=pl.col("stereo_antistereo"))
         .pipe(quarantine_checks, False)
         .with_columns(flag(pl.lit("empty_text: sent_less"), pl.col("sent_less").fill_null("").str.strip_chars() == ""))

@@ -12,13 +12,13 @@ import polars as pl
 from hatecheck_pipeline.core.files import ROW, InputError, read_records
 from hatecheck_pipeline.core.paths import raw as raw_path
 from hatecheck_pipeline.data.harmonise import (
-    HATEFUL,
     Harmonised,
     binary_label,
     harmonise,
     stratified_split,
     with_split,
 )
+from hatecheck_pipeline.data.labels import HATEFUL
 
 
 class HydrationRequired(InputError):
@@ -132,4 +132,3 @@ def fortuna2019(params: Mapping[str, Any]) -> Harmonised:
         extras=["hatespeech_G1", "hatespeech_G2", "hatespeech_G3"],
     )
     return with_split(h, params["seed"], params["split"])
-

@@ -56,7 +56,7 @@ import yaml
 
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_json, write_parquet
-from hatecheck_pipeline.data.harmonise import HATEFUL
+from hatecheck_pipeline.data.labels import HATEFUL
 
 SINGLE = ("zero_shot", "one_shot", "few_shot_single")
 MIXED = ("mixed", "mixed_instruction")
@@ -66,8 +66,17 @@ POOLS = ("racist", "sexist", "neither")
 EXAMPLE_SCHEMA = pl.List(pl.Struct({"text": pl.String, "label": pl.String}))
 SOURCES = ("paper", "redraw")
 MATCH_KINDS = ("exact", "normalised", "fuzzy", "not_found")
-MATCH_SCHEMA = {"set": pl.Int64, "pool": pl.String, "column": pl.String, "paper_text": pl.String, "match": pl.String,
-                "score": pl.Float64, "comment_id": pl.String, "text": pl.String, "file_rank": pl.Int64}
+MATCH_SCHEMA = {
+    "set": pl.Int64,
+    "pool": pl.String,
+    "column": pl.String,
+    "paper_text": pl.String,
+    "match": pl.String,
+    "score": pl.Float64,
+    "comment_id": pl.String,
+    "text": pl.String,
+    "file_rank": pl.Int64,
+}
 # Quotes and dashes the paper's PDF and the ETHOS files spell differently
 # (the files also hold mojibake bytes where an apostrophe was).
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-"})
@@ -114,8 +123,11 @@ def load_paper_examples(path: Path) -> pl.DataFrame:
     """The paper's example sets (``resources/gpt3_example_sets.yaml``): one row
     per comment, ``set``, ``pool``, ``column`` (the paper's header), ``paper_text``."""
     doc = yaml.safe_load(Path(path).read_text("utf-8"))
-    rows = [{"set": int(entry["set"]), "pool": pool, "column": doc["columns"][pool], "paper_text": entry[pool]}
-            for entry in doc["sets"] for pool in ("sexist", "racist", "neither")]
+    rows = [
+        {"set": int(entry["set"]), "pool": pool, "column": doc["columns"][pool], "paper_text": entry[pool]}
+        for entry in doc["sets"]
+        for pool in ("sexist", "racist", "neither")
+    ]
     return pl.DataFrame(rows, schema={"set": pl.Int64, "pool": pl.String, "column": pl.String, "paper_text": pl.String})
 
 
@@ -157,8 +169,16 @@ def match_paper_examples(cands: Mapping[str, pl.DataFrame], examples: pl.DataFra
     for ex in examples.iter_rows(named=True):
         pool = ordered[ex["pool"]]
         kind, score, i = _best_match(ex["paper_text"], pool["text"].to_list(), keys[ex["pool"]], fuzzy_threshold)
-        rows.append({**ex, "match": kind, "score": score, "comment_id": None if i is None else pool["id"][i],
-                     "text": None if i is None else pool["text"][i], "file_rank": i})
+        rows.append(
+            {
+                **ex,
+                "match": kind,
+                "score": score,
+                "comment_id": None if i is None else pool["id"][i],
+                "text": None if i is None else pool["text"][i],
+                "file_rank": i,
+            }
+        )
     return pl.DataFrame(rows, schema=MATCH_SCHEMA)
 
 
@@ -169,9 +189,12 @@ def _pool_part(pool: str, frame: pl.DataFrame, per_category: int, source: pl.Exp
     return frame.with_row_index("rank").with_columns(
         pl.col("rank").cast(pl.Int64),
         pl.lit(pool).alias("pool"),
-        pl.when(pl.col("rank") < half).then(pl.lit("input"))
-        .when(pl.col("rank") < size - 1).then(pl.lit("example"))
-        .otherwise(pl.lit("replacement")).alias("half"),
+        pl.when(pl.col("rank") < half)
+        .then(pl.lit("input"))
+        .when(pl.col("rank") < size - 1)
+        .then(pl.lit("example"))
+        .otherwise(pl.lit("replacement"))
+        .alias("half"),
         source.alias("source"),
     )
 
@@ -204,8 +227,9 @@ def paper_pools(cands: Mapping[str, pl.DataFrame], matches: pl.DataFrame, per_ca
                 continue
             nxt = next(fillers, None)
             if nxt is None:
-                raise EthosSetsFailed(f"ethos: pool {pool!r} has too few candidates for {sizes[pool]} comments "
-                                      f"(llm.ethos.per_category = {per_category})")
+                raise EthosSetsFailed(
+                    f"ethos: pool {pool!r} has too few candidates for {sizes[pool]} comments (llm.ethos.per_category = {per_category})"
+                )
             ids.append(nxt)
             sources.append("file_order")
         taken.update(ids)
@@ -249,8 +273,9 @@ def draw_pools(cands: Mapping[str, pl.DataFrame], seed: int, per_category: int) 
     for offset, pool in enumerate(POOLS):
         frame = cands[pool].filter(~pl.col("id").is_in(taken))
         if frame.height < sizes[pool]:
-            raise EthosSetsFailed(f"ethos: pool {pool!r} has {frame.height} candidates, {sizes[pool]} needed "
-                                  f"(llm.ethos.per_category = {per_category})")
+            raise EthosSetsFailed(
+                f"ethos: pool {pool!r} has {frame.height} candidates, {sizes[pool]} needed (llm.ethos.per_category = {per_category})"
+            )
         drawn = frame.sample(n=sizes[pool], seed=seed + offset, shuffle=True)
         taken += drawn["id"].to_list()
         parts.append(_pool_part(pool, drawn.select("id", "text"), per_category, pl.lit("redraw")))
@@ -284,8 +309,17 @@ def build_items(pools: pl.DataFrame, per_category: int, example_sets: int) -> pl
                 ),
             }
             for setting, examples in shots.items():
-                rows.append({"setting": setting, "category": category, "label": label, "example_set": None,
-                             "comment_id": comment["comment_id"], "text": comment["text"], "examples": examples})
+                rows.append(
+                    {
+                        "setting": setting,
+                        "category": category,
+                        "label": label,
+                        "example_set": None,
+                        "comment_id": comment["comment_id"],
+                        "text": comment["text"],
+                        "examples": examples,
+                    }
+                )
     if example_sets > per_category:
         raise EthosSetsFailed(f"ethos: {example_sets} example sets need at least as many comments per pool ({per_category})")
     for i in range(example_sets):
@@ -296,24 +330,50 @@ def build_items(pools: pl.DataFrame, per_category: int, example_sets: int) -> pl
                 if comment["rank"] == i:
                     continue
                 for setting in MIXED:
-                    rows.append({"setting": setting, "category": "mixed", "label": pool, "example_set": i + 1,
-                                 "comment_id": comment["comment_id"], "text": comment["text"], "examples": examples})
+                    rows.append(
+                        {
+                            "setting": setting,
+                            "category": "mixed",
+                            "label": pool,
+                            "example_set": i + 1,
+                            "comment_id": comment["comment_id"],
+                            "text": comment["text"],
+                            "examples": examples,
+                        }
+                    )
     items = pl.DataFrame(
         rows,
-        schema={"setting": pl.String, "category": pl.String, "label": pl.String, "example_set": pl.Int64,
-                "comment_id": pl.String, "text": pl.String, "examples": EXAMPLE_SCHEMA},
+        schema={
+            "setting": pl.String,
+            "category": pl.String,
+            "label": pl.String,
+            "example_set": pl.Int64,
+            "comment_id": pl.String,
+            "text": pl.String,
+            "examples": EXAMPLE_SCHEMA,
+        },
     )
     order = pl.col("setting").replace_strict({s: i for i, s in enumerate(SETTINGS)}, return_dtype=pl.Int64)
     items = items.with_columns(_order=order).sort("_order", "example_set", "category", maintain_order=True).drop("_order")
     return items.with_columns(
-        pl.format("{}/{}/{}/{}", "setting", pl.col("example_set").fill_null(0), "category",
-                  pl.int_range(pl.len()).over("setting", "example_set", "category")).alias("item_id")
+        pl.format(
+            "{}/{}/{}/{}",
+            "setting",
+            pl.col("example_set").fill_null(0),
+            "category",
+            pl.int_range(pl.len()).over("setting", "example_set", "category"),
+        ).alias("item_id")
     ).select("item_id", *items.columns)
 
 
 def expectations_report(
-    table: pl.DataFrame, cands: Mapping[str, pl.DataFrame], pools: pl.DataFrame, items: pl.DataFrame,
-    per_category: int, example_sets: int, expected: Mapping[str, int],
+    table: pl.DataFrame,
+    cands: Mapping[str, pl.DataFrame],
+    pools: pl.DataFrame,
+    items: pl.DataFrame,
+    per_category: int,
+    example_sets: int,
+    expected: Mapping[str, int],
 ) -> dict[str, Any]:
     """great-expectations suites on the candidates, pools and prompts."""
     from hatecheck_pipeline.data.validate import load_gx, run_suite
@@ -327,11 +387,17 @@ def expectations_report(
         for pool in POOLS
         if f"{pool}_candidates" in expected
     ]
-    suites.append(run_suite("ethos_pools", pools, [
-        E.ExpectColumnValuesToBeUnique(column="comment_id"),
-        E.ExpectTableRowCountToEqual(value=4 * per_category + 3),
-        E.ExpectColumnValuesToBeInSet(column="pool", value_set=list(POOLS)),
-    ]))
+    suites.append(
+        run_suite(
+            "ethos_pools",
+            pools,
+            [
+                E.ExpectColumnValuesToBeUnique(column="comment_id"),
+                E.ExpectTableRowCountToEqual(value=4 * per_category + 3),
+                E.ExpectColumnValuesToBeInSet(column="pool", value_set=list(POOLS)),
+            ],
+        )
+    )
     for pool in POOLS:
         n = per_category if pool != "neither" else 2 * per_category
         part = pools.filter(pl.col("pool") == pool)
@@ -359,17 +425,40 @@ def expectations_report(
         suites.append(run_suite(f"ethos_{setting}", part, checks))
     if "mixed_unique" in expected and example_sets:
         mixed = items.filter(pl.col("setting") == "mixed")
-        every = pl.concat([mixed.select("text"), mixed.select(pl.col("examples").list.eval(pl.element().struct.field("text"))).explode("examples").rename({"examples": "text"})])
-        suites.append(run_suite("ethos_mixed_unique_comments", every.rename({"text": "comment"}), [
-            E.ExpectColumnUniqueValueCountToBeBetween(column="comment", min_value=expected["mixed_unique"], max_value=expected["mixed_unique"]),
-        ]))
-    return {"dataset": "ethos_sets", "success": all(s["success"] for s in suites), "suites": suites,
-            "counts": {"candidates": {p: cands[p].height for p in POOLS}, "pools": dict(pools.group_by("pool").len().sort("pool").rows()),
-                       "items": dict(items.group_by("setting").len().sort("setting").rows())}}
+        every = pl.concat(
+            [
+                mixed.select("text"),
+                mixed.select(pl.col("examples").list.eval(pl.element().struct.field("text")))
+                .explode("examples")
+                .rename({"examples": "text"}),
+            ]
+        )
+        suites.append(
+            run_suite(
+                "ethos_mixed_unique_comments",
+                every.rename({"text": "comment"}),
+                [
+                    E.ExpectColumnUniqueValueCountToBeBetween(
+                        column="comment", min_value=expected["mixed_unique"], max_value=expected["mixed_unique"]
+                    ),
+                ],
+            )
+        )
+    return {
+        "dataset": "ethos_sets",
+        "success": all(s["success"] for s in suites),
+        "suites": suites,
+        "counts": {
+            "candidates": {p: cands[p].height for p in POOLS},
+            "pools": dict(pools.group_by("pool").len().sort("pool").rows()),
+            "items": dict(items.group_by("setting").len().sort("setting").rows()),
+        },
+    }
 
 
-def examples_report(source: str, matches: pl.DataFrame | None, unfound: list[dict[str, Any]], fuzzy_threshold: float,
-                    example_sets: int) -> dict[str, Any]:
+def examples_report(
+    source: str, matches: pl.DataFrame | None, unfound: list[dict[str, Any]], fuzzy_threshold: float, example_sets: int
+) -> dict[str, Any]:
     """What the sets' examples are: the source, every paper comment's match
     (kind, score, comment id, rank in file order), the ones not found, and
     per example set what it is (the paper's set, built from the comments
@@ -378,8 +467,10 @@ def examples_report(source: str, matches: pl.DataFrame | None, unfound: list[dic
         sets = {str(i): {"paper_set": False, "not_found": []} for i in range(1, example_sets + 1)}
         return {"source": source, "sets": sets}
     listed = set(matches["set"].to_list())
-    sets = {str(i): {"paper_set": i in listed, "not_found": sorted(u["pool"] for u in unfound if u["set"] == i)}
-            for i in range(1, example_sets + 1)}
+    sets = {
+        str(i): {"paper_set": i in listed, "not_found": sorted(u["pool"] for u in unfound if u["set"] == i)}
+        for i in range(1, example_sets + 1)
+    }
     return {
         "source": source,
         "fuzzy_threshold": fuzzy_threshold,
@@ -441,5 +532,6 @@ def build_sets(
         line += f"; paper examples matched {result['examples']['match_counts']}"
         if unfound:
             line += "; NOT FOUND (their sets built from the comments found): " + "; ".join(
-                f"set {u['set']} {u['pool']}: {u['paper_text'][:60]!r}" for u in unfound)
+                f"set {u['set']} {u['pool']}: {u['paper_text'][:60]!r}" for u in unfound
+            )
     return line

@@ -16,9 +16,8 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.core.files import REASON, ROW, SOURCE
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 
-HATEFUL, NON_HATEFUL = "hateful", "non-hateful"
-LABELS = [HATEFUL, NON_HATEFUL]
 CORE_COLUMNS = ["id", "text", "label", "label_original", "language", "dataset", "split"]
 QUARANTINE_SCHEMA = {"dataset": pl.String, "source_file": pl.String, "row": pl.Int64, "reason": pl.String, "record": pl.String}
 
@@ -30,12 +29,7 @@ class Harmonised:
     raw_rows: int
 
     def counts(self) -> dict[str, Any]:
-        by_reason = (
-            self.quarantine.group_by(pl.col("reason").str.split(":").list.first())
-            .len()
-            .sort("reason")
-            .rows()
-        )
+        by_reason = self.quarantine.group_by(pl.col("reason").str.split(":").list.first()).len().sort("reason").rows()
         out: dict[str, Any] = {
             "raw_rows": self.raw_rows,
             "kept": self.kept.height,
@@ -79,8 +73,12 @@ def conflicting_labels() -> pl.Expr:
     rows = pl.col(ROW).sort().over(pl.col("id"), ok, mapping_strategy="join")
     conflict = pl.col("label").n_unique().over(pl.col("id"), ok) > 1
     return flag(
-        pl.format("conflicting_labels: id {} has labels {} (rows {})", pl.col("id"),
-                  labels.list.join(" | "), rows.cast(pl.List(pl.String)).list.join(", ")),
+        pl.format(
+            "conflicting_labels: id {} has labels {} (rows {})",
+            pl.col("id"),
+            labels.list.join(" | "),
+            rows.cast(pl.List(pl.String)).list.join(", "),
+        ),
         conflict,
     )
 
@@ -93,8 +91,10 @@ def quarantine_checks(frame: pl.LazyFrame, dedupe_text: bool) -> pl.LazyFrame:
     length = pl.col("text").str.len_chars()
     steps = [
         flag(pl.lit("empty_text"), pl.col("text").is_null() | (pl.col("text").str.strip_chars() == "")),
-        flag(pl.format("nul_character: text holds {} NUL character(s)", pl.col("text").str.count_matches("\x00", literal=True)),
-             pl.col("text").str.contains("\x00", literal=True)),
+        flag(
+            pl.format("nul_character: text holds {} NUL character(s)", pl.col("text").str.count_matches("\x00", literal=True)),
+            pl.col("text").str.contains("\x00", literal=True),
+        ),
         flag(pl.format("text_too_long: {} characters (limit {})", length, pl.lit(MAX_TEXT_CHARS)), length > MAX_TEXT_CHARS),
         flag(pl.format("unknown_label: {}", shown), pl.col("label").is_null()),
     ]
@@ -161,4 +161,3 @@ def binary_label(column: str, hateful_values: list[str], non_hateful_values: lis
 def with_split(h: Harmonised, seed: int, fractions: Mapping[str, float]) -> Harmonised:
     h.kept = stratified_split(h.kept.lazy(), seed, fractions).collect()
     return h
-

@@ -151,8 +151,9 @@ def _present(folder: Path, names: list[str]) -> dict[str, str] | None:
     return {n: sha256sum(folder / n) for n in names}
 
 
-def _fetch_set(item: sources.FileSet, names: list[str], folder: Path, workers: int, stream: TextIO, label: str,
-               done: Fetched) -> dict[str, str]:
+def _fetch_set(
+    item: sources.FileSet, names: list[str], folder: Path, workers: int, stream: TextIO, label: str, done: Fetched
+) -> dict[str, str]:
     """The set's files into a temporary folder beside ``folder``, renamed to
     it once the manifest hash is the registered one."""
     with _bar(stream, desc=label, total=len(names), unit="file") as bar:
@@ -184,13 +185,21 @@ def _fetch_set(item: sources.FileSet, names: list[str], folder: Path, workers: i
 def write_sums(into: Path, registry: dict, digests: dict[str, str]) -> list[Path]:
     """The ``SHA256SUMS`` lists of the module docstring from ``digests``
     (path under the mirror -> sha256), each written whole."""
-    nested = sorted({f"{x.source}/{PurePosixPath(x.mirror_dir).parent}" for s in registry for x in sources.raw_sets(s, registry)
-                     if PurePosixPath(x.mirror_dir).parent != PurePosixPath(".")}, key=len, reverse=True)
+    nested = sorted(
+        {
+            f"{x.source}/{PurePosixPath(x.mirror_dir).parent}"
+            for s in registry
+            for x in sources.raw_sets(s, registry)
+            if PurePosixPath(x.mirror_dir).parent != PurePosixPath(".")
+        },
+        key=len,
+        reverse=True,
+    )
     lists: dict[str, list[str]] = {".": []}
     for path, digest in digests.items():
         folder = next((n for n in nested if path.startswith(n + "/")), None)
         if folder is not None:
-            lists.setdefault(folder, []).append(f"{digest}  {path[len(folder) + 1:]}\n")
+            lists.setdefault(folder, []).append(f"{digest}  {path[len(folder) + 1 :]}\n")
         else:
             line = f"{digest}  ./{path}\n"
             lists["."].append(line)

@@ -15,8 +15,9 @@ def prepare(dataset: str, settings: Mapping[str, Any], raw_files: list[Path], ta
     ``quarantine`` with its reason and ``counts`` shows raw = kept + quarantined."""
     missing = [str(f) for f in raw_files if not f.exists()]
     if missing:
-        raise InputError(f"{dataset}: raw file(s) missing: {', '.join(missing)} "
-                         f"(run `hatecheck-pipeline run ingest_{dataset_spec(dataset).source}`)")
+        raise InputError(
+            f"{dataset}: raw file(s) missing: {', '.join(missing)} (run `hatecheck-pipeline run ingest_{dataset_spec(dataset).source}`)"
+        )
     harmonised = dataset_spec(dataset).build(settings)
     summary = harmonised.counts()
     if summary["raw_rows"] == 0:

@@ -142,8 +142,10 @@ def set_names(item: FileSet, root: Path) -> list[str]:
         with open(root / rel, encoding="utf-8") as fh:
             names += [json.loads(line)["annotation_id"] for line in fh if line.strip()]
     if len(names) != item.count or len(set(names)) != len(names):
-        raise HashMismatchError(f"{item.source}/{item.name}: {len(names)} names ({len(set(names))} distinct) in "
-                                f"{', '.join(item.names_from)}, the registry pins {item.count}")
+        raise HashMismatchError(
+            f"{item.source}/{item.name}: {len(names)} names ({len(set(names))} distinct) in "
+            f"{', '.join(item.names_from)}, the registry pins {item.count}"
+        )
     odd = [n for n in names if not n or "/" in n or "\\" in n or n.startswith(".")]
     if odd:
         raise HashMismatchError(f"{item.source}/{item.name}: {odd[0]!r} in {', '.join(item.names_from)} is not a plain file name")
@@ -175,8 +177,9 @@ def _download(url: str, tries: int = TRIES, sleep: Callable[[float], None] = tim
     raise AssertionError("unreachable")
 
 
-def download(item: RawFile, dest: Path | None = None, progressbar: Any = True, tries: int = TRIES,
-             sleep: Callable[[float], None] = time.sleep) -> Path:
+def download(
+    item: RawFile, dest: Path | None = None, progressbar: Any = True, tries: int = TRIES, sleep: Callable[[float], None] = time.sleep
+) -> Path:
     """Download one raw file from its pinned URL with pooch, which streams it
     into a temporary file beside the target and moves it into place only when
     its sha256 is the registered one (a file already there with that hash is
@@ -195,8 +198,10 @@ def download(item: RawFile, dest: Path | None = None, progressbar: Any = True, t
         except ValueError as exc:  # pooch's hash mismatch (the download is deleted)
             got = re.search(r"got ([0-9a-fA-F]{64})", str(exc))
             actual = got.group(1) if got else "another digest"
-            raise HashMismatchError(f"{item.url}: sha256 mismatch: expected {item.sha256} ({SOURCES_FILE}, "
-                                    f"{item.source}/{item.name}), actual {actual}; nothing written") from None
+            raise HashMismatchError(
+                f"{item.url}: sha256 mismatch: expected {item.sha256} ({SOURCES_FILE}, "
+                f"{item.source}/{item.name}), actual {actual}; nothing written"
+            ) from None
         except requests.RequestException as exc:
             status = exc.response.status_code if getattr(exc, "response", None) is not None else None
             reason = f"HTTP {status}" if status is not None else type(exc).__name__
@@ -232,8 +237,10 @@ def check_set(item: FileSet, names: list[str], contents: list[bytes], mirror: Pa
     if actual != item.manifest_sha256:
         differing = _differing(digests, mirror / item.source / item.mirror_dir if mirror else None)
         hint = f"; files differing from the mirror's SHA256SUMS: {', '.join(differing[:5])}" if differing else ""
-        raise HashMismatchError(f"{item.source}/{item.name}: manifest sha256 mismatch over {len(names)} files: "
-                                f"expected {item.manifest_sha256}, actual {actual}{hint}")
+        raise HashMismatchError(
+            f"{item.source}/{item.name}: manifest sha256 mismatch over {len(names)} files: "
+            f"expected {item.manifest_sha256}, actual {actual}{hint}"
+        )
     return digests
 
 

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
-from hatecheck_pipeline.data.harmonise import HATEFUL, LABELS
+from hatecheck_pipeline.data.labels import HATEFUL, LABELS
 
 SPLITS = ["train", "dev", "test"]
 CROWS_BIAS_TYPES = [
@@ -46,8 +46,10 @@ ABSENT_FOR_GX_IMPORT = ("sqlalchemy",)
 # deferred module GX uses while it is imported is loaded then: slower, not
 # wrong; a module GX needs at import raises ImportError at once).
 GX_RELIED_ON = {
-    **{(name, "deferred"): "imported by GX at module level, never used until a distribution expectation or a chart"
-       for name in DEFERRED_BY_GX_IMPORT},
+    **{
+        (name, "deferred"): "imported by GX at module level, never used until a distribution expectation or a chart"
+        for name in DEFERRED_BY_GX_IMPORT
+    },
     **{(name, "absent"): "optional for GX (its SQL data sources): GX imports without it" for name in ABSENT_FOR_GX_IMPORT},
     ("great_expectations", "expectations"): "the expectation classes the suites here are built of",
 }
@@ -115,7 +117,7 @@ def classification_expectations(
         *[E.ExpectColumnValuesToBeOfType(column=c, type_="str") for c in ("id", "text", "label", "split")],
         E.ExpectColumnValuesToNotBeNull(column="text"),
         E.ExpectColumnValueLengthsToBeBetween(column="text", min_value=1),
-        E.ExpectColumnValuesToBeInSet(column="label", value_set=LABELS),
+        E.ExpectColumnValuesToBeInSet(column="label", value_set=list(LABELS)),
         E.ExpectColumnValuesToNotBeNull(column="label"),
         E.ExpectColumnValuesToBeUnique(column="id"),
         E.ExpectColumnValuesToBeInSet(column="split", value_set=SPLITS),
@@ -198,9 +200,7 @@ def run_suite(name: str, frame: pl.DataFrame, expectations: list) -> dict[str, A
     batch_def = asset.add_batch_definition_whole_dataframe("whole")
     suite = context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
     pdf = frame.to_pandas(use_pyarrow_extension_array=True)
-    result = batch_def.get_batch(batch_parameters={"dataframe": pdf}).validate(
-        suite, result_format={"result_format": "COMPLETE"}
-    )
+    result = batch_def.get_batch(batch_parameters={"dataframe": pdf}).validate(suite, result_format={"result_format": "COMPLETE"})
     raw = result.to_json_dict()
     ids = frame["id"].to_list() if "id" in frame.columns else None
     checks = []
@@ -300,8 +300,7 @@ def failure_message(report: Mapping[str, Any]) -> str:
                 examples = ", ".join(f"row {e['row']} id={e['id']!r} value={e['value']!r}" for e in check["examples"])
                 failed.append(
                     f"[{suite['suite']}] {check['expectation']} {check['kwargs']} failed: observed "
-                    f"{check['observed_value']!r}, unexpected {check['unexpected_count']}"
-                    + (f" (e.g. {examples})" if examples else "")
+                    f"{check['observed_value']!r}, unexpected {check['unexpected_count']}" + (f" (e.g. {examples})" if examples else "")
                 )
     return f"data validation failed for dataset {report['dataset']!r}: " + "; ".join(failed)
 

@@ -149,14 +149,25 @@ def mhc_table(metrics: Mapping[tuple[str, str], tuple[str, dict]], published: Ma
     )
 
 
-def diff_tables(record: Path) -> str:
+def diff_dataset(doc: Mapping[str, Any], metrics: Mapping[tuple[str, str], tuple[str, dict]]) -> str:
+    """The dataset of a comparison's suite (whose functional tests label its
+    rows): as the comparison records it, else as model A's score record of
+    the suite does (a comparison recorded before it named its dataset);
+    neither: ``""`` (the HateCheck numbering, then MHC's, as for an
+    expanded suite: :func:`~hatecheck_pipeline.evaluation.published.functionalities`)."""
+    scored = metrics.get((doc["a"]["model"], doc["suite"]))
+    return str(doc.get("dataset") or (scored[1].get("dataset") if scored else None) or "")
+
+
+def diff_tables(record: Path, metrics: Mapping[tuple[str, str], tuple[str, dict]]) -> str:
     """Each recorded comparison of two models per functional test
-    (``results/diffs/<a>_vs_<b>/<suite>.json``); empty when there is none."""
+    (``results/diffs/<a>_vs_<b>/<suite>.json``); empty when there is none.
+    ``metrics``: the record's score documents (:func:`_metrics`)."""
     parts = []
     for path in sorted(record.glob("results/diffs/*/*.json")):
         doc = read_json(path)
         a, b, suite = doc["a"]["model"], doc["b"]["model"], doc["suite"]
-        dataset = "mhc" if suite.startswith("mhc_") else "hatecheck"
+        dataset = diff_dataset(doc, metrics)
         tests = doc.get("by_functionality", {})
         tested = "p_holm" in next(iter(tests.values()), {})  # written by the paired sign-flip test
         rows = [
@@ -193,7 +204,7 @@ def results_page(record: Path, published: Mapping[str, Any] | None = None) -> st
     published = P.load() if published is None else published
     info = runs.load(record)
     metrics = _metrics(record)
-    diffs = diff_tables(record)
+    diffs = diff_tables(record, metrics)
     return (
         "\n\n".join(
             [

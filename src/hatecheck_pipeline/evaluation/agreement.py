@@ -36,8 +36,8 @@ import numpy as np
 import polars as pl
 
 from hatecheck_pipeline.core.files import InputError, write_json
+from hatecheck_pipeline.data.labels import LABELS
 
-LABELS = ("hateful", "non-hateful")
 SOURCE = "HateCheck (Röttger et al., 2021), section 2.5"
 ANNOTATOR_COLUMNS = tuple(f"label_{i}" for i in range(1, 11))
 MIN_AGREEING = 4  # "at least four out of five annotators agreed with our gold standard label"

@@ -26,8 +26,8 @@ from typing import Any
 import polars as pl
 
 from hatecheck_pipeline.core.files import InputError, read_json, write_json
+from hatecheck_pipeline.data.labels import LABELS
 
-LABELS = ("hateful", "non-hateful")
 SOURCE = "Multilingual HateCheck (Röttger et al., 2022), Table 5 (appendix D)"
 
 

@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from hatecheck_pipeline.core.files import write_json
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.evaluation import paired as T
 from hatecheck_pipeline.evaluation.scoring import (
@@ -139,7 +140,7 @@ def changed_cases(cases: pl.DataFrame, mask: np.ndarray, limit: int | None = Non
     cols = [c for c in ("id", "text", "gold") if c in part.columns]
 
     def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
-        frame = frame.select(cols).with_columns(pl.col("gold").replace_strict({1: M.HATEFUL, 0: M.NON_HATEFUL}, return_dtype=pl.String))
+        frame = frame.select(cols).with_columns(pl.col("gold").replace_strict({1: HATEFUL, 0: NON_HATEFUL}, return_dtype=pl.String))
         return frame.head(limit).to_dicts() if limit else frame.to_dicts()
 
     return {"went_wrong": rows(part.filter(right_a & ~right_b)), "went_right": rows(part.filter(~right_a & right_b))}
@@ -185,7 +186,9 @@ def run(
     boot: M.Bootstrap = M.Bootstrap(2000),
     gold_table: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Compare two predictions files on ``suite``; write the JSON to ``out``."""
+    """Compare two predictions files on ``suite``; write the JSON to ``out``
+    (naming the suite and its dataset, whose functional tests a reader
+    labels the rows with)."""
     if boot.samples <= 0:
         raise ScoringError("a paired comparison needs random sign draws (evaluation.diff_samples > 0)")
     gold = gold_cases(suite, gold_table)
@@ -195,6 +198,7 @@ def run(
     cases = with_clusters(paired_cases(gold, a, b, names), unit, fillers=uses_fillers(suite))
     doc = {
         "suite": suite.name,
+        "dataset": suite.dataset,
         "a": {"model": names[0], "predictions": str(predictions_a)},
         "b": {"model": names[1], "predictions": str(predictions_b)},
         "difference": "accuracy of B minus accuracy of A, percentage points",

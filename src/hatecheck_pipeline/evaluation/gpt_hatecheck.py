@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_json, write_parquet

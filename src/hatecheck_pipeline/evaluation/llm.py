@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import polars as pl
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
 from hatecheck_pipeline.evaluation.llm_answers import appendix_b, instruction_contrast, score_frame

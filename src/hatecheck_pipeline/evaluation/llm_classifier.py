@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import PRECISION_KEY, write_csv, write_parquet
 from hatecheck_pipeline.evaluation.llm import ask, chat_client
@@ -106,7 +106,6 @@ def predict_suites(
     backend_name: str,
     suites: Sequence[Suite],
     tables: Mapping[str, Path],
-    validation: Sequence[Path],
     predictions: Sequence[Path],
     answers: Path,
     backend: Mapping[str, Any],
@@ -125,15 +124,12 @@ def predict_suites(
     suite (``predictions`` in the order of ``suites``) and the raw answers.
     A profile capping ``llm_max_cases_per_suite`` predicts a draw seeded
     with the model's ``seed`` (the score stage scores the same draw).
-    ``validation``: the suites' data-quality results (read so that a
-    failed validation stops this stage as it stops a preprocess stage).
     ``weights``: the fetched weights' manifest when the backend's model is
     ``weights`` (fetch_llm_weights)."""
     from tqdm import tqdm
 
     from hatecheck_pipeline.core.cpu import bounded_threads
 
-    del validation  # a dependency only: validate_<dataset> fails on a bad table
     cap = profile.get("llm_max_cases_per_suite")
     templates = prompting.load_templates()
     languages = {s.name: instruction_language(s, prompt_language) for s in suites}

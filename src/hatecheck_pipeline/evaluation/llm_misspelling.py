@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import polars as pl
 import yaml
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
 from hatecheck_pipeline.data.ethos import candidates
@@ -179,7 +179,6 @@ def summarise(answers: pl.DataFrame, texts_considered: Mapping[str, int]) -> dic
 def run_misspelling(
     name: str,
     table: Path,
-    validation: Path,
     published: Path,
     answers: Path,
     metrics: Path,
@@ -203,7 +202,6 @@ def run_misspelling(
 
     from hatecheck_pipeline.core.cpu import bounded_threads
 
-    del validation  # a dependency only: validate_ethos fails on a bad table
     cap = profile.get("llm_misspelling_max_texts")
     edits = load_edits(published)
     frame = pl.read_parquet(table)

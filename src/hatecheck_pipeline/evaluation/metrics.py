@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-HATEFUL = "hateful"
-NON_HATEFUL = "non-hateful"
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
+
 NO_CASE = "no case scored"
 NO_CLASS_CASE = "no gold and no predicted {} case (2TP + FP + FN = 0)"
 

@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.files import InputError, write_json
 from hatecheck_pipeline.evaluation.metrics import Bootstrap, interval, resample_indices
 

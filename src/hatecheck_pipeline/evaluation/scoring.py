@@ -15,9 +15,10 @@ import numpy as np
 import polars as pl
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_parquet, write_text
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 from hatecheck_pipeline.evaluation import metrics as M
 from hatecheck_pipeline.evaluation.invariance import invariance
 from hatecheck_pipeline.suites.clusters import FILLER_COLUMN, TEMPLATE_COLUMNS, filler_codes, merge_clusters, template_clusters
@@ -222,7 +223,7 @@ def gold_cases(suite: Suite, table: str | Path | None = None) -> pl.DataFrame:
     return (
         frame.select(
             pl.col(suite.id_column).cast(pl.String).alias("id"),
-            (pl.col("label") == M.HATEFUL).cast(pl.Int8).alias("gold"),
+            (pl.col("label") == HATEFUL).cast(pl.Int8).alias("gold"),
             *keep,
         )
         .collect()
@@ -403,7 +404,7 @@ def score_cases(
         "overall": _summary(cases, ["accuracy", "f1_hateful", "f1_non_hateful", "macro_f1"], boot, overall),
         "by_label": {},
     }
-    for label, value in ((M.HATEFUL, 1), (M.NON_HATEFUL, 0)):
+    for label, value in ((HATEFUL, 1), (NON_HATEFUL, 0)):
         out["by_label"][label] = _summary(cases.filter(pl.col("gold") == value), ["accuracy"], boot)
     if "functionality" in cases.columns:
         out["by_functionality"] = _groups(cases, "functionality", ["accuracy"], boot)
@@ -462,7 +463,7 @@ FAILURE_COLUMNS = ("id", "functionality", "text", "gold_label", "predicted_label
 
 
 def _label_word(column: str) -> pl.Expr:
-    return pl.when(pl.col(column) == 1).then(pl.lit(M.HATEFUL)).otherwise(pl.lit(M.NON_HATEFUL))
+    return pl.when(pl.col(column) == 1).then(pl.lit(HATEFUL)).otherwise(pl.lit(NON_HATEFUL))
 
 
 def failures_frame(cases: pl.DataFrame) -> pl.DataFrame:

@@ -128,23 +128,6 @@ class ChatClient:
         self.session.close()
 
 
-def messages_of(response: dict) -> list[str]:
-    """Candidate messages: one per non-empty line of every choice, list
-    numbering and surrounding quotes stripped."""
-    import re
-
-    out = []
-    for choice in response.get("choices", []):
-        content = (choice.get("message") or {}).get("content") or ""
-        for line in content.splitlines():
-            line = re.sub(r"^\s*(?:\d+[.)]|[-*•])\s*", "", line).strip()
-            if len(line) >= 2 and line[0] == line[-1] and line[0] in "\"'":
-                line = line[1:-1].strip()
-            if line:
-                out.append(line)
-    return out
-
-
 def chat_prompt(tokenizer, system: str | None, user: str) -> str:
     """The prompt text of a chat (system, user) in the tokenizer's chat
     template, ready for the assistant's answer; without a template, the

@@ -71,7 +71,9 @@ def subword_targets(word_attention: Sequence[float], word_ids: Sequence[int | No
     return (vals / total).tolist() if total > 0 else vals.tolist()
 
 
-def token_targets(tokenizer, texts: Sequence[str], masks: Sequence[Sequence[Sequence[int]]], max_length: int, temperature: float) -> list[list[float]]:
+def token_targets(
+    tokenizer, texts: Sequence[str], masks: Sequence[Sequence[Sequence[int]]], max_length: int, temperature: float
+) -> list[list[float]]:
     """Per text (word tokens = ``text.split()``): the subword-level
     ground-truth attention, aligned with ``runtime.encode`` of the same text."""
     out = []

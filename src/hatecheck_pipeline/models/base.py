@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import ConfigError, profile
+from hatecheck_pipeline.core.profile import ConfigError
 from hatecheck_pipeline.models.weights import package_dir
 
 # What each symbolic name really is (for model cards, logs and the report:
@@ -102,11 +102,6 @@ def describe(ref: str) -> str:
 def role_ref(settings: Mapping[str, Any], role: str) -> str:
     """A profile's base model reference for a role (``settings``: the profile)."""
     return settings["base_models"][role]
-
-
-def base_ref(params: Mapping[str, Any], model: str) -> str:
-    """The active profile's base model reference for a model's role."""
-    return role_ref(profile(params), params["models"][model]["role"])
 
 
 def content_hash(path: str | Path, chunk: int = 1 << 20) -> str:

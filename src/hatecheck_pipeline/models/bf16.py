@@ -121,8 +121,14 @@ def bf16_speedup() -> float:
         if kept is not None:  # another process measured it while this one waited
             return kept
         speedup = round(measure_speedup(), 3)
-        doc[key] = {"speedup": speedup, "cpu": cpu_identity()[0], "torch": torch.__version__,
-                    "shape": list(PROBE_SHAPE), "threads": torch.get_num_threads(), "probe": PROBE_VERSION}
+        doc[key] = {
+            "speedup": speedup,
+            "cpu": cpu_identity()[0],
+            "torch": torch.__version__,
+            "shape": list(PROBE_SHAPE),
+            "threads": torch.get_num_threads(),
+            "probe": PROBE_VERSION,
+        }
         usercache.keep(json.dumps(doc, indent=1), path)  # a read-only home measures per process
     return speedup
 

@@ -15,11 +15,22 @@ from hatecheck_pipeline.models.kinds.base import guess_hateful
 __all__ = ["classifier_spec", "guess_hateful"]
 
 
-def classifier_spec(ref: str, *, hateful: Sequence[str] | None = None, classes: Sequence[str] | None = None,
-                    input_name: str | None = None, output: str | None = None, decision: str | None = None,
-                    revision: str | None = None, max_length: int | None = None, batch_size: int | None = None,
-                    api_format: str | None = None, key_env: str | None = None,
-                    suites: Sequence[str], seed: int = 42) -> dict[str, Any]:
+def classifier_spec(
+    ref: str,
+    *,
+    hateful: Sequence[str] | None = None,
+    classes: Sequence[str] | None = None,
+    input_name: str | None = None,
+    output: str | None = None,
+    decision: str | None = None,
+    revision: str | None = None,
+    max_length: int | None = None,
+    batch_size: int | None = None,
+    api_format: str | None = None,
+    key_env: str | None = None,
+    suites: Sequence[str],
+    seed: int = 42,
+) -> dict[str, Any]:
     """A ``models.<name>`` entry for ``ref``, as ``evaluate`` reads it: a
     scoring API's URL (``http``, Perspective's format unless ``api_format``
     says ``json``; the key from the environment variable ``key_env``), an
@@ -29,8 +40,15 @@ def classifier_spec(ref: str, *, hateful: Sequence[str] | None = None, classes: 
     ``id2label`` when not given). What cannot be guessed is one line
     naming the option to give."""
     kind = kinds.detect(ref)
-    options = {"hateful": hateful, "classes": classes, "input_name": input_name, "output": output, "revision": revision,
-               "api_format": api_format, "key_env": key_env}
+    options = {
+        "hateful": hateful,
+        "classes": classes,
+        "input_name": input_name,
+        "output": output,
+        "revision": revision,
+        "api_format": api_format,
+        "key_env": key_env,
+    }
     spec: dict[str, Any] = {"suites": list(suites), "seed": seed, "kind": kind.name, **kind.spec_for(ref, options)}
     for key, value in (("decision", decision), ("max_length", max_length), ("batch_size", batch_size)):
         if value is not None:

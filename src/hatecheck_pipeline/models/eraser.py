@@ -96,7 +96,9 @@ def read_doc(text: str, name: str, cls_id: int, sep_id: int) -> list[int]:
     except ValueError as exc:
         raise AlignmentError(f"eraser docs/{name}: not a list of token ids ({exc})") from exc
     if len(ids) < 2 or ids[0] != cls_id or ids[-1] != sep_id:
-        raise AlignmentError(f"eraser docs/{name}: does not start with [CLS] ({cls_id}) and end with [SEP] ({sep_id}): the vocabulary is not bert-base-uncased's")
+        raise AlignmentError(
+            f"eraser docs/{name}: does not start with [CLS] ({cls_id}) and end with [SEP] ({sep_id}): the vocabulary is not bert-base-uncased's"
+        )
     return ids[1:-1]
 
 
@@ -152,12 +154,15 @@ def derive(
     texts = [(posts[str(rec["annotation_id"])]["text"] or "").split() for rec in known]
     plains = word_pieces(tokenizer, texts, normalise=False)
     normed = word_pieces(tokenizer, texts, normalise=True)
-    for rec, words, (plain, _), (pieces, owner) in tqdm(zip(known, texts, plains, normed), total=len(known), desc="eraser alignment",
-                                                        disable=not progress, mininterval=10):
+    for rec, words, (plain, _), (pieces, owner) in tqdm(
+        zip(known, texts, plains, normed), total=len(known), desc="eraser alignment", disable=not progress, mininterval=10
+    ):
         pid = str(rec["annotation_id"])
         post = posts[pid]
         if rec.get("classification") != post["label3"]:
-            raise AlignmentError(f"training post {pid}: the ERASER record says {rec.get('classification')!r}, the table's majority label is {post['label3']!r}")
+            raise AlignmentError(
+                f"training post {pid}: the ERASER record says {rec.get('classification')!r}, the table's majority label is {post['label3']!r}"
+            )
         if pid not in docs:
             raise AlignmentError(f"training post {pid}: no eraser docs/{pid} in the docs bundle")
         doc = read_doc(docs[pid], pid, cls_id, sep_id)

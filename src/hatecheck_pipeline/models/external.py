@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.core.files import PRECISION_KEY, read_json, write_json, write_parquet
 from hatecheck_pipeline.models import kinds
@@ -44,7 +44,7 @@ def pinned_entry(spec: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
     ref = str(spec.get("model", ""))
     if not ref.startswith(PINNED):
         return None
-    name = ref[len(PINNED):]
+    name = ref[len(PINNED) :]
     return name, entry_of(name, load_registry(REGISTRY_FILE), REGISTRY_FILE, sources=("pypi_parts",), what="classifier")
 
 
@@ -83,8 +83,9 @@ def fetch_pinned(entry: Mapping[str, Any], dest: Path) -> str:
     return f"fetched from {entry['parts'][0]['url']}"
 
 
-def card_of(model: str, spec: Mapping[str, Any], identity: Mapping[str, Any], pinned: tuple[str, Mapping[str, Any]] | None,
-            profile: str) -> dict[str, Any]:
+def card_of(
+    model: str, spec: Mapping[str, Any], identity: Mapping[str, Any], pinned: tuple[str, Mapping[str, Any]] | None, profile: str
+) -> dict[str, Any]:
     """The model card of a classifier trained elsewhere."""
     description = spec.get("description") or (pinned[1].get("model") if pinned else None) or f"{spec['kind']} classifier {spec['model']}"
     base = {"ref": str(spec["model"]), "description": description, "content_sha256": identity.get("content_sha256")}
@@ -102,22 +103,27 @@ def card_of(model: str, spec: Mapping[str, Any], identity: Mapping[str, Any], pi
     }
     if pinned:
         name, entry = pinned
-        card["pinned"] = {"entry": name, "file": entry["file"], "sha256": entry["sha256"], "licence": entry.get("licence"),
-                          "parts": [{k: p[k] for k in ("url", "wheel_sha256", "member", "sha256")} for p in entry["parts"]]}
+        card["pinned"] = {
+            "entry": name,
+            "file": entry["file"],
+            "sha256": entry["sha256"],
+            "licence": entry.get("licence"),
+            "parts": [{k: p[k] for k in ("url", "wheel_sha256", "member", "sha256")} for p in entry["parts"]],
+        }
     return card
 
 
-def register(model: str, spec: Mapping[str, Any], card: Path, profile: Profile, fetched: Path | None = None,
-             source: Path | None = None, entry: Mapping[str, Any] | None = None) -> str:
+def register(
+    model: str, spec: Mapping[str, Any], card: Path, profile: Profile, fetched: Path | None = None, source: Path | None = None
+) -> str:
     """Stage ``classifier_<model>``: fetch a pinned classifier's file
     (``fetched``), load the classifier, check it answers two probe texts
     with probabilities, write its card. ``source``: a local file or folder
-    it is read from (a dependency only: its content sha256 is in the card);
-    ``entry``: a pinned file's entry of resources/classifiers.yaml (a
-    parameter, read again here through the registry)."""
+    it is read from (its content sha256 is in the card). A pinned file's
+    entry of resources/classifiers.yaml is a dependency only of the stage
+    (read again here through the registry)."""
     from hatecheck_pipeline.models import classifiers
 
-    del entry
     started = time.perf_counter()
     pinned = pinned_entry(spec)
     how = "local"
@@ -132,8 +138,10 @@ def register(model: str, spec: Mapping[str, Any], card: Path, profile: Profile, 
     doc = card_of(model, spec, clf.identity(), pinned, profile.name) | kind.card_fields(clf)
     how += kind.register_note(clf)
     write_json(doc, card)
-    return (f"{model} ({spec['kind']}): {how}; answers the probe texts with p(hateful) "
-            f"{', '.join(f'{p:.3f}' for p in probe)}; card {card} in {time.perf_counter() - started:.1f} s")
+    return (
+        f"{model} ({spec['kind']}): {how}; answers the probe texts with p(hateful) "
+        f"{', '.join(f'{p:.3f}' for p in probe)}; card {card} in {time.perf_counter() - started:.1f} s"
+    )
 
 
 def predict(
@@ -149,7 +157,6 @@ def predict(
     seed: int,
     cap_key: str = "max_cases_per_suite",
     model_file: Path | None = None,
-    validation: Sequence[Path] = (),
     amp: bool = True,
 ) -> str:
     """Stage ``predict_<model>_<group>``: p(hateful) of each suite's cases
@@ -160,9 +167,9 @@ def predict(
     ``decision: argmax``, whether a hateful class is the top class. A
     profile capping
     ``max_cases_per_suite`` (or ``cap_key``) predicts a draw seeded with the
-    model's ``seed``, as every model's predict stage does (``validation``:
-    the suites' data-quality results, a dependency only; ``amp``: a
-    transformers model's autocast on CUDA, as training.amp). The card's
+    model's ``seed``, as every model's predict stage does (``amp``: a
+    transformers model's autocast on CUDA, as training.amp; the suites'
+    data-quality results are a dependency only of the stage). The card's
     identity and the precision that ran go into each file's metadata. A
     scoring API (``http``) is sent each suite's language, and its file has
     an ``unanswered`` column: the API's message for a text it refused
@@ -174,7 +181,6 @@ def predict(
     from hatecheck_pipeline.models.predict import predictions_frame, set_threads
     from hatecheck_pipeline.suites.sample import drawn_cases
 
-    del validation  # a dependency only: validate_<dataset> fails on a bad table
     cap = profile.get(cap_key)
     threshold = spec["threshold"] if spec.get("threshold") is not None else threshold
     set_threads(threads)
@@ -198,17 +204,20 @@ def predict(
         unanswered = getattr(clf, "unanswered", None)
         if unanswered is not None:  # a scoring API's texts it refused: no label, the API's message
             messages = [unanswered.get(i) for i in range(frame.height)]
-            frame = frame.with_columns(pl.col("p_hateful").fill_nan(None),
-                                       pl.when(pl.Series(messages).is_null()).then(pl.col("pred")).otherwise(None).alias("pred"),
-                                       pl.Series(UNANSWERED_COLUMN, messages, dtype=pl.String))
+            frame = frame.with_columns(
+                pl.col("p_hateful").fill_nan(None),
+                pl.when(pl.Series(messages).is_null()).then(pl.col("pred")).otherwise(None).alias("pred"),
+                pl.Series(UNANSWERED_COLUMN, messages, dtype=pl.String),
+            )
             if unanswered:
-                lines.append(f"{model} on {suite.name}: {len(unanswered)} of {frame.height} texts unanswered "
-                             f"(the first: {unanswered[min(unanswered)]})")
+                lines.append(
+                    f"{model} on {suite.name}: {len(unanswered)} of {frame.height} texts unanswered "
+                    f"(the first: {unanswered[min(unanswered)]})"
+                )
         hateful = float((frame["pred"] == "hateful").sum() / frame.height) if frame.height else 0.0
         metadata = {PRECISION_KEY: clf.precision, "classifier_identity": _flat(identity)} | kind.file_metadata(clf)
         write_parquet(frame, out, metadata=metadata)
-        lines.append(f"{model} on {suite.name}: {frame.height} cases, {hateful:.1%} predicted hateful "
-                     f"({rate:.0f} cases/s) -> {out}")
+        lines.append(f"{model} on {suite.name}: {frame.height} cases, {hateful:.1%} predicted hateful ({rate:.0f} cases/s) -> {out}")
     return "\n".join(lines)
 
 

@@ -74,16 +74,30 @@ def grid_search(
             print(f"grid trial {i}/{len(trials)} {name}: recorded, skipped", flush=True)
             continue
         print(f"grid trial {i}/{len(trials)} {name}", flush=True)
-        model = load_for_training(base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers,
-                                  pooling=r.pooling)
+        model = load_for_training(
+            base, r.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers, pooling=r.pooling
+        )
         log = train_loop(
-            model, tokenizer, train_split, dev_split, r,
-            seed=seed, ckpt_dir=ckpt_dir / "trials" / name, fingerprint={**fp, "trial": r.fingerprint()}, labels=labels, **loop,
+            model,
+            tokenizer,
+            train_split,
+            dev_split,
+            r,
+            seed=seed,
+            ckpt_dir=ckpt_dir / "trials" / name,
+            fingerprint={**fp, "trial": r.fingerprint()},
+            labels=labels,
+            **loop,
         )
         row = next(x for x in log["epochs"] if x["epoch"] == log["selected_epoch"])
         entry = {
-            "trial": name, "epochs": r.epochs, "lr": r.lr, "batch_size": r.batch_size,
-            "selected_epoch": log["selected_epoch"], **{k: row[k] for k in ("train_loss", *METRICS)}, "log": log,
+            "trial": name,
+            "epochs": r.epochs,
+            "lr": r.lr,
+            "batch_size": r.batch_size,
+            "selected_epoch": log["selected_epoch"],
+            **{k: row[k] for k in ("train_loss", *METRICS)},
+            "log": log,
         }
         if best is None or sign * entry[recipe.select_on] > sign * best[recipe.select_on]:
             best = entry
@@ -91,12 +105,21 @@ def grid_search(
             save_best(ckpt_dir / "grid", model)
         done[name] = entry
         tmp = record.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"fingerprint": fp, "trials": list(done.values()), "selected": best["trial"]}, indent=1, default=float), "utf-8")
+        tmp.write_text(
+            json.dumps({"fingerprint": fp, "trials": list(done.values()), "selected": best["trial"]}, indent=1, default=float), "utf-8"
+        )
         os.replace(tmp, record)
         shutil.rmtree(ckpt_dir / "trials" / name, ignore_errors=True)
     assert best is not None
-    model = load_for_training(base, recipe.dropout, seed, labels, freeze_embeddings=freeze_embeddings, freeze_lower_layers=freeze_lower_layers,
-                              pooling=recipe.pooling)
+    model = load_for_training(
+        base,
+        recipe.dropout,
+        seed,
+        labels,
+        freeze_embeddings=freeze_embeddings,
+        freeze_lower_layers=freeze_lower_layers,
+        pooling=recipe.pooling,
+    )
     load_model(model, str(ckpt_dir / "grid" / "best" / "model.safetensors"), device="cpu")
     model.to(pick_device())
     ordered = [done[trial_name(r)] for r in trials]

@@ -323,8 +323,13 @@ class LocalLM:
                     mask[r, shared : shared + len(own[b])] = 1
                     mask[r, shared + width : shared + width + len(h)] = 1
                 tpos = torch.stack([shared + len(own[b]) + torch.arange(tail) for b, _ in heads]).to(self.device)
-                th = decoder(input_ids=tids.to(self.device), position_ids=tpos, attention_mask=mask.to(self.device),
-                             past_key_values=_rows(result.past_key_values, rows), use_cache=True).last_hidden_state
+                th = decoder(
+                    input_ids=tids.to(self.device),
+                    position_ids=tpos,
+                    attention_mask=mask.to(self.device),
+                    past_key_values=_rows(result.past_key_values, rows),
+                    use_cache=True,
+                ).last_hidden_state
                 at = {h: r for r, h in enumerate(heads)}
                 wants = [(b, j, t, c[t]) for b, k in enumerate(batch) for j, c in enumerate(cids[k]) for t in range(1, len(c))]
                 vecs = torch.stack([th[at[(b, tuple(cids[batch[b]][j][:-1]))], t - 1] for b, j, t, _ in wants])
@@ -349,8 +354,15 @@ class LocalLM:
             result.append((max(words, key=words.get), words))
         return result
 
-    def generate(self, prompts: Sequence[str], max_new_tokens: int, temperature: float, seed: int | Sequence[int],
-                 first_line: bool = True, templated: bool = False) -> list[str]:
+    def generate(
+        self,
+        prompts: Sequence[str],
+        max_new_tokens: int,
+        temperature: float,
+        seed: int | Sequence[int],
+        first_line: bool = True,
+        templated: bool = False,
+    ) -> list[str]:
         """Free-text answers (greedy at temperature 0, else sampled), cut at
         the first newline as the paper's stop sequence does
         (``first_line=False``: the whole answer, stripped). ``templated``:
@@ -378,12 +390,13 @@ class LocalLM:
                 ids, att = self._left_padded([self._ids(prompts[k] if templated else self.wrap(prompts[k])) for k in idx])
                 kw: dict[str, Any] = {"do_sample": temperature > 0}
                 if temperature > 0 and per_row:  # sampled by the processor, which leaves one token possible per row
-                    kw = {"do_sample": False, "logits_processor": seeded_rows(self.net.generation_config, temperature,
-                                                                              [seed[k] for k in idx])}
+                    kw = {
+                        "do_sample": False,
+                        "logits_processor": seeded_rows(self.net.generation_config, temperature, [seed[k] for k in idx]),
+                    }
                 elif temperature > 0:
                     kw.update(temperature=temperature, top_p=1.0, top_k=0)
-                gen = self.net.generate(input_ids=ids, attention_mask=att, max_new_tokens=max_new_tokens,
-                                        pad_token_id=self.pad_id, **kw)
+                gen = self.net.generate(input_ids=ids, attention_mask=att, max_new_tokens=max_new_tokens, pad_token_id=self.pad_id, **kw)
                 for row, k in enumerate(idx):
                     text = self.tok.decode(gen[row, ids.shape[1] :], skip_special_tokens=True)
                     answers[k] = (text.split("\n")[0] if text.strip() else text.strip()) if first_line else text.strip()
@@ -392,8 +405,15 @@ class LocalLM:
 
 # sampling settings a generation config may carry that seeded_rows does not apply (it applies the temperature only,
 # as LocalLM.generate asks with top_p 1 and top_k 0): their neutral values
-OTHER_WARPERS = {"min_p": None, "typical_p": 1.0, "epsilon_cutoff": 0.0, "eta_cutoff": 0.0, "top_h": None,
-                 "watermarking_config": None, "renormalize_logits": False}
+OTHER_WARPERS = {
+    "min_p": None,
+    "typical_p": 1.0,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+    "top_h": None,
+    "watermarking_config": None,
+    "renormalize_logits": False,
+}
 
 
 def seeded_rows(generation_config, temperature: float, seeds: Sequence[int]):
@@ -413,8 +433,7 @@ def seeded_rows(generation_config, temperature: float, seeds: Sequence[int]):
 
     asked = sorted(k for k, v in OTHER_WARPERS.items() if getattr(generation_config, k, v) not in (v, None))
     if asked:
-        raise ValueError(f"per-row seeded sampling applies the temperature only; the model's generation config "
-                         f"also asks for {asked}")
+        raise ValueError(f"per-row seeded sampling applies the temperature only; the model's generation config also asks for {asked}")
 
     class SeededRows(LogitsProcessor):
         def __init__(self):
@@ -424,8 +443,7 @@ def seeded_rows(generation_config, temperature: float, seeds: Sequence[int]):
             if not self.generators:
                 self.generators = [torch.Generator(device=scores.device).manual_seed(int(s)) for s in seeds]
             probs = torch.nn.functional.softmax(scores / temperature, dim=-1)
-            picked = torch.cat([torch.multinomial(probs[r : r + 1], num_samples=1, generator=g)
-                                for r, g in enumerate(self.generators)])
+            picked = torch.cat([torch.multinomial(probs[r : r + 1], num_samples=1, generator=g) for r, g in enumerate(self.generators)])
             return torch.full_like(scores, float("-inf")).scatter_(1, picked, 0.0)
 
     return LogitsProcessorList([SeededRows()])
@@ -451,16 +469,16 @@ def _expanded(prefix, rows: int):
     """A fresh key/value cache holding ``prefix`` (a one-row cache) for ``rows`` rows."""
     from transformers import DynamicCache
 
-    return DynamicCache(ddp_cache_data=[(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1))
-                                        for layer in prefix.layers])
+    return DynamicCache(
+        ddp_cache_data=[(layer.keys.expand(rows, -1, -1, -1), layer.values.expand(rows, -1, -1, -1)) for layer in prefix.layers]
+    )
 
 
 def _rows(cache, rows):
     """A fresh key/value cache holding the given batch ``rows`` of ``cache``."""
     from transformers import DynamicCache
 
-    return DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, rows), layer.values.index_select(0, rows))
-                                        for layer in cache.layers])
+    return DynamicCache(ddp_cache_data=[(layer.keys.index_select(0, rows), layer.values.index_select(0, rows)) for layer in cache.layers])
 
 
 def _logsumexp(xs: Sequence[float]) -> float:

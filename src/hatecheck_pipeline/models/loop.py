@@ -135,7 +135,9 @@ def train_loop(
             loss = loss_fn(output.logits.float(), y)
             if supervision is not None:
                 width = batch["input_ids"].shape[1]
-                loss = loss + attention_loss(output.attentions, pad_targets([att_targets[i] for i in idx.tolist()], width, device), supervision)
+                loss = loss + attention_loss(
+                    output.attentions, pad_targets([att_targets[i] for i in idx.tolist()], width, device), supervision
+                )
             opt.zero_grad(set_to_none=True)
             if scaler is not None and scaler.is_enabled():
                 scaler.scale(loss).backward()

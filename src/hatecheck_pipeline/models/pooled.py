@@ -58,8 +58,13 @@ class MeanPooledClassifier(PreTrainedModel):
         self.model.set_input_embeddings(value)
 
     def forward(self, input_ids=None, attention_mask=None, labels=None, output_attentions=None, output_hidden_states=None, **kwargs):
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask, output_attentions=output_attentions,
-                         output_hidden_states=output_hidden_states, **kwargs)
+        out = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            output_attentions=output_attentions,
+            output_hidden_states=output_hidden_states,
+            **kwargs,
+        )
         hidden = out.last_hidden_state
         logits = self.score(masked_mean(hidden, attention_mask))
         loss = torch.nn.functional.cross_entropy(logits.float(), labels) if labels is not None else None

@@ -17,9 +17,10 @@ import numpy as np
 import polars as pl
 import torch
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import PRECISION_KEY, recorded_precision, write_parquet
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 from hatecheck_pipeline.models.runtime import (
     available_threads,
     encode,
@@ -29,10 +30,11 @@ from hatecheck_pipeline.models.runtime import (
 )
 from hatecheck_pipeline.suites.registry import Suite
 
-HATEFUL = 1
+# The class index of "hateful" in a binary model's output (models.recipe.ID2LABEL).
+HATEFUL_INDEX = 1
 # The class a model's config names hateful: binary models' "hateful" (index
 # 1); a multi-class model's hate class (HateXplain's "hatespeech").
-HATEFUL_LABELS = ("hateful", "hatespeech")
+HATEFUL_LABELS = (HATEFUL, "hatespeech")
 COLUMNS = ["id", "p_hateful", "pred", "model", "suite"]
 
 
@@ -40,11 +42,19 @@ def hateful_index(config) -> int:
     """Index of the hateful class in a classifier's config (1 when the
     config names none of ``HATEFUL_LABELS``)."""
     label2id = {str(k): int(v) for k, v in (getattr(config, "label2id", None) or {}).items()}
-    return next((label2id[n] for n in HATEFUL_LABELS if n in label2id), HATEFUL)
+    return next((label2id[n] for n in HATEFUL_LABELS if n in label2id), HATEFUL_INDEX)
 
 
-def predict_proba(model, tokenizer, texts: Sequence[str], max_length: int, batch_size: int, amp: bool = True, progress: bool = False,
-                  cpu_bf16: bool | str = False) -> np.ndarray:
+def predict_proba(
+    model,
+    tokenizer,
+    texts: Sequence[str],
+    max_length: int,
+    batch_size: int,
+    amp: bool = True,
+    progress: bool = False,
+    cpu_bf16: bool | str = False,
+) -> np.ndarray:
     """p(hateful) per text (for a multi-class model: of its hateful class)."""
     seqs = encode(tokenizer, texts, max_length)
     logits = forward_logits(model, seqs, tokenizer.pad_token_id, batch_size, amp=amp, progress=progress, cpu_bf16=cpu_bf16)
@@ -65,7 +75,7 @@ def predictions_frame(ids: pl.Series, p: Sequence[float], threshold: float, mode
         {
             "id": ids.cast(pl.Utf8),
             "p_hateful": pl.Series(p, dtype=pl.Float64),
-            "pred": np.where(p >= threshold, "hateful", "non-hateful"),
+            "pred": np.where(p >= threshold, HATEFUL, NON_HATEFUL),
             "model": [model] * len(ids),
             "suite": [suite] * len(ids),
         }
@@ -104,8 +114,11 @@ def run(
     set_threads(threads)
     model, tokenizer = loaded or load_model(model_dir)
     # an empty suite (e.g. a generated suite whose candidates all failed validation) has no predictions
-    p = predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress, cpu_bf16=cpu_bf16) \
-        if cases.height else np.zeros(0)
+    p = (
+        predict_proba(model, tokenizer, cases["text"].to_list(), max_length, batch_size, amp=amp, progress=progress, cpu_bf16=cpu_bf16)
+        if cases.height
+        else np.zeros(0)
+    )
     frame = predictions_frame(cases["id"], p, threshold, model_name, suite_name)
     ran = precision(next(model.parameters()).device, amp, cpu_bf16)
     write_parquet(frame, out, metadata={PRECISION_KEY: ran})
@@ -132,7 +145,7 @@ def predict(
     A profile capping ``max_cases_per_suite`` (``max_expanded_cases_per_suite``
     for an expanded suite) predicts a draw seeded with the model's ``seed``;
     its ``predict_cpu_bf16`` picks bf16 autocast on a CPU."""
-    from hatecheck_pipeline.core.config import case_cap_key
+    from hatecheck_pipeline.core.kinds import case_cap_key
     from hatecheck_pipeline.suites.sample import drawn_cases
 
     threads = prediction["threads"]

@@ -15,7 +15,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
-ID2LABEL = {0: "non-hateful", 1: "hateful"}
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
+
+ID2LABEL = {0: NON_HATEFUL, 1: HATEFUL}
 LABEL2ID = {v: k for k, v in ID2LABEL.items()}
 
 
@@ -42,9 +44,13 @@ class LabelSet:
         merge = tuple(sorted((str(v), str(c)) for c, values in (spec.get("merge") or {}).items() for v in values))
         labels = cls(spec["column"], tuple(spec["classes"]), spec["hateful"], merge)
         if labels.hateful not in labels.classes or len(set(labels.classes)) != len(labels.classes) or len(labels.classes) < 2:
-            raise ValueError(f"training.recipes.*.labels: classes {list(labels.classes)} must be distinct (at least 2) and hold hateful={labels.hateful!r}")
+            raise ValueError(
+                f"training.recipes.*.labels: classes {list(labels.classes)} must be distinct (at least 2) and hold hateful={labels.hateful!r}"
+            )
         if merge and ({c for _, c in merge} != set(labels.classes) or len({v for v, _ in merge}) != len(merge)):
-            raise ValueError(f"training.recipes.*.labels.merge: every class of {list(labels.classes)} needs its column values, each value in one class")
+            raise ValueError(
+                f"training.recipes.*.labels.merge: every class of {list(labels.classes)} needs its column values, each value in one class"
+            )
         return labels
 
     def encode(self, value: str) -> int:
@@ -63,6 +69,7 @@ class LabelSet:
 
 
 BINARY = LabelSet("label", (ID2LABEL[0], ID2LABEL[1]), ID2LABEL[1])
+
 
 @dataclass(frozen=True)
 class Recipe:
@@ -129,6 +136,7 @@ class Recipe:
 
 
 GRID_KEYS = ("epochs", "lr", "batch_size")
+
 
 def trial_name(r: "Recipe") -> str:
     return f"e{r.epochs}-lr{r.lr:g}-b{r.batch_size}"
@@ -197,8 +205,16 @@ def per_dataset_cap(max_train: int | None, n_datasets: int, max_per_dataset: int
 # The profile settings a training stage reads and its model card records
 # (``budget``); pipeline/models.py declares them as the train stages' params.
 BUDGET_KEYS = (
-    "max_train_per_model", "max_train_per_dataset", "max_epochs", "max_length", "freeze_embeddings",
-    "freeze_lower_layers", "length_bucketing", "cpu_bf16", "recipe_by_role", "grid_search",
+    "max_train_per_model",
+    "max_train_per_dataset",
+    "max_epochs",
+    "max_length",
+    "freeze_embeddings",
+    "freeze_lower_layers",
+    "length_bucketing",
+    "cpu_bf16",
+    "recipe_by_role",
+    "grid_search",
 )
 
 
@@ -232,11 +248,16 @@ def budget_note(profile: Mapping[str, Any], n_datasets: int, bf16_cpu: bool, rec
         + (f"; embedding block and the lowest {lower:g} of the encoder layers frozen" if lower else "")
         + ("; length-bucketed batches" if profile.get("length_bucketing", False) else "")
         + ("; bf16 mixed precision on CPU (autocast; fp32 weights, optimiser and prediction)" if bf16_cpu else "")
-        + ("; the recipe's grid search skipped (profile grid_search: false): the recipe's own configuration trained once"
-           if (recipe_override or {}).get("grid_search") is False else "")
         + (
-            "; the profile's recipe for this role: " + ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}"
-                                                                 for k, v in sorted(recipe_override.items()) if k != "grid_search")
+            "; the recipe's grid search skipped (profile grid_search: false): the recipe's own configuration trained once"
+            if (recipe_override or {}).get("grid_search") is False
+            else ""
+        )
+        + (
+            "; the profile's recipe for this role: "
+            + ", ".join(
+                f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in sorted(recipe_override.items()) if k != "grid_search"
+            )
             if any(k != "grid_search" for k in (recipe_override or {}))
             else ""
         )

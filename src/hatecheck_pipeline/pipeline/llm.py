@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_llm, profile
+from hatecheck_pipeline.core.config import profile
+from hatecheck_pipeline.core.kinds import is_llm
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import WEIGHTS_FILE, weights_input
 from hatecheck_pipeline.pipeline.expand import gpt_backends
@@ -120,6 +121,7 @@ def misspelling_stage(name: str, params: Mapping[str, Any]) -> Stage:
         outputs={"answers": out(paths.llm_misspelling_answers(name)), "metrics": metric(paths.llm_misspelling_metrics(name))},
         # the profile's cap of the versions asked per category (smoke)
         params=backend_params(name, params, ["llm_misspelling_max_texts"], threshold="llm.ethos.threshold"),
+        deps_only=("validation",),  # validate_ethos fails on a bad table, and this stage waits for it
         **backend_resources(name, params),
     )
 

@@ -21,11 +21,12 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import case_cap_key, is_classifier, is_finetuned, is_llm, profile
+from hatecheck_pipeline.core.config import profile
+from hatecheck_pipeline.core.kinds import case_cap_key, is_classifier, is_finetuned, is_llm
 from hatecheck_pipeline.core.stage import Stage, metric, out, profile_params
 from hatecheck_pipeline.models.weights import memory_mb, weights_input
 from hatecheck_pipeline.models import external, kinds
-from hatecheck_pipeline.models.base import base_ref, pipeline_base
+from hatecheck_pipeline.models.base import pipeline_base, role_ref
 from hatecheck_pipeline.models.recipe import BUDGET_KEYS
 from hatecheck_pipeline.suites.languages import groups_run
 from hatecheck_pipeline.suites.registry import Suite, suite_groups, suites_for_model
@@ -58,6 +59,11 @@ def weights_mem_mb(name: str) -> int:
 TRAIN_MEM_MB = 6000  # default when the profile sets no mem_mb
 PREDICT_MEM_MB = 3000
 CONVERT_MEM_MB = 3000
+
+
+def base_ref(params: Mapping[str, Any], model: str) -> str:
+    """The active profile's base model reference for a model's role."""
+    return role_ref(profile(params), params["models"][model]["role"])
 
 
 def pipeline_bases(params: Mapping[str, Any], model: str) -> set[str]:
@@ -193,7 +199,7 @@ def predict_stage(params: Mapping[str, Any], model: str, group: str, suites: lis
     one predictions file per suite."""
     spec = params["models"][model]
     prof = profile(params)
-    # the profile's case caps of these suites (core.config.case_cap_key)
+    # the profile's case caps of these suites (core.kinds.case_cap_key)
     keys = profile_params(params, ["max_length", "predict_cpu_bf16", *sorted({case_cap_key({}, s.expanded) for s in suites})])
     keys["seed"] = f"models.{model}.seed"
     keys |= {"scheme": f"models.{model}.scheme", "prediction": "prediction", "amp": "training.amp"}
@@ -242,6 +248,7 @@ def llm_predict_stage(params: Mapping[str, Any], model: str) -> Stage:
             **profile_params(params, ["llm_max_cases_per_suite"]),
         },
         args={"model": model, "backend_name": spec["backend"], "suites": suites},
+        deps_only=("validation",),  # the suites' data-quality results: a failed validation stops prediction
         threads=params["llm"]["threads"],
         mem_mb=llm_mem_mb(params, params["llm"]["backends"][spec["backend"]]),
         gpu=profile(params).get("gpu", 0),  # a local backend runs on CUDA when there is one
@@ -270,6 +277,7 @@ def classifier_stage(params: Mapping[str, Any], model: str) -> Stage:
         outputs=outputs,
         params=params_,
         args={"model": model},
+        deps_only=("entry",) if fetched else (),
         mem_mb=kind.mem_mb,
     )
 
@@ -306,6 +314,7 @@ def classifier_predict_stage(params: Mapping[str, Any], model: str, group: str, 
             **profile_params(params, [*cap_keys, *(["predict_cpu_bf16"] if kind.autocast else [])]),
         },
         args={"model": model, "suites": suites, "cap_key": cap_keys[0]},
+        deps_only=("validation",),
         threads=max(1, params["prediction"]["threads"]),
         mem_mb=kind.mem_mb,
         gpu=profile(params).get("gpu", 0) if kind.gpu else 0,

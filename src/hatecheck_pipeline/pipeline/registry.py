@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from hatecheck_pipeline.core import codedeps
-from hatecheck_pipeline.core.config import ConfigError, dumps
+from hatecheck_pipeline.core.config import dumps
+from hatecheck_pipeline.core.profile import ConfigError
 from hatecheck_pipeline.core.stage import PROFILES, Stage
 
 # The DVC stage that refreshes the code fingerprints (dvc.yaml only: Snakemake

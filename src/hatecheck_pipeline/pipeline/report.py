@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
-from hatecheck_pipeline.core.config import is_classifier, is_llm
+from hatecheck_pipeline.core.kinds import is_classifier, is_llm
 from hatecheck_pipeline.core.stage import Stage, out, profile_params
 from hatecheck_pipeline.data.specs import DATASETS
 from hatecheck_pipeline.evaluation.tables import GROUPS
@@ -205,6 +205,8 @@ def model_page_stage(params: Mapping[str, Any], model: str) -> Stage:
         outputs={"page": out(paths.model_page(model))},
         params={"below_mark": "evaluation.below_mark", "max_ci_width": "evaluation.max_ci_width"},
         args={"model": model, "scored": scored, **({"not_run": not_run} if not_run else {})},
+        # the papers' figures and functional tests, read through the package's resources: a change re-runs it
+        deps_only=("published", "functionalities"),
     )
 
 

@@ -32,7 +32,7 @@ def one(key: str, entry: Mapping[str, Any]) -> str:
     if doc is None:
         return f"<p class='fail'>{escape(file)} not found: the stage {escape(stage)} has not run.</p>"
     a, b, suite = doc["a"]["model"], doc["b"]["model"], doc["suite"]
-    dataset = "mhc" if suite.startswith("mhc_") else "hatecheck"
+    dataset = doc["dataset"]  # the suite's, as the diff stage resolved it
     rows = []
     tests = doc.get("by_functionality", {})
     for code in sorted(tests, key=lambda c: P.functionality_order(c, dataset)):

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 import polars as pl
 import yaml
 
-from hatecheck_pipeline.core.config import Profile, is_llm
+from hatecheck_pipeline.core.kinds import is_llm
+from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.files import InputError, write_text
 from hatecheck_pipeline.core.usage import load_records
 from hatecheck_pipeline.evaluation import published as P

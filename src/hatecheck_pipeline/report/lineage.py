@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from hatecheck_pipeline.core.config import read_dvc_yaml
+from hatecheck_pipeline.core.yamlio import read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import recorded_precision
 from hatecheck_pipeline.core.stage import CODE_DIR

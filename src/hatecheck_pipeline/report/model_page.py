@@ -299,21 +299,18 @@ def model_page(
     page: Path,
     below_mark: float,
     max_ci_width: float | None = None,
-    published: Path | None = None,
-    functionalities: Path | None = None,
     failures: Mapping[str, Path] | None = None,
     not_run: Mapping[str, str] | None = None,
     answers: Mapping[str, Path] | None = None,
 ) -> str:
     """Stage ``model_page_<model>``: the page from the model's card and the
     metrics files of its suites (``metrics``, ``failures`` and ``scored``
-    keyed by the score stage that wrote each file); ``published`` and
-    ``functionalities``: the papers' figures and functional tests (read
-    through the package's resources, declared so a change re-runs it);
+    keyed by the score stage that wrote each file; the papers' figures and
+    functional tests are read through the package's resources, a dependency
+    only of the stage so that a change re-runs it);
     ``not_run``: suite -> why the model was not run on it (a row each);
     ``answers``: a scoring API's predictions files, keyed as ``metrics``,
     whose metadata say when their answers were obtained."""
-    del published, functionalities
     spans = {scored[stage].name: answers_span(path) for stage, path in (answers or {}).items() if stage in scored}
     loaded = [
         (Source(model, s.name, s.dataset, s.language, str(metrics[stage]), stage, s.kind), read_json(metrics[stage]))

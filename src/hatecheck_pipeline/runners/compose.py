@@ -41,7 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from hatecheck_pipeline.core.config import PARAMS_FILE, read_dvc_yaml
+from hatecheck_pipeline.core.config import PARAMS_FILE
+from hatecheck_pipeline.core.yamlio import read_dvc_yaml
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.stage import Stage
 from hatecheck_pipeline.core import codedeps

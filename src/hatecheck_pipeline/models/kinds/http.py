@@ -74,8 +74,10 @@ def check_snapshot(model: str, snapshot: Any) -> str:
     import re
 
     if not isinstance(snapshot, str) or not re.fullmatch(SNAPSHOT_PATTERN, snapshot):
-        raise ClassifierError(f"model {model}: snapshot {snapshot!r}: a snapshot is a name of letters, digits, '.', '_' or '-' "
-                              "(at most 64, e.g. 2026-12), the folder of its answers in the cache")
+        raise ClassifierError(
+            f"model {model}: snapshot {snapshot!r}: a snapshot is a name of letters, digits, '.', '_' or '-' "
+            "(at most 64, e.g. 2026-12), the folder of its answers in the cache"
+        )
     return snapshot
 
 
@@ -155,9 +157,16 @@ class HttpClassifier:
     again); beyond ``max_unanswered_share`` of a call's texts the call
     stops with one line."""
 
-    def __init__(self, model: str, spec: Mapping[str, Any], cache_dir: Path | None = None,
-                 sleep: Callable[[float], None] | None = None, clock: Callable[[], float] | None = None,
-                 progress_s: float = 5.0, utc: Callable[[], Any] | None = None):
+    def __init__(
+        self,
+        model: str,
+        spec: Mapping[str, Any],
+        cache_dir: Path | None = None,
+        sleep: Callable[[float], None] | None = None,
+        clock: Callable[[], float] | None = None,
+        progress_s: float = 5.0,
+        utc: Callable[[], Any] | None = None,
+    ):
         import os
         import threading
         import time
@@ -165,13 +174,17 @@ class HttpClassifier:
         self.model, self.url = model, str(spec["model"])
         self.format = spec.get("format", "perspective")
         self.attribute = spec.get("attribute", "IDENTITY_ATTACK")
-        self.score_path = spec.get("score") or (f"attributeScores.{self.attribute}.summaryScore.value" if self.format == "perspective" else "score")
+        self.score_path = spec.get("score") or (
+            f"attributeScores.{self.attribute}.summaryScore.value" if self.format == "perspective" else "score"
+        )
         self.language_field = spec.get("language_field")
         self.languages = [str(c) for c in spec["languages"]] if spec.get("languages") is not None else None
         self.key_env = spec.get("key_env")
         key = os.environ.get(self.key_env) if self.key_env else None
         if self.key_env and not key:
-            raise ClassifierError(f"model {model}: {self.url}: its API key is read from the environment variable {self.key_env}, which is not set")
+            raise ClassifierError(
+                f"model {model}: {self.url}: its API key is read from the environment variable {self.key_env}, which is not set"
+            )
         self.key = key
         self.key_in = spec.get("key_in", "query" if self.format == "perspective" else "header")
         self.sleep = sleep or time.sleep
@@ -216,8 +229,9 @@ class HttpClassifier:
             session = LimitedSession()
             if self.key and self.key_in == "header":
                 session.headers["Authorization"] = f"Bearer {self.key}"
-            poster = RetryingPoster(self.url, timeout_s=self.timeout_s, retries=self.retries, sleep=self.sleep, secret=self.key,
-                                    session=session)
+            poster = RetryingPoster(
+                self.url, timeout_s=self.timeout_s, retries=self.retries, sleep=self.sleep, secret=self.key, session=session
+            )
             self.local.poster = poster
         return poster
 
@@ -273,12 +287,16 @@ class HttpClassifier:
                 raise self._fail(f"cannot be reached ({message.split(': ', 1)[-1]})") from None
             html = "html" in resp.headers.get("Content-Type", "").lower() or resp.text.lstrip().startswith("<")
             if html or resp.status_code == 200:  # not the API's JSON: a login page, a proxy, a wrong URL
-                raise self._fail(f"answers HTTP {resp.status_code} with {'an HTML page' if html else 'a body'}, not JSON: "
-                                 "is this the scoring API's URL?") from None
+                raise self._fail(
+                    f"answers HTTP {resp.status_code} with {'an HTML page' if html else 'a body'}, not JSON: is this the scoring API's URL?"
+                ) from None
             status, said = resp.status_code, self.scrub(server_message(resp))
             if status in (401, 403):
-                raise self._fail(f"HTTP {status}: the API refuses the key" + (f" in {self.key_env}" if self.key_env else "")
-                                 + (f" ({said})" if said else "")) from None
+                raise self._fail(
+                    f"HTTP {status}: the API refuses the key"
+                    + (f" in {self.key_env}" if self.key_env else "")
+                    + (f" ({said})" if said else "")
+                ) from None
             if quota_error(status, said) or status >= 500:
                 raise self._fail(message.split(": ", 1)[-1]) from None
             answer = {UNANSWERED: f"HTTP {status}" + (f": {said}" if said else "")}
@@ -292,7 +310,9 @@ class HttpClassifier:
         try:
             value = float(dotted(answer, self.score_path))
         except (KeyError, IndexError, TypeError, ValueError) as exc:
-            raise self._fail(f"the answer to text {i} has no number at {self.score_path!r} ({' '.join(str(answer).split())[:160]})") from exc
+            raise self._fail(
+                f"the answer to text {i} has no number at {self.score_path!r} ({' '.join(str(answer).split())[:160]})"
+            ) from exc
         if math.isnan(value) or not 0.0 <= value <= 1.0:
             raise self._fail(f"the score of text {i} is {value}, not a probability in [0, 1]")
         return value
@@ -334,16 +354,22 @@ class HttpClassifier:
                             raise f.exception()
                     if pending and time.monotonic() - last >= self.progress_s:
                         last = time.monotonic()
-                        print(f"{self.model}: {done[0]}/{len(texts)} answered ({self.asked} asked, {self.cached} from the cache, "
-                              f"{len(self.unanswered)} unanswered) in {last - started:.0f} s", file=sys.stderr, flush=True)
+                        print(
+                            f"{self.model}: {done[0]}/{len(texts)} answered ({self.asked} asked, {self.cached} from the cache, "
+                            f"{len(self.unanswered)} unanswered) in {last - started:.0f} s",
+                            file=sys.stderr,
+                            flush=True,
+                        )
             finally:
                 stop.set()
                 for f in pending:
                     f.cancel()
         if self.unanswered and len(self.unanswered) > self.max_unanswered_share * len(texts):
             first = self.unanswered[min(self.unanswered)]
-            raise self._fail(f"{len(self.unanswered)} of {len(texts)} texts unanswered ({len(self.unanswered) / len(texts):.1%}, more than "
-                             f"max_unanswered_share {self.max_unanswered_share:g}); the first: {first}")
+            raise self._fail(
+                f"{len(self.unanswered)} of {len(texts)} texts unanswered ({len(self.unanswered) / len(texts):.1%}, more than "
+                f"max_unanswered_share {self.max_unanswered_share:g}); the first: {first}"
+            )
         return out
 
     def requests_span(self, times: Any = None) -> dict[str, Any]:
@@ -351,8 +377,11 @@ class HttpClassifier:
         of ``times`` (default: the last :meth:`p_hateful` call's answers),
         with the snapshot they belong to."""
         stamps = sorted(t for t in (self.asked_utc.values() if times is None else times) if t)
-        return {"snapshot": self.snapshot, "first_request_utc": stamps[0] if stamps else None,
-                "last_request_utc": stamps[-1] if stamps else None}
+        return {
+            "snapshot": self.snapshot,
+            "first_request_utc": stamps[0] if stamps else None,
+            "last_request_utc": stamps[-1] if stamps else None,
+        }
 
     def snapshot_span(self) -> dict[str, Any]:
         """:meth:`requests_span` of every answer this snapshot's cache holds
@@ -411,8 +440,12 @@ class Http(Kind):
     def card_fields(self, clf: Classifier) -> dict[str, Any]:
         """A dated audit: its snapshot and when its answers were obtained so far."""
         assert isinstance(clf, HttpClassifier)
-        return {"answers": {**clf.snapshot_span(),
-                            "snapshot_from": "given (snapshot)" if clf.snapshot_given else "default: the month (UTC) of the first request"}}
+        return {
+            "answers": {
+                **clf.snapshot_span(),
+                "snapshot_from": "given (snapshot)" if clf.snapshot_given else "default: the month (UTC) of the first request",
+            }
+        }
 
     def register_note(self, clf: Classifier) -> str:
         assert isinstance(clf, HttpClassifier)

@@ -61,14 +61,18 @@ class OnnxClassifier:
             raise ClassifierError(f"model {model}: {self.path}: no output {self.output!r} (outputs: {outputs})")
 
     def identity(self) -> dict[str, Any]:
-        return {"file": str(self.path), "content_sha256": sha256sum(self.path), "runtime": f"onnxruntime {_ort_version()}",
-                "locale": ONNX_LOCALE}
+        return {
+            "file": str(self.path),
+            "content_sha256": sha256sum(self.path),
+            "runtime": f"onnxruntime {_ort_version()}",
+            "locale": ONNX_LOCALE,
+        }
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
         """[n, classes] probabilities in the order of ``classes``."""
         parts = []
         for start in range(0, len(texts), self.batch_size):
-            batch = np.array(list(texts[start:start + self.batch_size]), dtype=object)
+            batch = np.array(list(texts[start : start + self.batch_size]), dtype=object)
             (raw,) = self.session.run([self.output], {self.input: batch})
             parts.append(self._as_matrix(raw, len(batch)))
         return np.concatenate(parts) if parts else np.zeros((0, len(self.classes)))
@@ -82,13 +86,17 @@ class OnnxClassifier:
                 order = list(range(len(self.classes)))
             missing = [k for k in order if raw and k not in raw[0]]
             if missing:
-                raise ClassifierError(f"model {self.model}: {self.path}: output {self.output!r} has classes {keys}, params name {self.classes}")
+                raise ClassifierError(
+                    f"model {self.model}: {self.path}: output {self.output!r} has classes {keys}, params name {self.classes}"
+                )
             matrix = np.array([[row[k] for k in order] for row in raw], dtype=np.float64)
         else:
             matrix = np.asarray(raw, dtype=np.float64)
         if matrix.shape != (n, len(self.classes)):
-            raise ClassifierError(f"model {self.model}: {self.path}: output {self.output!r} has shape {matrix.shape}, "
-                                  f"expected ({n}, {len(self.classes)}) for the classes {self.classes}")
+            raise ClassifierError(
+                f"model {self.model}: {self.path}: output {self.output!r} has shape {matrix.shape}, "
+                f"expected ({n}, {len(self.classes)}) for the classes {self.classes}"
+            )
         return matrix
 
     def p_hateful(self, texts: Sequence[str], language: str | None = None) -> np.ndarray:
@@ -139,8 +147,13 @@ class Onnx(Kind):
             raise ClassifierError(f"{ref}: its string inputs are {inputs}: name the texts' input with --input")
         if not classes:
             raise ClassifierError(f"{ref}: name the output's classes in order with --classes (e.g. --classes non-hateful,hateful)")
-        spec = {"model": str(path.resolve()), "input": input_name or inputs[0], "output": options.get("output") or probs[0],
-                "classes": list(classes), "hateful": list(hateful or guess_hateful(classes))}
+        spec = {
+            "model": str(path.resolve()),
+            "input": input_name or inputs[0],
+            "output": options.get("output") or probs[0],
+            "classes": list(classes),
+            "hateful": list(hateful or guess_hateful(classes)),
+        }
         if not spec["hateful"]:
             raise ClassifierError(f"{ref}: none of its classes {list(classes)} is named hateful: give --hateful")
         return spec

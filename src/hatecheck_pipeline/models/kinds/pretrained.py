@@ -58,8 +58,9 @@ def hub_commit(ref: str, revision: str | None = None, cache_dir: str | Path | No
 
 
 class PretrainedClassifier:
-    def __init__(self, model: str, ref: str, spec: Mapping[str, Any], revision: str | None = None, cpu_bf16: bool | str = False,
-                 amp: bool = True):
+    def __init__(
+        self, model: str, ref: str, spec: Mapping[str, Any], revision: str | None = None, cpu_bf16: bool | str = False, amp: bool = True
+    ):
         from transformers import AutoConfig, AutoModelForSequenceClassification
 
         from hatecheck_pipeline.models.base import load_tokenizer
@@ -80,7 +81,9 @@ class PretrainedClassifier:
                 self.net = AutoModelForSequenceClassification.from_pretrained(ref, trust_remote_code=False, **extra)
             self.tokenizer = load_tokenizer(ref)
         except (OSError, ValueError, KeyError) as exc:
-            raise ClassifierError(f"model {model}: {ref}: not a sequence-classification model ({' '.join(str(exc).split())[:300]})") from exc
+            raise ClassifierError(
+                f"model {model}: {ref}: not a sequence-classification model ({' '.join(str(exc).split())[:300]})"
+            ) from exc
         self.hateful = hateful_indices(model, config, spec["hateful"])
         self.max_length = int(spec.get("max_length") or 128)
         self.batch_size = int(spec.get("batch_size") or 32)
@@ -96,8 +99,9 @@ class PretrainedClassifier:
         if self.local:
             return {"ref": self.ref, "content_sha256": content_hash(self.ref)}
         asked = self.revision or "main"
-        revision = self.commit or (f"unresolved: {asked} of {self.ref} is not in the local Hugging Face cache "
-                                   "(resolved offline only), so its commit is not known")
+        revision = self.commit or (
+            f"unresolved: {asked} of {self.ref} is not in the local Hugging Face cache (resolved offline only), so its commit is not known"
+        )
         return {"ref": self.ref, "revision": revision, "requested_revision": asked}
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
@@ -109,8 +113,9 @@ class PretrainedClassifier:
         if not texts:
             return np.zeros((0, self.net.config.num_labels))
         seqs = encode(self.tokenizer, texts, self.max_length)
-        logits = forward_logits(self.net, seqs, self.tokenizer.pad_token_id, self.batch_size, amp=self.amp, progress=True,
-                                cpu_bf16=self.cpu_bf16)
+        logits = forward_logits(
+            self.net, seqs, self.tokenizer.pad_token_id, self.batch_size, amp=self.amp, progress=True, cpu_bf16=self.cpu_bf16
+        )
         return torch.softmax(logits.float(), dim=-1).numpy().astype(np.float64)
 
     def p_hateful(self, texts: Sequence[str], language: str | None = None) -> np.ndarray:
@@ -151,8 +156,9 @@ class Pretrained(Kind):
             try:
                 config = AutoConfig.from_pretrained(spec["model"], trust_remote_code=False, **({"revision": revision} if revision else {}))
             except (OSError, ValueError) as exc:
-                raise ClassifierError(f"{ref}: not a model directory, ONNX file, module:function or reachable hub id "
-                                      f"({' '.join(str(exc).split())[:200]})") from exc
+                raise ClassifierError(
+                    f"{ref}: not a model directory, ONNX file, module:function or reachable hub id ({' '.join(str(exc).split())[:200]})"
+                ) from exc
             labels = [str(v) for _, v in sorted((int(k), v) for k, v in (config.id2label or {}).items())]
             hateful = guess_hateful(labels)
             if not hateful:

@@ -17,10 +17,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from hatecheck_pipeline.core.files import sha256sum
+from hatecheck_pipeline.data.labels import HATEFUL, NON_HATEFUL
 from hatecheck_pipeline.models.kinds.base import ClassifierError, Kind, LoadOptions, register
 from hatecheck_pipeline.models.user_code import user_code_error
-
-HATEFUL, NON_HATEFUL = "hateful", "non-hateful"
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -47,7 +46,9 @@ def labels_to_p(model: str, answers: Any, n: int) -> np.ndarray:
     try:
         values = list(answers)
     except TypeError as exc:
-        raise ClassifierError(f"model {model}: the function returned {type(answers).__name__}, not a list of labels or probabilities") from exc
+        raise ClassifierError(
+            f"model {model}: the function returned {type(answers).__name__}, not a list of labels or probabilities"
+        ) from exc
     if len(values) != n:
         raise ClassifierError(f"model {model}: the function returned {len(values)} answers for {n} texts")
     out = np.empty(n, dtype=np.float64)
@@ -57,7 +58,9 @@ def labels_to_p(model: str, answers: Any, n: int) -> np.ndarray:
         if isinstance(v, str):
             label = v.strip().lower()
             if label not in (HATEFUL, NON_HATEFUL):
-                raise ClassifierError(f"model {model}: answer {i} is {v!r}: a label must be 'hateful' or 'non-hateful' (or 1/0, or a probability)")
+                raise ClassifierError(
+                    f"model {model}: answer {i} is {v!r}: a label must be 'hateful' or 'non-hateful' (or 1/0, or a probability)"
+                )
             out[i] = 1.0 if label == HATEFUL else 0.0
         elif isinstance(v, (bool, int, float)):
             f = float(v)
