@@ -1,5 +1,5 @@
 """CPU cost of the HateXplain explanations per method on a trained model
-(issue 30, point 5; docs/intervals.md).
+(docs/intervals.md).
 
 Process CPU time with ONE torch thread (on a shared, loaded machine the
 wall time and the multi-threaded CPU time are inflated by the other jobs

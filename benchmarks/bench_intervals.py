@@ -1,5 +1,5 @@
 """Case- vs template-level bootstrap intervals on the real suites, and the
-cost of one score stage (issue 30, point 1; docs/intervals.md).
+cost of one score stage (docs/intervals.md).
 
 The HateCheck authors' B-D predictions are not in the mirror, so this uses
 predictions that are cheap to make from it:

@@ -10,7 +10,7 @@ prints the run's wall-clock time (parallel stages overlap, so it is less
 than the summed stage time); ``--run data`` builds every data stage
 (ingest, prepare, validate, preprocess of every dataset and suite). The
 whole report and the data stages are checked against the default
-profile's targets: <= 60 minutes (issue 12) and <= 30 seconds (issue 32) of wall
+profile's targets: <= 60 minutes and <= 30 seconds of wall
 time from an empty workspace on the 2-core machine.
 
     python benchmarks/bench_pipeline.py [--project DIR] [--run reports/mhc_xtc.html --cores 8] [--top 25]
@@ -42,7 +42,7 @@ from hatecheck_pipeline.core.usage import DATA_PHASES, load_records, phase_rows,
 BIN = Path(sys.executable).parent
 REPORT = "reports/mhc_xtc.html"
 # Wall-clock targets of a build from an empty workspace (seconds).
-TARGETS = {REPORT: 3600.0, "data": 30.0}  # data: issue 32 (was 60 s, issue 12)
+TARGETS = {REPORT: 3600.0, "data": 30.0}
 
 
 def data_stages(project: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """Does a lower-precision prediction run change any reported figure?
 
-Issue 32 makes bf16 prediction the default only where every reported
+bf16 prediction is made the default only where every reported
 figure of the default profile stays inside its fp32 run's bootstrap
 interval and labels agree with fp32 on >= 99.5% of cases. This script
 compares two complete workspaces of the same profile and commit that differ

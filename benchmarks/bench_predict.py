@@ -94,7 +94,7 @@ def best_predict(model, tok, texts, args, amp: bool) -> tuple[float, np.ndarray]
 
 
 def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[float, float, float]]:
-    """The lower-precision paths issue 32 asks to measure, each on a fresh
+    """The lower-precision paths measured, each on a fresh
     copy of the model: name -> (best seconds, label agreement with fp32,
     max |dp|). int8 dynamic quantisation of every Linear (per-tensor and
     per-channel weights); fp32 with every Linear packed once for oneDNN

@@ -2,8 +2,8 @@
 what is true now: none of them names a work item of the project's tracker
 ("issue" or "stop" with a number) or a working sitting of whoever wrote it.
 The history of the work lives with the records (benchmarks/records/) and in
-git. The generated pages (docs/generated/) and the recorded runs
-(docs/runs/) are rendered from records and are left out."""
+git. The generated pages (docs/generated/), the recorded runs (docs/runs/)
+and the records (benchmarks/records/) are left out."""
 
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ SITTING = re.compile(
 # the examples below spell the words through these, so this file passes its own test
 I, S, ST = "issue", "session", "stop"
 
-ROOTS = ("src", "tests", "docs", "params.yaml", "README.md")
-GENERATED = ("docs/generated", "docs/runs")
+ROOTS = ("src", "tests", "docs", "benchmarks", "scripts", "workflow", "Snakefile", "params.yaml", "pyproject.toml", "README.md")
+# rendered from records, and the records themselves (the history)
+GENERATED = ("docs/generated", "docs/runs", "benchmarks/records")
 
 
 def checked_files() -> list[Path]:

@@ -11,7 +11,7 @@ import typer
 
 from hatecheck_pipeline.cli.panels import new_app
 from hatecheck_pipeline.cli.state import STATE, fail
-from hatecheck_pipeline.core import config
+from hatecheck_pipeline.core import config, yamlio
 
 docs_app = new_app(
     """Record a run; render the docs' generated pages.
@@ -74,7 +74,7 @@ def config_reference() -> tuple[str | None, str]:
     if missing:
         return None, f"{', '.join(missing)} not found (run from the project root)"
     sources = (_relative(schema_file).as_posix(), _relative(params_file).as_posix())
-    return ref.render(config.read_yaml(schema_file), config.read_yaml(params_file) or {}, sources), ""
+    return ref.render(yamlio.read_yaml(schema_file), yamlio.read_yaml(params_file) or {}, sources), ""
 
 
 @docs_app.command("render")
