@@ -44,7 +44,7 @@ import polars as pl
 from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_csv, write_json
-from hatecheck_pipeline.evaluation.llm_answers import appendix_b, instruction_contrast, score_frame
+from hatecheck_pipeline.evaluation.llm_answers import PAPER_TABLES, appendix_b, instruction_contrast, score_frame
 from hatecheck_pipeline.evaluation.llm_local import AnswerStore, iteration_label, mixed_settings
 from hatecheck_pipeline.models import llm as prompting
 
@@ -63,18 +63,6 @@ ANSWER_COLUMNS = [
     "iteration",
     "answer",
 ]
-
-
-# The paper's figures (GPT-3 davinci, temperature 0.3) per setting: the
-# tables of resources/published.yaml the report sets beside each setting.
-PAPER_TABLES = {
-    "zero_shot": "gpt3_detection_t1",
-    "one_shot": "gpt3_detection_t2",
-    "few_shot_single": "gpt3_detection_t3",
-    "mixed": "gpt3_detection_t4",
-    "mixed_instruction": "gpt3_detection_t7",
-}
-APPENDIX_B = "gpt3_detection_appb"  # the paper's confusion counts, every setting (rows <setting>:[<set>:]<category>)
 
 
 class BackendError(PipelineError, ValueError):

@@ -77,6 +77,17 @@ import polars as pl
 
 from hatecheck_pipeline.core.errors import PipelineError
 
+# The paper's figures (GPT-3 davinci, temperature 0.3) per setting: the
+# tables of resources/published.yaml the report sets beside each setting.
+PAPER_TABLES = {
+    "zero_shot": "gpt3_detection_t1",
+    "one_shot": "gpt3_detection_t2",
+    "few_shot_single": "gpt3_detection_t3",
+    "mixed": "gpt3_detection_t4",
+    "mixed_instruction": "gpt3_detection_t7",
+}
+APPENDIX_B = "gpt3_detection_appb"  # the paper's confusion counts, every setting (rows <setting>:[<set>:]<category>)
+
 MIXED_CLASSES = ("racist", "sexist", "neither")
 BINARY_CATEGORIES = ("racist", "sexist")
 CATEGORIES = (*BINARY_CATEGORIES, "mixed")

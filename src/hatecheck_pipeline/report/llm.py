@@ -14,8 +14,15 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core import paths
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.llm import APPENDIX_B, PAPER_TABLES
-from hatecheck_pipeline.evaluation.llm_answers import COUNTS, MIXED_CLASSES, NO_CASES, answer_key, metrics_from_counts
+from hatecheck_pipeline.evaluation.llm_answers import (
+    APPENDIX_B,
+    COUNTS,
+    PAPER_TABLES,
+    MIXED_CLASSES,
+    NO_CASES,
+    answer_key,
+    metrics_from_counts,
+)
 from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, published_td
 from hatecheck_pipeline.report.paper_tables import published_cell
