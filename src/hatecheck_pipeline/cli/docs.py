@@ -50,15 +50,40 @@ def record(
 
     The run's metrics, model cards, validation results and stage records
     are copied into docs/runs/NAME, with run.json (commit, profile, dates,
-    machine)."""
+    machine) and dag.json (each recorded stage's upstream stages, from the
+    stage registry of the parameters file, --params, read in the workspace,
+    under the run's profile)."""
+    from hatecheck_pipeline.core.errors import PipelineError
     from hatecheck_pipeline.docsite import runs as docs_record
 
     target = out or RUNS / name
     try:
         info = docs_record.record(workspace, target, name, label, commit, profile, command, wall_s, bench or [])
-    except docs_record.RecordError as exc:
+        upstream, source = record_dag(workspace, info["profile"], target)
+        docs_record.write_dag(target, upstream, source)
+    except (PipelineError, ValueError) as exc:
         fail(exc)
     typer.echo(f"recorded {info['profile']} run of {info['commit'][:12]} ({info['started']} to {info['finished']}) in {target}")
+
+
+def record_dag(workspace: Path, profile: str, record_dir: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Each recorded stage of ``record_dir`` -> the recorded stages whose
+    outputs it reads, from the stage registry (the parameters file, --params,
+    relative to the workspace, with --set overrides and the run's profile),
+    and what the graph was built from."""
+    from hatecheck_pipeline.core.usage import load_records
+    from hatecheck_pipeline.docsite.critical_path import upstream_of
+    from hatecheck_pipeline.pipeline.registry import build_stages
+
+    params_file = Path(STATE["params_file"])
+    params_file = params_file if params_file.is_absolute() else Path(workspace) / params_file
+    overrides = [f"{k}={config.dumps(v)}" for k, v in config.env_overrides().items()] + STATE["overrides"]
+    if profile != "unknown":
+        overrides.append(f"profile={profile}")
+    params = config.load_params(params_file, overrides)
+    recorded = [r["stage"] for r in load_records(Path(record_dir) / "logs" / "benchmarks")]
+    upstream = upstream_of(((s.name, s.deps, s.all_outs) for s in build_stages(params)), recorded)
+    return upstream, {"parameters": params_file.name, "profile": str(params.get("profile"))}
 
 
 def config_reference() -> tuple[str | None, str]:

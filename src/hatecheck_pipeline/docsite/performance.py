@@ -1,7 +1,8 @@
 """The performance page of the generated documentation: the recorded run's
 stage records (``logs/benchmarks/*.json``) summed, per phase and for the
-slowest stages, the memory and disk the run needed, and the benchmark
-outputs kept with the record."""
+slowest stages, the run's critical path (:mod:`.critical_path`, from the
+record's ``dag.json``) beside its CPU floor, the memory and disk the run
+needed, and the benchmark outputs kept with the record."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from statistics import mean
 from typing import Any, Mapping
 
 from hatecheck_pipeline.core.usage import DATA_PHASES, phase_rows, span_s
-from hatecheck_pipeline.docsite import runs
+from hatecheck_pipeline.docsite import critical_path as cp, runs
 from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, run_header
 
 SLOWEST = 15
@@ -88,11 +89,96 @@ def performance_page(record: Path) -> str:
         f"### The {len(slowest)} slowest stages\n\n"
         + md_table(["stage", "phase", "wall s", "CPU s", "peak RSS MiB", "share", "source"], stages),
     ]
+    parts.append(critical_path_section(records, info, runs.load_dag(record), folder))
     parts.append(memory_section(records, info, folder))
     for bench in sorted((record / "bench").glob("*.txt")):
         rel = bench.relative_to(record).as_posix()
         parts.append(f"### Benchmark output: {bench.stem}\n\nVerbatim from `{rel}`.\n\n```text\n{bench.read_text('utf-8').rstrip()}\n```")
     return "\n\n".join(parts) + "\n"
+
+
+def critical_path_section(records: list[dict[str, Any]], info: Mapping[str, Any], dag: Mapping[str, Any] | None, folder: str) -> str:
+    """The chain of stages that bounded the run's wall time
+    (:func:`.critical_path.critical_path`), its walls and waits against the
+    run's span, and the CPU floor (summed stage CPU over the cores): whichever
+    of the path and the floor is longer bounds the run."""
+    head = "### Critical path\n\n"
+    if dag is None:
+        return (
+            head
+            + f"This record has no dependency graph (`{runs.DAG_FILE}`; it was recorded before `docs record` wrote one), so no critical path."
+        )
+    steps = cp.critical_path(dag["upstream"], records)
+    span = span_s(records)
+    source = dag.get("source") or {}
+    made = ", ".join(f"{k} `{v}`" for k, v in source.items())
+    rows = [
+        [
+            s["stage"],
+            str(s["phase"]),
+            num(s["start_s"], 0),
+            num(s["end_s"], 0),
+            num(s["wall_s"]),
+            num(s["cpu_s"]),
+            num(s["wait_s"], 0),
+            path_cell(f"{folder}/{s['stage']}.json"),
+        ]
+        for s in steps
+    ]
+    wall = sum(s["wall_s"] for s in steps)
+    wait = sum(s["wait_s"] for s in steps)
+    summary = [
+        ["stages on the path", str(len(steps)), f"`{runs.DAG_FILE}`, `{folder}/*.json`"],
+        [
+            "stage wall time on the path, summed",
+            f"{num(wall)} s ({100 * wall / (span or 1):.0f}% of the span)",
+            f"`{folder}/*.json` (`wall_s`)",
+        ],
+        ["waits on the path, summed", f"{num(wait, 0)} s", f"`{folder}/*.json` (`started`, `finished`)"],
+        ["the run's span: first stage start to last stage end", f"{num(span, 0)} s", f"`{folder}/*.json` (`started`, `finished`)"],
+    ]
+    cores = (info.get("machine") or {}).get("cores") or max((r.get("cores") or 0 for r in records), default=0)
+    verdict = ""
+    if cores:
+        floor = cp.cpu_floor_s(records, cores)
+        summary.append(
+            [
+                "CPU floor: stage CPU time, summed, over the cores",
+                f"{num(floor)} s ({num(sum(r['cpu_s'] for r in records))} s / {cores} cores; {100 * floor / (span or 1):.0f}% of the span)",
+                f"`{folder}/*.json` (`cpu_s`), `run.json` (`machine.cores`)",
+            ]
+        )
+        by_path = wall >= floor
+        verdict = (
+            "\n\nAt the stage times measured, no schedule ends sooner than the longer of two bounds: the path's stage wall "
+            "time (its stages run one after another) and the CPU floor (every core busy throughout). Here the "
+            f"{'path' if by_path else 'CPU floor'} is the longer ({num(max(wall, floor))} s against {num(min(wall, floor))} s), "
+            f"so the run is bound by {'the path rather than by the CPU' if by_path else 'the CPU rather than by the path'}; "
+            f"the span is {num(span / (max(wall, floor) or 1), 2)} times that bound. The path's waits ({num(wait, 0)} s, "
+            "the span less its stage wall time) are time when its next stage was ready, every dependency finished, but "
+            "had not started: Snakemake's scheduling, cores or memory (`mem_mb`) taken by other stages or by the "
+            "machine's other work, the stage command's start-up."
+        )
+    text = (
+        head + "The chain of stages that bounded the run's wall time: starting from the stage that finished last, step to its "
+        "dependency (the upstream stage whose outputs it reads) that finished last, until a stage with no upstream stage. "
+        "Start and end are seconds from the run's first stage start; each stage's wait is its start minus the end of "
+        "the stage above it in the table (for the first, minus the run's first stage start): Snakemake's scheduling, "
+        "queueing for cores behind other stages, and the stage command's start-up. The walls and waits add up to the span, up "
+        f"to the records' whole-second timestamps. The dependencies come from the stage registry when the run was recorded "
+        f"(`{runs.DAG_FILE}`{': ' + made if made else ''}).\n\n"
+        + md_table(["stage", "phase", "start s", "end s", "wall s", "CPU s", "wait s", "source"], rows)
+        + "\n\n"
+        + md_table(["", "figure", "source"], summary)
+        + verdict
+    )
+    unknown = sorted({r["stage"] for r in records} - set(dag["upstream"]))
+    if unknown:
+        text += (
+            f"\n\n{len(unknown)} recorded stage(s) were not in the registry when the run was recorded, so the path "
+            f"cannot step through them: {', '.join(f'`{n}`' for n in unknown)}."
+        )
+    return text
 
 
 MEMORY_LISTED_MIB = 2000  # stages at or above this peak are listed one by one

@@ -18,7 +18,9 @@ of a workspace's files, at the same relative paths:
 
 and ``run.json``: the run's name and label, profile, commit, first stage
 start and last stage end, machine, and the Snakemake command and wall time
-when given.
+when given; and ``dag.json``: each recorded stage's upstream stages, from the
+stage registry when the run was recorded (:func:`write_dag`; records made
+before it have none).
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from hatecheck_pipeline.core.errors import PipelineError
 from hatecheck_pipeline.core.files import write_text
 
 RUN_FILE = "run.json"
+DAG_FILE = "dag.json"
 # Workspace-relative globs of the files a record keeps.
 METRICS_GLOBS = (
     "results/*/heldout_*/metrics.json",
@@ -182,3 +185,18 @@ def load(record_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise RecordError(f"{path}: not a recorded run (no {RUN_FILE}; make one with `hatecheck-pipeline docs record`)")
     return json.loads(path.read_text("utf-8"))
+
+
+def write_dag(record_dir: Path, upstream: Mapping[str, Iterable[str]], source: Mapping[str, Any]) -> Path:
+    """Write the record's dependency graph, ``dag.json``: ``upstream`` (each
+    recorded stage -> the recorded stages whose outputs it reads,
+    :func:`hatecheck_pipeline.docsite.critical_path.upstream_of`) and
+    ``source``, what it was built from (the parameters file, the profile)."""
+    doc = {"source": dict(source), "upstream": {stage: sorted(ups) for stage, ups in sorted(upstream.items())}}
+    return write_text(json.dumps(doc, indent=1) + "\n", Path(record_dir) / DAG_FILE)
+
+
+def load_dag(record_dir: Path) -> dict[str, Any] | None:
+    """The record's ``dag.json`` (None for a record made before it was written)."""
+    path = Path(record_dir) / DAG_FILE
+    return json.loads(path.read_text("utf-8")) if path.is_file() else None
