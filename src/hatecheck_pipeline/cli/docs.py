@@ -58,16 +58,16 @@ def record(
 
     target = out or RUNS / name
     try:
+        upstream, source = record_dag(workspace, profile or docs_record.profile_of(workspace))
         info = docs_record.record(workspace, target, name, label, commit, profile, command, wall_s, bench or [])
-        upstream, source = record_dag(workspace, info["profile"], target)
         docs_record.write_dag(target, upstream, source)
     except (PipelineError, ValueError) as exc:
         fail(exc)
     typer.echo(f"recorded {info['profile']} run of {info['commit'][:12]} ({info['started']} to {info['finished']}) in {target}")
 
 
-def record_dag(workspace: Path, profile: str, record_dir: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """Each recorded stage of ``record_dir`` -> the recorded stages whose
+def record_dag(workspace: Path, profile: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Each recorded stage of ``workspace`` -> the recorded stages whose
     outputs it reads, from the stage registry (the parameters file, --params,
     relative to the workspace, with --set overrides and the run's profile),
     and what the graph was built from."""
@@ -81,7 +81,7 @@ def record_dag(workspace: Path, profile: str, record_dir: Path) -> tuple[dict[st
     if profile != "unknown":
         overrides.append(f"profile={profile}")
     params = config.load_params(params_file, overrides)
-    recorded = [r["stage"] for r in load_records(Path(record_dir) / "logs" / "benchmarks")]
+    recorded = [r["stage"] for r in load_records(Path(workspace) / "logs" / "benchmarks")]
     upstream = upstream_of(((s.name, s.deps, s.all_outs) for s in build_stages(params)), recorded)
     return upstream, {"parameters": params_file.name, "profile": str(params.get("profile"))}
 
