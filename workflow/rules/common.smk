@@ -12,6 +12,7 @@ from hatecheck_pipeline.core import yamlio as hc_yaml
 from hatecheck_pipeline.core.cpu import machine_cores
 from hatecheck_pipeline.pipeline import registry as hc_registry
 from hatecheck_pipeline.runners import compose as hc_runners
+from hatecheck_pipeline.runners import schedule as hc_schedule
 
 STARTED = time.time()
 # Locks left by a killed run (kill -9, power loss) would stop every later run
@@ -50,6 +51,9 @@ STAGES = hc_registry.build_stages(PARAMS)
 # (The main process only: a cluster job re-reads this file mid-run.)
 if workflow.is_main_process:
     hc_registry.sync_fingerprints(STAGES)
+# Ready jobs start longest expected work ahead first (each rule's priority:
+# its stage's upward rank from recorded stage times, runners/schedule.py).
+PRIORITY = hc_schedule.priorities(STAGES, PARAMS["profile"])
 CORES = machine_cores()
 # Never more threads at once than the machine has, whatever --cores says, and
 # never stages whose declared memory together exceeds what it has available

@@ -17,6 +17,7 @@ for stage in STAGES:
         conda:
             "../envs/hatecheck.yaml"
         threads: rule_threads(stage)
+        priority: PRIORITY[stage.name]
         resources:
             mem_mb=stage.mem_mb,
             runtime=stage.runtime,
