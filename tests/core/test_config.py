@@ -135,3 +135,12 @@ def test_a_float_dvc_writes_into_params_yaml_stays_a_float_for_both_runners(tmp_
     fixed = yamlio.with_yaml12_floats(snakemake_view, yamlio.read_yaml(path))
     assert fixed == yamlio.read_yaml(path)
     config.apply_and_validate(fixed, [], REPO / config.SCHEMA_FILE, "params.yaml")
+
+
+def test_a_parameters_file_that_is_not_yaml_is_one_line_naming_where(tmp_path):
+    bad = tmp_path / "params.yaml"
+    bad.write_text("profile: embedded\nmodels:\n  B-D: {role: bert\n  B-F: x\n", "utf-8")
+    with pytest.raises(config.ConfigError) as err:
+        config.load_params(bad)
+    message = str(err.value)
+    assert message.startswith(f"{bad}: line ") and "not valid YAML" in message and "\n" not in message

@@ -115,7 +115,12 @@ def load_params(
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: parameters file not found (run from the project root)")
-    params = read_yaml(path) or {}
+    try:
+        params = read_yaml(path) or {}
+    except yaml.YAMLError as exc:  # one line naming the file and where, not the parser's traceback
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise ConfigError(f"{path}: {where}{getattr(exc, 'problem', None) or exc} (not valid YAML)") from None
     return apply_and_validate(params, overrides, Path(schema) if schema else path.parent / SCHEMA_FILE, str(path))
 
 
