@@ -48,9 +48,9 @@ def record(
 ) -> None:
     """Record a finished run for the documentation.
 
-    The run's metrics, model cards, validation results and stage records
-    are copied into docs/runs/NAME, with run.json (commit, profile, dates,
-    machine)."""
+    The run's metrics (the scores, the audits' and the prompted LLM's),
+    model cards, validation results and stage records are copied into
+    docs/runs/NAME, with run.json (commit, profile, dates, machine)."""
     from hatecheck_pipeline.docsite import runs as docs_record
 
     target = out or RUNS / name
