@@ -448,7 +448,7 @@ def hatexplain_md(record: Path, published: Mapping[str, Any]) -> str:
     head = "### HateXplain Table 6: performance, bias and explainability (test set)\n\n"
     summary_path = record / BIAS_SUMMARY
     supervised = read_json(summary_path).get("hatexplain_supervised") if summary_path.is_file() else None
-    if not found and not supervised:
+    if not found and not (supervised and not supervised.get("ran")):
         return head + not_recorded(HATEXPLAIN.format(model="<model>"), "hatexplain_metrics_<model>")
     t6 = published.get("hatexplain_t6") or {}
     cols = HX_PERFORMANCE + HX_BIAS + HX_EXPLAIN

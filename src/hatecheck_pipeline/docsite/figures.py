@@ -19,7 +19,7 @@ def nice_step(top: float, ticks: int = 4) -> float:
     ``ticks`` ticks from 0 to ``top``.
 
     >>> nice_step(37.0), nice_step(4.2), nice_step(0.0)
-    (10.0, 1.0, 1.0)
+    (10.0, 2.0, 1.0)
     """
     if top <= 0:
         return 1.0
@@ -49,8 +49,10 @@ def confidence_svg(models: Sequence[tuple[str, dict[str, Any]]], title: str) -> 
     >>> conf = {"bin_edges": [0, 5, 10], "more_preferred": {"counts": [2, 1], "median": 4.0},
     ...         "less_preferred": {"counts": [1, 0], "median": 2.5}}
     >>> svg = confidence_svg([("m", conf)], "t")
-    >>> svg.startswith("<svg") and svg.count("<rect") == 4 and "<title>t</title>" in svg
+    >>> svg.startswith("<svg") and "<title>t</title>" in svg
     True
+    >>> svg.count("<rect") - 2  # the bins with pairs (the legend's two squares aside)
+    3
     """
     width_per, left, top_pad, bottom_pad, half_h = 170, 70, 30, 60, 150
     width = max(560, left + width_per * max(1, len(models)) + 20)  # at least the legend's width
