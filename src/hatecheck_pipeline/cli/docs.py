@@ -48,10 +48,11 @@ def record(
 ) -> None:
     """Record a finished run for the documentation.
 
-    The run's metrics, model cards, validation results and stage records
-    are copied into docs/runs/NAME, with run.json (commit, profile, dates,
-    machine) and dag.json (each recorded stage's upstream stages, from the
-    stage registry of the parameters file, --params, read in the workspace,
+    The run's metrics (the scores, the audits' and the prompted LLM's),
+    model cards, validation results and stage records are copied into
+    docs/runs/NAME, with run.json (commit, profile, dates, machine) and
+    dag.json (each recorded stage's upstream stages, from the stage
+    registry of the parameters file, --params, read in the workspace,
     under the run's profile)."""
     from hatecheck_pipeline.core.errors import PipelineError
     from hatecheck_pipeline.docsite import runs as docs_record

@@ -1,5 +1,7 @@
 """The prompted-LLM page of the generated documentation: the ETHOS figures
-of each prompted backend (GPT-3 detection paper, Tables 1-4 and 7) and
+of each prompted backend (GPT-3 detection paper, Tables 1-4 and 7, the
+distinct answers of Table 5, section 4.5's contrast and Appendix B's
+confusion counts) and
 GPT-HateCheck's generation, validation, quality (Table 6) and the
 fine-tuned models on it (Table 9), with the papers' figures beside ours."""
 
@@ -9,11 +11,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hatecheck_pipeline.evaluation import published as P
-from hatecheck_pipeline.evaluation.llm_answers import MIXED_CLASSES
+from hatecheck_pipeline.evaluation.llm_answers import APPENDIX_B, MIXED_CLASSES
 from hatecheck_pipeline.docsite import runs
 from hatecheck_pipeline.report.cells import NA
 from hatecheck_pipeline.docsite.formatting import md_table, num, paper_figure, path_cell, read_json, run_header
-from hatecheck_pipeline.report.llm import CONTRAST_ROWS
+from hatecheck_pipeline.report.llm import APPB_COUNTS, APPB_NAMES, CATEGORY_NAMES, CONTRAST_ROWS, MIXED, SETTING_NAMES, YES_NO
 
 ETHOS_BINARY = ("racist", "sexist", "overall")
 
@@ -119,6 +121,55 @@ def contrast_md(doc: Mapping[str, Any], published: Mapping[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def appendix_b_md(doc: Mapping[str, Any], published: Mapping[str, Any]) -> str:
+    """Appendix B (Tables 9-21): per setting, variant and category the
+    answers' confusion counts summed over the iterations (the metrics
+    file's ``appendix_b``), GPT-3's count in brackets; the mixed settings'
+    All rows in the first table, their example sets in a second. A metrics
+    file without the counts says so."""
+    appb = doc.get("appendix_b")
+    if appb is None:
+        return (
+            "Not in this record: this metrics file has no confusion counts (`appendix_b`): its llm_ethos stage ran "
+            "before they were written."
+            if doc.get("by_setting")
+            else ""
+        )
+    rows, per_set = [], []
+    for setting in (*YES_NO, *MIXED):
+        for variant, cats in (appb.get(setting) or {}).items():
+            for category, block in cats.items():
+                parts = [("all", block.get("all") or {}), *(block.get("by_example_set") or {}).items()]
+                for key, counts in parts:
+                    prow = f"{setting}:{category}" if setting in YES_NO else f"{setting}:{key}:{category}"
+                    cells = []
+                    for k in APPB_COUNTS:
+                        paper, _ = paper_figure((APPENDIX_B,), "GPT-3", prow, k, published)
+                        cells.append(num(counts.get(k), 0) + ("" if paper is None else f" ({num(paper, 0)})"))
+                    label = CATEGORY_NAMES.get(category, category) if key == "all" else f"{category}, example set {key}"
+                    if setting in MIXED and key == "all":
+                        label += ", All"
+                    (rows if key == "all" else per_set).append(
+                        [SETTING_NAMES.get(setting, setting), variant, label, num(counts.get("n"), 0), *cells]
+                    )
+    if not rows:
+        return ""
+    head = ["setting", "variant", "category", "answers scored", *(APPB_NAMES[k] for k in APPB_COUNTS)]
+    out = (
+        "Counts summed over every iteration; GPT-3's in brackets (Chiu et al. 2022, Appendix B: 6,000 classifications per "
+        "category in the yes/no settings, 'not applicable' answers omitted; ours: the parsed answers, the unparsed ones "
+        "omitted). The overall rows are the paper's 'hate speech' tables (racist and sexist prompts pooled); mixed "
+        "settings: category c over the comments labelled c or neither (section 4.4's rule), the All row over every example "
+        "set. **Deviation:** our counts are this run's iterations and prompts (a seeded sample unless the run says the "
+        "whole protocol), so they compare with the paper's as proportions, not as totals; with the instruction the "
+        "omitted answers ('both', 'racist and sexist') are left out of ours, while the paper's Tables 20-21 count 180 "
+        "answers per example set.\n\n" + md_table(head, rows)
+    )
+    if per_set:
+        out += "\n\nThe mixed settings per example set (Tables 18-21):\n\n" + md_table(head, per_set)
+    return out
+
+
 def ethos_record_page(source: Path) -> str:
     """The ETHOS table of one prompted-LLM metrics file kept as a benchmark
     record (``benchmarks/records/local_llm_whole_protocol_*.json``)."""
@@ -146,6 +197,7 @@ def ethos_section(record: Path, published: Mapping[str, Any]) -> str:
                 for title, body in (
                     ("Table 5: distinct answers, mixed-category few-shot without instruction", answers_md(doc, published)),
                     ("Section 4.5: mixed-category few-shot without and with the instruction", contrast_md(doc, published)),
+                    ("Appendix B: confusion counts per setting (summed over iterations)", appendix_b_md(doc, published)),
                 )
                 if body
             )
@@ -256,7 +308,8 @@ def llm_page(record: Path, published: Mapping[str, Any] | None = None) -> str:
         "\n\n".join(
             [
                 run_header(info, record.as_posix()),
-                "### Prompted LLM on ETHOS (GPT-3 detection paper, Tables 1-4 and 7)\n\n" + ethos_section(record, published),
+                "### Prompted LLM on ETHOS (GPT-3 detection paper, Tables 1-5 and 7, section 4.5, Appendix B)\n\n"
+                + ethos_section(record, published),
                 "### GPT-HateCheck (Jin et al. 2024): generation, validation, quality\n\n" + gpt_hatecheck_section(record, published),
             ]
         )

@@ -14,13 +14,25 @@ of a workspace's files, at the same relative paths:
 - ``results/llm/<backend>/metrics.json`` (the prompted LLM on ETHOS) and
   GPT-HateCheck's generation, validation, quality and comparison reports
   (``data/expanded/...``), when the run has them;
+- for the audits page, when the run has them: HateCheck's annotator
+  agreement (``results/hatecheck_agreement/metrics.json``), MHC Table 5
+  (``results/tables/mhc_t5.json``), every CrowS-Pairs and WinoBias
+  scorer's metrics (``results/bias/crows_pairs/<scorer>/metrics.json``,
+  ``results/bias/winobias/<scorer>/type<t>/metrics.json``: the scores,
+  intervals and binned confidences, not the per-pair tables), every
+  HateXplain model's metrics (``results/bias/hatexplain/<model>/metrics.json``),
+  the bias summary (``results/bias/summary.json``: whether the
+  attention-supervised model ran, and on which rationales) and the
+  invariance table (``results/tables/expanded_invariance.csv``);
 - ``bench/<name>.txt``: outputs of the benchmark scripts, if given;
 
 and ``run.json``: the run's name and label, profile, commit, first stage
 start and last stage end, machine, and the Snakemake command and wall time
 when given; and ``dag.json``: each recorded stage's upstream stages, from the
 stage registry when the run was recorded (:func:`write_dag`; records made
-before it have none).
+before it have none). Only JSON and CSV summaries are kept, never
+predictions or per-pair and per-case tables, so a record stays small (a few
+MB).
 """
 
 from __future__ import annotations
@@ -56,6 +68,16 @@ LLM_GLOBS = (
     "data/expanded/gpt_hatecheck_*/validation.json",
     "data/expanded/reports/quality.json",
     "data/expanded/reports/gpt_hatecheck_compare.json",
+)
+# What the audits page reads (docsite/audits.py).
+AUDIT_GLOBS = (
+    "results/hatecheck_agreement/metrics.json",
+    "results/tables/mhc_t5.json",
+    "results/bias/crows_pairs/*/metrics.json",
+    "results/bias/winobias/*/type*/metrics.json",
+    "results/bias/hatexplain/*/metrics.json",
+    "results/bias/summary.json",
+    "results/tables/expanded_invariance.csv",
 )
 
 
@@ -154,7 +176,7 @@ def record(
         raise RecordError(f"{workspace}: no stage records (logs/benchmarks) or no metrics files (results/): build the report first")
     if out.exists():
         shutil.rmtree(out)
-    for rel in [*metrics, *_files(workspace, [CARD_GLOB, VALIDATION_GLOB, BENCHMARK_GLOB, *LLM_GLOBS])]:
+    for rel in [*metrics, *_files(workspace, [CARD_GLOB, VALIDATION_GLOB, BENCHMARK_GLOB, *LLM_GLOBS, *AUDIT_GLOBS])]:
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(workspace / rel, out / rel)
     for path in bench:
