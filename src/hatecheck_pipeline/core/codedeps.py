@@ -161,7 +161,7 @@ def normalised(tree: ast.AST) -> str:
     structure.
 
     >>> a = normalised(ast.parse("'Doc.'\\nx = 1  # one\\n"))
-    >>> a == normalised(ast.parse("x=(1)\n")), a == normalised(ast.parse("x = 2\n"))
+    >>> a == normalised(ast.parse("x=(1)\\n")), a == normalised(ast.parse("x = 2\\n"))
     (True, False)
     """
     out: list[str] = []

@@ -39,7 +39,14 @@ from hatecheck_pipeline.docsite.figures import confidence_svg
 from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, read_json, run_header, with_ci
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import NA
-from hatecheck_pipeline.report.paper_tables import CROWS_CAUSAL_NOTE, CROWS_ROWS, OVERALL_KEYS, STEREOSET_NOT_RUN, WINOBIAS_ROWS
+from hatecheck_pipeline.report.paper_tables import (
+    CROWS_CAUSAL_NOTE,
+    cases_by_template,
+    CROWS_ROWS,
+    OVERALL_KEYS,
+    STEREOSET_NOT_RUN,
+    WINOBIAS_ROWS,
+)
 from hatecheck_pipeline.report.sections import (
     HX_BIAS,
     HX_EXPLAIN,
@@ -138,10 +145,9 @@ def hatecheck_agreement_md(record: Path, published: Mapping[str, Any]) -> str:
     elif e:
 
         def listed(items: list[Mapping[str, Any]]) -> str:
-            by_template: dict[str, list[str]] = {}
-            for c in items:
-                by_template.setdefault(f"template {c['templ_id']} (`{c['functionality']}`)", []).append(str(c["case_id"]))
-            return "; ".join(f"{t}: case{'s' if len(ids) > 1 else ''} {', '.join(ids)}" for t, ids in by_template.items())
+            return "; ".join(
+                f"template {t} (`{f}`): case{'s' if len(ids) > 1 else ''} {', '.join(ids)}" for t, f, ids in cases_by_template(items)
+            )
 
         out += (
             "\n\n**Deviation: the paper's exclusion rule, as the paper states it, does not give the released suite.** "

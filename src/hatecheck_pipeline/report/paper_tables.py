@@ -14,6 +14,21 @@ import polars as pl
 from hatecheck_pipeline.evaluation.cells import cell_id
 from hatecheck_pipeline.report.cells import html_table, json_td, too_wide
 
+
+def cases_by_template(items: list[Mapping[str, Any]]) -> list[tuple[str, str, list[str]]]:
+    """HateCheck cases (``templ_id``, ``functionality``, ``case_id``) grouped
+    by template, in order of first appearance: (template, functionality,
+    case ids).
+
+    >>> cases_by_template([{"templ_id": 7, "functionality": "f", "case_id": 1}, {"templ_id": 7, "functionality": "f", "case_id": 2}])
+    [('7', 'f', ['1', '2'])]
+    """
+    groups: dict[tuple[str, str], list[str]] = {}
+    for c in items:
+        groups.setdefault((str(c["templ_id"]), str(c["functionality"])), []).append(str(c["case_id"]))
+    return [(t, f, ids) for (t, f), ids in groups.items()]
+
+
 # What the binary held-out macro F1 of each training dataset scores: the
 # dataset's own labels collapsed to hateful vs non-hateful (data/corpora.py).
 HELDOUT_BINARY = {
@@ -500,10 +515,10 @@ def hatecheck_agreement_section(
     else:
 
         def listed(items: list[Mapping[str, Any]]) -> str:
-            by_template: dict[str, list[str]] = {}
-            for c in items:
-                by_template.setdefault(f"template {c['templ_id']} ({c['functionality']})", []).append(str(c["case_id"]))
-            return "; ".join(f"{escape(t)}: case{'s' if len(ids) > 1 else ''} {escape(', '.join(ids))}" for t, ids in by_template.items())
+            return "; ".join(
+                f"{escape(f'template {t} ({f})')}: case{'s' if len(ids) > 1 else ''} {escape(', '.join(ids))}"
+                for t, f, ids in cases_by_template(items)
+            )
 
         out += (
             "<p class='note'><b>The paper's exclusion rule does not give the released suite.</b> "

@@ -50,6 +50,7 @@ def suite_language(suite: Suite) -> str | None:
     expansions' English, an MHC language's code, an expanded table's
     language; None for a held-out set (its language is not recorded here).
 
+    >>> from hatecheck_pipeline.suites.registry import EXPANDED, hatecheck, heldout, mhc
     >>> suite_language(hatecheck()), suite_language(mhc("mandarin")), suite_language(heldout("hateval2019_es"))
     ('en', 'zh', None)
     >>> suite_language(Suite("perturbed_mhc_german", "perturbed_mhc_german", "id", EXPANDED, source="mhc"))
@@ -71,6 +72,7 @@ def not_run_reason(spec: Mapping[str, Any], suite: Suite) -> str | None:
     """Why a model is not run on a suite (None: it is): a scoring API whose
     ``languages`` do not include the suite's language.
 
+    >>> from hatecheck_pipeline.suites.registry import mhc
     >>> not_run_reason({"languages": ["en", "de"]}, mhc("hindi"))
     "not run: language hi not in the API's languages (en, de)"
     >>> not_run_reason({"languages": ["en", "de"]}, mhc("german")), not_run_reason({}, mhc("hindi"))
