@@ -239,7 +239,8 @@ def test_record_keeps_the_audit_files_and_the_page_shows_their_figures(workspace
     # annotator agreement: ours beside the paper's, the exclusion rule's deviation named
     assert _row(page, "| Fleiss' kappa |") == ["Fleiss' kappa", "0.9285", "0.93"]
     assert _row(page, "| cases excluded") == ["cases excluded (every case of a template holding a case below 4 of 5)", "154", "173"]
-    assert "**Deviation: the paper's exclusion rule" in page and "template 745 (`target_group_nh`): case 3081" in page
+    assert "**Deviation.** The paper's exclusion rule" in page and "template 745 (target_group_nh): case 3081" in page
+    assert "and none in a template with such a case" in page  # the same sentence as the report's
     assert _row(page, "| F7 Hate expressed using slur") == [
         "F7 Hate expressed using slur (slur_h)",
         "180",

@@ -36,16 +36,17 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.docsite import runs
 from hatecheck_pipeline.docsite.figures import confidence_svg
-from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, read_json, run_header, with_ci
+from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, read_json, page, with_ci
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.report.cells import NA
 from hatecheck_pipeline.report.paper_tables import (
     CROWS_CAUSAL_NOTE,
-    cases_by_template,
     CROWS_ROWS,
     OVERALL_KEYS,
     STEREOSET_NOT_RUN,
     WINOBIAS_ROWS,
+    exclusion_details,
+    exclusion_verdict,
 )
 from hatecheck_pipeline.report.sections import (
     HX_BIAS,
@@ -139,23 +140,10 @@ def hatecheck_agreement_md(record: Path, published: Mapping[str, Any]) -> str:
         + md_table(["figure", "ours", "paper"], rows)
         + f"\n\nSource: {path_cell(AGREEMENT)}."
     )
-    extra, missing = e.get("kept_not_released") or [], e.get("released_not_kept") or []
     if e.get("matches_release"):
-        out += " The paper's exclusion rule leaves exactly the released cases."
+        out += " " + exclusion_verdict(doc)
     elif e:
-
-        def listed(items: list[Mapping[str, Any]]) -> str:
-            return "; ".join(
-                f"template {t} (`{f}`): case{'s' if len(ids) > 1 else ''} {', '.join(ids)}" for t, f, ids in cases_by_template(items)
-            )
-
-        out += (
-            "\n\n**Deviation: the paper's exclusion rule, as the paper states it, does not give the released suite.** "
-            + (f"It keeps {len(extra)} case(s) the release lacks, none of them below 4 of 5: {listed(extra)}. " if extra else "")
-            + (f"The release holds {len(missing)} case(s) the rule excludes: {listed(missing)}. " if missing else "")
-            + f"Cases generated but not released: {doc.get('n_cases', 0) - (e.get('n_released') or 0):,} "
-            f"(the rule's {e.get('n_excluded')}, {len(extra)} more, {len(missing)} fewer)."
-        )
+        out += f"\n\n**Deviation.** {exclusion_verdict(doc)} {exclusion_details(doc)}"
     below = doc.get("below_4of5") or []
     if below:
         out += (
@@ -584,20 +572,18 @@ def audits_page(record: Path, published: Mapping[str, Any] | None = None) -> str
     record = Path(record)
     published = P.load() if published is None else published
     info = runs.load(record)
-    return (
-        "\n\n".join(
-            [
-                run_header(info, record.as_posix()),
-                "### Annotator agreement\n\nHow far the suites' annotators agree with the gold labels: properties of the "
-                "suites, not of a model.\n\n" + hatecheck_agreement_md(record, published) + "\n\n" + mhc_t5_md(record, published),
-                "### Social bias of language models: CrowS-Pairs and WinoBias\n\n"
-                "The share of pairs whose more stereotyping sentence a language model scores higher (ideal 50%).\n\n"
-                + crows_table2_md(record, published)
-                + "\n\n"
-                + crows_confidence_md(record, published),
-                hatexplain_md(record, published),
-                invariance_md(record),
-            ]
-        )
-        + "\n"
+    return page(
+        info,
+        record,
+        [
+            "### Annotator agreement\n\nHow far the suites' annotators agree with the gold labels: properties of the "
+            "suites, not of a model.\n\n" + hatecheck_agreement_md(record, published) + "\n\n" + mhc_t5_md(record, published),
+            "### Social bias of language models: CrowS-Pairs and WinoBias\n\n"
+            "The share of pairs whose more stereotyping sentence a language model scores higher (ideal 50%).\n\n"
+            + crows_table2_md(record, published)
+            + "\n\n"
+            + crows_confidence_md(record, published),
+            hatexplain_md(record, published),
+            invariance_md(record),
+        ],
     )

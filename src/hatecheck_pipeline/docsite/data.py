@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hatecheck_pipeline.docsite import runs
-from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, read_json, run_header
+from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, read_json, page
 
 
 def _published_share(doc: Mapping[str, Any]) -> str:
@@ -62,4 +62,4 @@ def data_page(record: Path) -> str:
         if rows
         else "No validation results in this record."
     )
-    return run_header(info, record.as_posix()) + "\n\n" + body + "\n"
+    return page(info, record, [body])

@@ -90,3 +90,12 @@ def run_header(info: Mapping[str, Any], record: str) -> str:
         f'!!! {kind} "{info.get("label")}"\n    Every figure below comes from the files of this recorded run '
         f"(paths relative to `{record}/`, as in the workspace that ran).\n\n" + md_table(["run", ""], rows)
     )
+
+
+def page(info: Mapping[str, Any], record: Path, sections: list[str]) -> str:
+    """A generated page: the run it comes from, then its sections.
+
+    >>> page({"label": "a run", "profile": "smoke"}, Path("docs/runs/a"), ["### One", "### Two"]).count("###")
+    2
+    """
+    return "\n\n".join([run_header(info, Path(record).as_posix()), *sections]) + "\n"

@@ -14,7 +14,7 @@ from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.llm_answers import APPENDIX_B, MIXED_CLASSES
 from hatecheck_pipeline.docsite import runs
 from hatecheck_pipeline.report.cells import NA
-from hatecheck_pipeline.docsite.formatting import md_table, num, paper_figure, path_cell, read_json, run_header
+from hatecheck_pipeline.docsite.formatting import md_table, num, paper_figure, path_cell, read_json, page
 from hatecheck_pipeline.report.llm import APPB_COUNTS, APPB_NAMES, CATEGORY_NAMES, CONTRAST_ROWS, MIXED, SETTING_NAMES, YES_NO
 
 ETHOS_BINARY = ("racist", "sexist", "overall")
@@ -304,14 +304,12 @@ def llm_page(record: Path, published: Mapping[str, Any] | None = None) -> str:
     record = Path(record)
     published = P.load() if published is None else published
     info = runs.load(record)
-    return (
-        "\n\n".join(
-            [
-                run_header(info, record.as_posix()),
-                "### Prompted LLM on ETHOS (GPT-3 detection paper, Tables 1-5 and 7, section 4.5, Appendix B)\n\n"
-                + ethos_section(record, published),
-                "### GPT-HateCheck (Jin et al. 2024): generation, validation, quality\n\n" + gpt_hatecheck_section(record, published),
-            ]
-        )
-        + "\n"
+    return page(
+        info,
+        record,
+        [
+            "### Prompted LLM on ETHOS (GPT-3 detection paper, Tables 1-5 and 7, section 4.5, Appendix B)\n\n"
+            + ethos_section(record, published),
+            "### GPT-HateCheck (Jin et al. 2024): generation, validation, quality\n\n" + gpt_hatecheck_section(record, published),
+        ],
     )

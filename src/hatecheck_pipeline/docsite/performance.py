@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from hatecheck_pipeline.core.usage import DATA_PHASES, phase_rows, span_s
 from hatecheck_pipeline.docsite import critical_path as cp, runs
-from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, run_header
+from hatecheck_pipeline.docsite.formatting import md_table, num, path_cell, page
 
 SLOWEST = 15
 
@@ -25,7 +25,7 @@ def performance_page(record: Path) -> str:
     folder = "logs/benchmarks"
     records = load_records(record / folder)
     if not records:
-        return run_header(info, record.as_posix()) + "\n\nNo stage records in this record.\n"
+        return page(info, record, ["No stage records in this record."])
     wall = sum(r["wall_s"] for r in records)
     cpu = sum(r["cpu_s"] for r in records)
     summary = [
@@ -81,7 +81,6 @@ def performance_page(record: Path) -> str:
         for r in slowest
     ]
     parts = [
-        run_header(info, record.as_posix()),
         "### The run\n\n" + md_table(["", "figure", "source"], summary),
         "### Per phase\n\nWall and CPU seconds summed over the phase's stages, the largest peak resident memory, the share "
         "of the summed wall time, and the phase's span (first start to last end; stages overlap).\n\n"
@@ -94,7 +93,7 @@ def performance_page(record: Path) -> str:
     for bench in sorted((record / "bench").glob("*.txt")):
         rel = bench.relative_to(record).as_posix()
         parts.append(f"### Benchmark output: {bench.stem}\n\nVerbatim from `{rel}`.\n\n```text\n{bench.read_text('utf-8').rstrip()}\n```")
-    return "\n\n".join(parts) + "\n"
+    return page(info, record, parts)
 
 
 def critical_path_section(records: list[dict[str, Any]], info: Mapping[str, Any], dag: Mapping[str, Any] | None, folder: str) -> str:

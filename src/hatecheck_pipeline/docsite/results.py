@@ -21,8 +21,8 @@ from hatecheck_pipeline.docsite.formatting import (
     num,
     paper_figure,
     path_cell,
+    page,
     read_json,
-    run_header,
     with_ci,
 )
 
@@ -205,26 +205,24 @@ def results_page(record: Path, published: Mapping[str, Any] | None = None) -> st
     info = runs.load(record)
     metrics = _metrics(record)
     diffs = diff_tables(record, metrics)
-    return (
-        "\n\n".join(
-            [
-                run_header(info, record.as_posix()),
-                "### Models that ran\n\nFrom each model's card.\n\n" + models_table(record),
-                "### Held-out test sets\n\nMacro F1 on each model's own test set(s), hateful vs non-hateful, in percent, with the "
-                "bootstrap 95% interval; the paper's figure is for the paper's model trained on the full data.\n\n"
-                + heldout_table(metrics, published),
-                "### HateCheck: accuracy per gold label (HateCheck Table 2)\n\n" + hatecheck_table(metrics, published),
-                "### Multilingual HateCheck: macro F1 per language (MHC Table 7)\n\n" + mhc_table(metrics, published),
-                *(
-                    [
-                        "### What changed between models, per functional test\n\nAccuracy of B minus accuracy of A, in percentage "
-                        "points, with the paired interval; flagged where Holm's correction over the tests still excludes zero "
-                        "([method](your-classifier.md#what-changed-between-two-models-diff)).\n\n" + diffs
-                    ]
-                    if diffs
-                    else []
-                ),
-            ]
-        )
-        + "\n"
+    return page(
+        info,
+        record,
+        [
+            "### Models that ran\n\nFrom each model's card.\n\n" + models_table(record),
+            "### Held-out test sets\n\nMacro F1 on each model's own test set(s), hateful vs non-hateful, in percent, with the "
+            "bootstrap 95% interval; the paper's figure is for the paper's model trained on the full data.\n\n"
+            + heldout_table(metrics, published),
+            "### HateCheck: accuracy per gold label (HateCheck Table 2)\n\n" + hatecheck_table(metrics, published),
+            "### Multilingual HateCheck: macro F1 per language (MHC Table 7)\n\n" + mhc_table(metrics, published),
+            *(
+                [
+                    "### What changed between models, per functional test\n\nAccuracy of B minus accuracy of A, in percentage "
+                    "points, with the paired interval; flagged where Holm's correction over the tests still excludes zero "
+                    "([method](your-classifier.md#what-changed-between-two-models-diff)).\n\n" + diffs
+                ]
+                if diffs
+                else []
+            ),
+        ],
     )

@@ -456,6 +456,46 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
 # ------------------------------------- HateCheck section 2.5 (gold labels)
 
 
+def exclusion_verdict(doc: Mapping[str, Any]) -> str:
+    """Whether the paper's exclusion rule gives the released suite, in one
+    plain sentence (the report and the docs page both say it)."""
+    if (doc.get("exclusion") or {}).get("matches_release"):
+        return "The paper's exclusion rule leaves exactly the released cases."
+    return "The paper's exclusion rule, as the paper states it, does not give the released suite."
+
+
+def exclusion_details(doc: Mapping[str, Any]) -> str:
+    """Where the exclusion rule and the release differ, case by case, in
+    plain text (empty where they agree).
+
+    >>> doc = {"n_cases": 5, "exclusion": {"n_excluded": 2, "n_released": 2, "kept_not_released": [
+    ...     {"case_id": "7", "templ_id": "1", "functionality": "f"}]}}
+    >>> print(exclusion_details(doc))
+    It keeps 1 case(s) the release lacks, none of them below 4 of 5 and none in a template with such a case: template 1 (f): case 7. Cases generated but not released: 3 (the rule's 2, 1 more, 0 fewer).
+    """
+    e = doc.get("exclusion") or {}
+    if e.get("matches_release"):
+        return ""
+    extra, missing = e.get("kept_not_released") or [], e.get("released_not_kept") or []
+
+    def listed(items: list[Mapping[str, Any]]) -> str:
+        return "; ".join(
+            f"template {t} ({f}): case{'s' if len(ids) > 1 else ''} {', '.join(ids)}" for t, f, ids in cases_by_template(items)
+        )
+
+    return (
+        (
+            f"It keeps {len(extra)} case(s) the release lacks, none of them below 4 of 5 and none in a template "
+            f"with such a case: {listed(extra)}. "
+            if extra
+            else ""
+        )
+        + (f"The release holds {len(missing)} case(s) the rule excludes: {listed(missing)}. " if missing else "")
+        + f"Cases generated but not released: {doc.get('n_cases', 0) - (e.get('n_released') or 0):,} "
+        f"(the rule's {e.get('n_excluded')}, {len(extra)} more, {len(missing)} fewer)."
+    )
+
+
 def hatecheck_agreement_section(
     doc: Mapping[str, Any] | None, file: str, published: Mapping[str, Any], stage: str = "hatecheck_agreement"
 ) -> str:
@@ -509,29 +549,10 @@ def hatecheck_agreement_section(
         "annotators give the gold label. A property of the suite, not of a model.</p>"
     )
     out += html_table("hatecheck-s25", ["figure", "ours", "paper"], rows)
-    extra, missing = e.get("kept_not_released") or [], e.get("released_not_kept") or []
-    if e.get("matches_release"):
-        out += "<p class='note'>The paper's exclusion rule leaves exactly the released cases.</p>"
-    else:
-
-        def listed(items: list[Mapping[str, Any]]) -> str:
-            return "; ".join(
-                f"{escape(f'template {t} ({f})')}: case{'s' if len(ids) > 1 else ''} {escape(', '.join(ids))}"
-                for t, f, ids in cases_by_template(items)
-            )
-
-        out += (
-            "<p class='note'><b>The paper's exclusion rule does not give the released suite.</b> "
-            + (
-                f"It keeps {len(extra)} case(s) the release lacks, none of them below 4 of 5 and none in a template "
-                f"with such a case: {listed(extra)}. "
-                if extra
-                else ""
-            )
-            + (f"The release holds {len(missing)} case(s) the rule excludes: {listed(missing)}. " if missing else "")
-            + f"Cases generated but not released: {doc.get('n_cases', 0) - (e.get('n_released') or 0)} "
-            f"(the rule's {e.get('n_excluded')}, {len(extra)} more, {len(missing)} fewer).</p>"
-        )
+    if e:
+        matches = e.get("matches_release")
+        out += f"<p class='note'>{'' if matches else '<b>'}{escape(exclusion_verdict(doc))}{'' if matches else '</b>'}"
+        out += f" {escape(exclusion_details(doc))}</p>" if not matches else "</p>"
     below = doc.get("below_4of5") or []
     if below:
         out += (
