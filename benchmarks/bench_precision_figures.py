@@ -9,7 +9,10 @@ its fp32 files copied aside):
 
 - every report table cell (``results/tables/*.csv``, joined on ``cell_id``):
   a cell with an interval passes when the candidate's value lies inside the
-  fp32 run's ``[ci_low, ci_high]``. A cell without one (a difference of two
+  fp32 run's ``[ci_low, ci_high]``. Against a recorded run
+  (docs/runs/NAME keeps no report tables) the cells are each
+  ``results/<model>/<suite>/metrics.json``'s headline figures (overall and
+  per gold label, with their intervals). A cell without one (a difference of two
   cells, such as an expanded suite's per-functionality change, or a count)
   has no interval to stay inside: how many moved, and by how much, is
   printed, not gated;
@@ -41,7 +44,38 @@ import polars as pl
 from hatecheck_pipeline.core.files import recorded_precision
 
 
+METRICS = ("accuracy", "macro_f1", "f1_hateful", "f1_non_hateful")
+
+
+def metric_cells(root: Path) -> pl.DataFrame:
+    """The headline figures of every ``results/<model>/<suite>/metrics.json``
+    (overall and per gold label, each with its bootstrap interval): what a
+    recorded run (docs/runs/NAME, which keeps no report tables) holds."""
+    rows = []
+    for f in sorted((root / "results").glob("*/*/metrics.json")):
+        doc = json.loads(f.read_text("utf-8"))
+        model, suite = f.parent.parent.name, f.parent.name
+        parts = {"overall": doc.get("overall") or {}, **{f"label={k}": v for k, v in (doc.get("by_label") or {}).items()}}
+        for part, figs in parts.items():
+            for metric in METRICS:
+                fig = figs.get(metric) if isinstance(figs, dict) else None
+                if isinstance(fig, dict) and fig.get("value") is not None:
+                    rows.append(
+                        {
+                            "file": "metrics",
+                            "cell_id": f"{model}:{suite}:{part}:{metric}",
+                            "value": float(fig["value"]),
+                            "ci_low": None if fig.get("ci_low") is None else float(fig["ci_low"]),
+                            "ci_high": None if fig.get("ci_high") is None else float(fig["ci_high"]),
+                        }
+                    )
+    schema = {"file": pl.Utf8, "cell_id": pl.Utf8, "value": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64}
+    return pl.DataFrame(rows, schema=schema)
+
+
 def table_cells(root: Path) -> pl.DataFrame:
+    if not list((root / "results" / "tables").glob("*.csv")):  # a recorded run: its metrics files
+        return metric_cells(root)
     frames = []
     for f in sorted((root / "results" / "tables").glob("*.csv")):
         t = pl.read_csv(f, infer_schema_length=None)
@@ -59,6 +93,8 @@ def table_cells(root: Path) -> pl.DataFrame:
 
 def compare_cells(fp32: Path, cand: Path) -> tuple[pl.DataFrame, list[str]]:
     a, b = table_cells(fp32), table_cells(cand)
+    if (a["file"] == "metrics").all() != (b["file"] == "metrics").all():  # a record against a workspace: both by metrics files
+        a, b = metric_cells(fp32), metric_cells(cand)
     joined = a.join(b.select("file", "cell_id", pl.col("value").alias("candidate")), on=["file", "cell_id"], how="full", coalesce=True)
     notes = []
     only = joined.filter(pl.col("value").is_null() != pl.col("candidate").is_null())
@@ -154,15 +190,29 @@ def main() -> int:
         print(show.select("file", "cell_id", "value", "ci_low", "ci_high", "candidate", "ok"))
 
     preds = compare_predictions(args.fp32, args.candidate)
+    if not preds.height:  # a recorded run keeps no predictions
+        preds = pl.DataFrame(
+            schema={
+                "file": pl.Utf8,
+                "n": pl.Int64,
+                "agree_pct": pl.Float64,
+                "max_abs_dp": pl.Float64,
+                "fp32_ran": pl.Utf8,
+                "candidate_ran": pl.Utf8,
+            }
+        )
     total = preds["n"].sum()
-    pooled = (preds["agree_pct"] * preds["n"]).sum() / total if total else 100.0
-    print(
-        f"\n# predictions files: {preds.height}, {total} cases; labels agree on {pooled:.3f}% pooled, "
-        f"lowest file {preds['agree_pct'].min():.2f}%; largest |dp| {preds['max_abs_dp'].max():.4f}"
-    )
-    print("precision recorded: fp32 run", sorted(set(preds["fp32_ran"])), "candidate", sorted(set(preds["candidate_ran"])))
-    with pl.Config(tbl_rows=100, fmt_str_lengths=60, tbl_width_chars=200):
-        print(preds.sort("agree_pct").select("file", "n", "agree_pct", "max_abs_dp"))
+    if total:
+        pooled = (preds["agree_pct"] * preds["n"]).sum() / total
+        print(
+            f"\n# predictions files: {preds.height}, {total} cases; labels agree on {pooled:.3f}% pooled, "
+            f"lowest file {preds['agree_pct'].min():.2f}%; largest |dp| {preds['max_abs_dp'].max():.4f}"
+        )
+        print("precision recorded: fp32 run", sorted(set(preds["fp32_ran"])), "candidate", sorted(set(preds["candidate_ran"])))
+        with pl.Config(tbl_rows=100, fmt_str_lengths=60, tbl_width_chars=200):
+            print(preds.sort("agree_pct").select("file", "n", "agree_pct", "max_abs_dp"))
+    else:
+        print("\n# predictions files: none in both runs (a recorded run keeps none): labels not compared")
 
     audits = compare_audits(args.fp32, args.candidate)
     print(f"\n# bias audit files: {len(audits)} (no interval: largest |difference| per file)")

@@ -52,3 +52,28 @@ def test_inside_the_intervals_passes_and_a_move_out_or_a_label_flip_fails(bench,
     monkeypatch.setattr(sys, "argv", ["x", "--fp32", str(fp32), "--candidate", str(flipped)])
     assert bench.main() == 1  # 99.4% agreement: under the 99.5% gate
     assert "labels agree on 99.400% pooled" in capsys.readouterr().out
+
+
+def _metrics(root: Path, macro_f1: float) -> Path:
+    import json
+
+    fig = {"value": macro_f1, "ci_low": 50.0, "ci_high": 60.0}
+    doc = {"overall": {"macro_f1": fig, "accuracy": {"value": 70.0, "ci_low": 65.0, "ci_high": 75.0}}, "by_label": {}}
+    path = root / "results/M/s/metrics.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc))
+    return root
+
+
+def test_a_recorded_run_is_compared_by_its_metrics_files(bench, tmp_path, monkeypatch, capsys):
+    """docs/runs/NAME keeps no report tables and no predictions: a workspace
+    is held against the record's metrics files' intervals."""
+    record = _metrics(tmp_path / "record", 55.0)
+    inside = workspace(_metrics(tmp_path / "inside", 59.0), [55.0, 75.0, 120.0], ["hateful"], "bf16 autocast (CPU)")
+    monkeypatch.setattr(sys, "argv", ["x", "--fp32", str(record), "--candidate", str(inside)])
+    assert bench.main() == 0
+    out = capsys.readouterr().out
+    assert "inside the fp32 interval: 2/2" in out and "labels not compared" in out and "verdict: PASS" in out
+    outside = _metrics(tmp_path / "outside", 61.0)
+    monkeypatch.setattr(sys, "argv", ["x", "--fp32", str(record), "--candidate", str(outside)])
+    assert bench.main() == 1 and "M:s:overall:macro_f1" in capsys.readouterr().out
