@@ -96,3 +96,24 @@ def fake_chat_server(reply: Callable[[dict], str], calls: list, script: Sequence
 
     with serve_json(respond, calls, script) as root:
         yield f"{root}/v1"
+
+
+# A Perspective-style scoring API's classifier spec (the `http` kind) and
+# the key the tests' fake servers expect.
+PERSPECTIVE_KEY = "sk-test-secret-0123456789"
+
+
+def perspective_spec(url: str, tmp_path, **extra) -> dict:
+    return {
+        "kind": "http",
+        "model": url,
+        "format": "perspective",
+        "attribute": "IDENTITY_ATTACK",
+        "key_env": "FAKE_PERSPECTIVE_KEY",
+        "rate_per_s": 1000,
+        "retries": 3,
+        "cache_dir": str(tmp_path / "cache"),
+        "suites": ["hatecheck"],
+        "seed": 0,
+        **extra,
+    }

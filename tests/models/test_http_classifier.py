@@ -11,15 +11,14 @@ from contextlib import contextmanager
 
 import polars as pl
 import pytest
-from fake_openai import serve_json
+from fake_openai import PERSPECTIVE_KEY as KEY, serve_json
+from fake_openai import perspective_spec as spec
 
 from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.models import classifiers, external
 from hatecheck_pipeline.models.classifiers import ClassifierError
 from hatecheck_pipeline.models.kinds.http import HttpClassifier
 from hatecheck_pipeline.suites.registry import Suite
-
-KEY = "sk-test-secret-0123456789"
 
 
 @contextmanager
@@ -34,22 +33,6 @@ def fake_perspective(calls: list, script=()):
 
     with serve_json(respond, calls, script) as root:
         yield f"{root}/v1alpha1/comments:analyze"
-
-
-def spec(url, tmp_path, **extra):
-    return {
-        "kind": "http",
-        "model": url,
-        "format": "perspective",
-        "attribute": "IDENTITY_ATTACK",
-        "key_env": "FAKE_PERSPECTIVE_KEY",
-        "rate_per_s": 1000,
-        "retries": 3,
-        "cache_dir": str(tmp_path / "cache"),
-        "suites": ["hatecheck"],
-        "seed": 0,
-        **extra,
-    }
 
 
 def test_scores_are_read_the_key_sent_and_never_written(tmp_path, monkeypatch):

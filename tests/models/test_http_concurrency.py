@@ -17,7 +17,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from fake_openai import serve_json
+from fake_openai import PERSPECTIVE_KEY as KEY, serve_json
+from fake_openai import perspective_spec as spec
 
 from hatecheck_pipeline.core.profile import Profile
 from hatecheck_pipeline.evaluation import scoring
@@ -26,24 +27,6 @@ from hatecheck_pipeline.models.classifiers import ClassifierError
 from hatecheck_pipeline.models.kinds.http import HttpClassifier
 from hatecheck_pipeline.suites import languages
 from hatecheck_pipeline.suites.registry import Suite
-
-KEY = "sk-test-secret-0123456789"
-
-
-def spec(url, tmp_path, **extra):
-    return {
-        "kind": "http",
-        "model": url,
-        "format": "perspective",
-        "attribute": "IDENTITY_ATTACK",
-        "key_env": "FAKE_PERSPECTIVE_KEY",
-        "rate_per_s": 1000,
-        "retries": 3,
-        "cache_dir": str(tmp_path / "cache"),
-        "suites": ["hatecheck"],
-        "seed": 0,
-        **extra,
-    }
 
 
 class Counter:
