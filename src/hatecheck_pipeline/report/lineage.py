@@ -208,6 +208,26 @@ def trace(target: str, lock: Mapping[str, Any], registry: Mapping[str, Any], rep
     return Chain(target, start, cell, nodes, list(first))
 
 
+LONG_VALUE = 200
+
+
+def shown_value(value: Any) -> str:
+    """A parameter's value as JSON, a long one (a registry entry of many
+    files, whose files the tree lists with their URLs and sha256 anyway)
+    cut to its start, its length and its digest; ``--json`` prints it whole.
+
+    >>> shown_value({"seed": 42})
+    '{"seed": 42}'
+    >>> shown_value("x" * 300).endswith('xxx... (302 characters, sha256 d24923841d98; --json prints it whole)')
+    True
+    """
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    if len(text) <= LONG_VALUE:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+    return f"{text[:100]}... ({len(text):,} characters, sha256 {digest}; --json prints it whole)"
+
+
 def render(chain: Chain) -> str:
     """The chain as an indented tree (each stage once; repeats are referenced)."""
     lines = [f"lineage of {chain.target}"]
@@ -232,7 +252,7 @@ def render(chain: Chain) -> str:
         for out, ran in node.ran.items():
             lines.append(f"{pad}  ran    {out}  precision={ran}")
         for key, value in _flat(node.params):
-            lines.append(f"{pad}  param  {key} = {json.dumps(value, ensure_ascii=False, default=str)}")
+            lines.append(f"{pad}  param  {key} = {shown_value(value)}")
         for path, h in node.fingerprint.items():
             lines.append(f"{pad}  code   {path}  md5={h}" + (f"  {node.fingerprint_note}" if node.fingerprint_note else ""))
         for path, h in node.normalised.items():  # the fingerprint's lines: sha256 of the code without comments or docstrings
