@@ -9,6 +9,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MIRROR = Path(os.environ.get("HATECHECK_PIPELINE_MIRROR", REPO.parent / "shared" / "datasets")).resolve()
+# Two test processes share the machine's cores and each starts stages of
+# its own, so cores are oversubscribed: torch's OpenMP threads wait passively
+# (sleep rather than spin) at the end of a parallel region, so that a waiting
+# thread does not hold a core another process's stage needs. Results do not
+# depend on it (benchmarks/records/omp_wait_policy_2026-12-02.txt).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 if "HATECHECK_PIPELINE_MIRROR" in os.environ:  # as the README writes it (../shared/datasets): the tests run stages in scratch folders
     os.environ["HATECHECK_PIPELINE_MIRROR"] = str(MIRROR)
 
