@@ -73,9 +73,12 @@ def metric_cells(root: Path) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema)
 
 
+def is_record(root: Path) -> bool:
+    """A recorded run (docs/runs/NAME): no report tables, its metrics files."""
+    return not list((root / "results" / "tables").glob("*.csv"))
+
+
 def table_cells(root: Path) -> pl.DataFrame:
-    if not list((root / "results" / "tables").glob("*.csv")):  # a recorded run: its metrics files
-        return metric_cells(root)
     frames = []
     for f in sorted((root / "results" / "tables").glob("*.csv")):
         t = pl.read_csv(f, infer_schema_length=None)
@@ -92,9 +95,8 @@ def table_cells(root: Path) -> pl.DataFrame:
 
 
 def compare_cells(fp32: Path, cand: Path) -> tuple[pl.DataFrame, list[str]]:
-    a, b = table_cells(fp32), table_cells(cand)
-    if (a["file"] == "metrics").all() != (b["file"] == "metrics").all():  # a record against a workspace: both by metrics files
-        a, b = metric_cells(fp32), metric_cells(cand)
+    cells = metric_cells if is_record(fp32) or is_record(cand) else table_cells  # a record: both by their metrics files
+    a, b = cells(fp32), cells(cand)
     joined = a.join(b.select("file", "cell_id", pl.col("value").alias("candidate")), on=["file", "cell_id"], how="full", coalesce=True)
     notes = []
     only = joined.filter(pl.col("value").is_null() != pl.col("candidate").is_null())
@@ -134,7 +136,15 @@ def compare_predictions(fp32: Path, cand: Path) -> pl.DataFrame:
                 "candidate_ran": ran_b or "?",
             }
         )
-    return pl.DataFrame(rows)
+    schema = {
+        "file": pl.Utf8,
+        "n": pl.Int64,
+        "agree_pct": pl.Float64,
+        "max_abs_dp": pl.Float64,
+        "fp32_ran": pl.Utf8,
+        "candidate_ran": pl.Utf8,
+    }
+    return pl.DataFrame(rows, schema=schema)  # typed even when empty (a recorded run keeps no predictions)
 
 
 def numbers(doc, prefix=""):
@@ -190,17 +200,6 @@ def main() -> int:
         print(show.select("file", "cell_id", "value", "ci_low", "ci_high", "candidate", "ok"))
 
     preds = compare_predictions(args.fp32, args.candidate)
-    if not preds.height:  # a recorded run keeps no predictions
-        preds = pl.DataFrame(
-            schema={
-                "file": pl.Utf8,
-                "n": pl.Int64,
-                "agree_pct": pl.Float64,
-                "max_abs_dp": pl.Float64,
-                "fp32_ran": pl.Utf8,
-                "candidate_ran": pl.Utf8,
-            }
-        )
     total = preds["n"].sum()
     if total:
         pooled = (preds["agree_pct"] * preds["n"]).sum() / total

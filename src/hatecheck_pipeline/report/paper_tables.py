@@ -549,10 +549,10 @@ def hatecheck_agreement_section(
         "annotators give the gold label. A property of the suite, not of a model.</p>"
     )
     out += html_table("hatecheck-s25", ["figure", "ours", "paper"], rows)
-    if e:
-        matches = e.get("matches_release")
-        out += f"<p class='note'>{'' if matches else '<b>'}{escape(exclusion_verdict(doc))}{'' if matches else '</b>'}"
-        out += f" {escape(exclusion_details(doc))}</p>" if not matches else "</p>"
+    if e.get("matches_release"):
+        out += f"<p class='note'>{escape(exclusion_verdict(doc))}</p>"
+    elif e:
+        out += f"<p class='note'><b>{escape(exclusion_verdict(doc))}</b> {escape(exclusion_details(doc))}</p>"
     below = doc.get("below_4of5") or []
     if below:
         out += (
