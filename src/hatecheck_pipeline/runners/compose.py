@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -288,13 +287,19 @@ def fingerprints_unrecorded(stages: Iterable[Stage], ran: bool, lock_path: str |
 def _mtime(path: str) -> float | None:
     """The modification time Snakemake reads: a folder's
     ``.snakemake_timestamp`` where it has one, else the path's own."""
+    ns = _mtime_ns(path)
+    return None if ns is None else ns / 1e9
+
+
+def _mtime_ns(path: str) -> int | None:
+    """:func:`_mtime` in integer nanoseconds."""
     try:
         if os.path.isdir(path) and not os.path.islink(path):
             try:
-                return os.stat(os.path.join(path, ".snakemake_timestamp")).st_mtime
+                return os.stat(os.path.join(path, ".snakemake_timestamp")).st_mtime_ns
             except FileNotFoundError:
                 pass
-        return os.stat(path, follow_symlinks=False).st_mtime
+        return os.stat(path, follow_symlinks=False).st_mtime_ns
     except FileNotFoundError:
         return None
 
@@ -359,17 +364,21 @@ def align_to_record(
     if not Path(root, "dvc.lock").exists() or not any(stale(s) for s in stages):
         return []
     changed = dvc_adapter.changed_stages(root, overrides)
-    now = time.time()
     done = []
     for s in dag_order(stages):  # upstream first: every output gets a time after its inputs
         if s.name in changed or s.name in skip or any(_mtime(o.path) is None for o in s.snakemake_outs):
             continue
-        stamp = now + len(done) * 0.01
+        # one microsecond after its newest input (upstream already re-stamped),
+        # not in the future: a changed stage downstream, run right after this,
+        # must write outputs newer than these, or Snakemake stops the run
+        # ("older modification time than input")
+        newest = max((m for d in [*s.deps, params_file(s)] if (m := _mtime_ns(d)) is not None), default=0)
+        stamp = newest + 1_000
         for o in s.snakemake_outs:
-            os.utime(o.path, (stamp, stamp), follow_symlinks=False)
+            os.utime(o.path, ns=(stamp, stamp), follow_symlinks=False)
             marker = os.path.join(o.path, ".snakemake_timestamp")
             if os.path.isdir(o.path) and os.path.exists(marker):
-                os.utime(marker, (stamp, stamp))
+                os.utime(marker, ns=(stamp, stamp))
         done.append(s.name)
     if done:
         echo(
