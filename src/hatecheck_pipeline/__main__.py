@@ -1,3 +1,3 @@
-from hatecheck_pipeline.cli.app import cli
+from hatecheck_pipeline.cli.main import cli
 
 cli()

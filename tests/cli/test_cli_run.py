@@ -24,6 +24,23 @@ def test_unknown_stage_is_one_line():
     assert proc.stderr.strip() == "error: no stage named 'no_such_stage' in the pipeline (see `hatecheck-pipeline dag list`)"
 
 
+def test_run_stage_starts_without_the_command_line_app():
+    """`run STAGE`, started once per stage by both runners, does not build
+    the typer app or import the other commands' modules; `run --help` and
+    the global options still go through the app."""
+    probe = (
+        "import sys; sys.argv = ['hatecheck-pipeline', 'run', 'no_such_stage']\n"
+        "from hatecheck_pipeline.cli import main\n"
+        "code = main.run(sys.argv[2])\n"
+        "print(code, sorted(m for m in ('typer', 'hatecheck_pipeline.cli.app', 'hatecheck_pipeline.cli.evaluate') if m in sys.modules))"
+    )
+    proc = subprocess.run([str(BIN / "python"), "-c", probe], cwd=REPO, env=env(), capture_output=True, text=True)
+    assert proc.stdout.strip() == "1 []", proc.stdout + proc.stderr
+    assert "no stage named 'no_such_stage'" in proc.stderr
+    helped = cli("run", "--help")
+    assert helped.returncode == 0 and "Run one stage of the registry" in helped.stdout
+
+
 def test_a_stage_whose_input_is_missing_names_the_file_and_the_stage_that_makes_it(tmp_path):
     for name in ("params.yaml", "workflow/schemas/params.schema.yaml"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)

@@ -157,48 +157,11 @@ def run_stage(
     The stage's function is called with exactly its declared inputs,
     outputs and parameter values; Snakemake and dvc repro run every stage
     this way."""
-    from hatecheck_pipeline.models.user_code import UserCodeError
-    from hatecheck_pipeline.core.stage import call
-    from hatecheck_pipeline.core.usage import recorded
-    from hatecheck_pipeline.pipeline.registry import stage_by_name
-    from hatecheck_pipeline.runners.compose import keep_traceback
+    from hatecheck_pipeline.cli import stage_run
 
-    params = load()
-    found = stage_by_name(params, stage)
-    stale = stale_fingerprint(found)
-    if stale:
-        fail(stale)
-    try:
-        with recorded(found.name, found.phase):  # logs/benchmarks/<stage>.json
-            result = call(found, params)
-    except UserCodeError as exc:  # a user's classifier raised: one line here, the traceback in the stage's log
-        log = keep_traceback(found.log, exc.details)
-        raise UserCodeError(f"{exc} (traceback in {log})") from exc
+    result = stage_run.run_stage(stage, load())
     if result:
         typer.echo(result)
-
-
-def stale_fingerprint(stage) -> str | None:
-    """Why the stage's fingerprint file (``code/<stage>.txt``) does not
-    describe the code about to run, or None where it does or where there is
-    none (a stage run by hand outside a project: both runners make sure it
-    exists). A stale file would record another code version in dvc.lock
-    than the one that made the outputs."""
-    from hatecheck_pipeline.core import codedeps
-
-    path = Path(stage.fingerprint)
-    try:
-        recorded = path.read_text("utf-8")
-    except FileNotFoundError:
-        return None
-    current = codedeps.fingerprint(stage.module, codedeps.project_src())
-    codedeps.flush()
-    if recorded == current:
-        return None
-    return (
-        f"stage {stage.name}: {path} does not match its current code "
-        "(run `hatecheck-pipeline dag write`, or let `dvc repro` / Snakemake refresh it)"
-    )
 
 
 @dag_app.command("list")

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from hatecheck_pipeline.cli import stage_run
 from hatecheck_pipeline.core import config
 
 STATE: dict[str, Any] = {"params_file": Path(config.PARAMS_FILE), "overrides": []}
@@ -15,8 +16,7 @@ STATE: dict[str, Any] = {"params_file": Path(config.PARAMS_FILE), "overrides": [
 
 def load() -> dict[str, Any]:
     """The validated parameters (file + overrides)."""
-    overrides = [f"{k}={config.dumps(v)}" for k, v in config.env_overrides().items()] + STATE["overrides"]
-    return config.load_params(STATE["params_file"], overrides)
+    return stage_run.load_params(STATE["params_file"], STATE["overrides"])
 
 
 def fail(message: Exception | str, code: int = 1) -> NoReturn:
