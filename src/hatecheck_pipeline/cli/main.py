@@ -2,8 +2,9 @@
 
 ``hatecheck-pipeline run STAGE``, the command both runners start once per
 stage, goes straight to :func:`hatecheck_pipeline.cli.stage_run.run_stage`
-without building the typer app (its import of every command's module cost
-about 0.35 CPU-seconds a stage process, a third of its start); every other
+without building the typer app or importing the other commands' modules
+(about half of a stage process's start before its function:
+benchmarks/records/bench_stage_start_2026-12-02.txt); every other
 command line, ``run --help`` included, goes to
 :func:`hatecheck_pipeline.cli.app.cli`. Errors are the same one line on
 stderr and exit status 1 either way.
