@@ -39,7 +39,9 @@ def children_cpu() -> float:
 def one(code: str, stage: str, project: Path) -> tuple[float, float]:
     """(whole process CPU-s, the stage function's CPU-s) of one run."""
     before = children_cpu()
-    proc = subprocess.run([sys.executable, "-c", code, "run", stage], cwd=project, capture_output=True, text=True)
+    # the stage in this process's child, not forked by a warm worker (bench_stage_worker.py measures that)
+    env = {**os.environ, "HATECHECK_PIPELINE_WORKER": "off"}
+    proc = subprocess.run([sys.executable, "-c", code, "run", stage], cwd=project, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"{stage} failed in {project}: {proc.stderr.strip()[-500:]}")
     spent = children_cpu() - before
