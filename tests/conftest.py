@@ -83,15 +83,16 @@ FIRST = (
     "reliability/test_crash_safety.py",
     "cli/test_evaluate.py",
     "pipeline/test_sharing.py",
+    # the parameter changes on a copy of the smoke build, which waits for the
+    # build: handed out once the modules above have kept both processes busy
+    # while it ran, and before the short modules, which fill in beside it
+    "pipeline/test_integration_smoke_params.py",
 )
-# Last: the parameter changes on a copy of the smoke build, which waits for
-# the build; handed out last, the other modules run while the build goes on.
-LAST = ("pipeline/test_integration_smoke_params.py",)
 
 
 def pytest_collection_modifyitems(config, items):
     tests = Path(__file__).resolve().parent
-    rank = {name: i for i, name in enumerate(FIRST)} | {name: len(FIRST) + 1 + i for i, name in enumerate(LAST)}
+    rank = {name: i for i, name in enumerate(FIRST)}
 
     def key(item) -> int:
         try:
@@ -99,4 +100,4 @@ def pytest_collection_modifyitems(config, items):
         except ValueError:  # a doctest outside tests/
             return len(FIRST)
 
-    items.sort(key=key)  # stable: within a module, and between FIRST and LAST, the collection's order
+    items.sort(key=key)  # stable: within a module, and after FIRST, the collection's order

@@ -28,6 +28,8 @@ def load_benchmark(name: str):
 
 def env() -> dict[str, str]:
     e = dict(os.environ)
+    # pytest names the running test here: left out, every test's stage commands share the warm stage workers
+    e.pop("PYTEST_CURRENT_TEST", None)
     e["HATECHECK_PIPELINE_MIRROR"] = str(MIRROR)
     e["PATH"] = f"{BIN}{os.pathsep}{e['PATH']}"
     e.setdefault("DVC_NO_ANALYTICS", "1")

@@ -103,8 +103,13 @@ def test_it_is_off_when_asked_and_under_slurm():
 
 def test_a_stage_runs_in_the_worker_as_it_would_in_its_own_process(tmp_path, mirror, stop_workers):
     root, e = project(tmp_path), worker_env(tmp_path)
+    # no worker yet: the caller runs the stage; a one-off command starts none, a second one soon after does
     first = probe("ingest_davidson2017", root, e)
-    assert first.returncode == 0 and "returned None" in first.stdout, first.stdout + first.stderr  # no worker yet: the caller runs it
+    assert first.returncode == 0 and "returned None" in first.stdout, first.stdout + first.stderr
+    time.sleep(1)
+    assert not list((tmp_path / "run").glob("*/*.lock")), "a one-off stage command started a worker"
+    again = probe("ingest_davidson2017", root, e)
+    assert again.returncode == 0 and "returned None" in again.stdout, again.stdout + again.stderr
     stop_workers.append(wait_for_worker(tmp_path))
 
     second = probe("ingest_davidson2017", root, e)
@@ -144,7 +149,8 @@ def test_nothing_of_a_stage_outlives_its_killed_command(tmp_path, stop_workers):
     os.mkfifo(mirror / "davidson2017/labeled_data.csv")
     (mirror / "SHA256SUMS").write_text("")
     root, e = project(tmp_path), worker_env(tmp_path, mirror)
-    probe("no_such_stage", root, e)  # starts the worker
+    probe("no_such_stage", root, e)
+    probe("no_such_stage", root, e)  # a second command soon after the first starts the worker
     worker = wait_for_worker(tmp_path)
     stop_workers.append(worker)
 

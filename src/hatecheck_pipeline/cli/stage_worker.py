@@ -1,18 +1,20 @@
 """A warm stage worker: ``hatecheck-pipeline run STAGE`` forked from a
 process that has already imported torch and transformers.
 
-Both runners start one process per stage, and a model stage spends about
-5 CPU-seconds importing torch and transformers before its first line of
-work (``benchmarks/bench_stage_start.py``). The first stage command of a
-build starts, detached, one worker process that imports them once and then
-listens on a Unix socket; every later stage command (this module's
-:func:`run_in_worker`, called by :mod:`hatecheck_pipeline.cli.main` before
-anything else is imported) hands the worker its arguments, working
-directory, environment and standard streams (the file descriptors
-themselves), and the worker forks a child that runs the stage exactly as
-the command would have. The command waits for the child's exit status and
-exits with it, so to Snakemake and DVC nothing has changed: the same
-command, the same log, the same exit status.
+Both runners start one process per stage, and a model stage spends
+seconds of CPU importing torch and transformers before its first line of
+work. The second stage command of a build (one within
+:data:`SPAWN_AFTER_SECONDS` of another with the same key) starts, detached,
+one worker process that imports them once and then listens on a Unix
+socket; every later stage command (this module's :func:`run_in_worker`,
+called by :mod:`hatecheck_pipeline.cli.main` before anything else is
+imported) hands the worker its arguments, working directory, environment
+and standard streams (the file descriptors themselves), and the worker
+forks a child that runs the stage exactly as the command would have. The
+command waits for the child's exit status and exits with it, so to
+Snakemake and DVC nothing has changed: the same command, the same log, the
+same exit status. A whole smoke build with and without it:
+``benchmarks/bench_stage_worker.py``.
 
 What keeps it the same as a fresh process:
 
@@ -67,6 +69,7 @@ import threading
 
 ENV_SWITCH = "HATECHECK_PIPELINE_WORKER"
 IDLE_SECONDS = 120.0
+SPAWN_AFTER_SECONDS = 120.0
 # The third-party modules a model stage spends its start importing; each is
 # imported if it can be, in this order.
 PRELOAD = (
@@ -141,7 +144,8 @@ def run_in_worker(argv: list[str], entry: str) -> int | None:
         conn.connect(path)
     except OSError:
         conn.close()
-        _start_worker(key)
+        if _another_stage_lately(key):  # a build, not a one-off command: worth a worker
+            _start_worker(key)
         return None
     try:
         request = json.dumps(
@@ -203,6 +207,26 @@ def _forward_signals(child: int, got: list[int]) -> dict:
 def _restore(old: dict) -> None:
     for sig, handler in old.items():
         signal.signal(sig, handler)
+
+
+def _another_stage_lately(key: str) -> bool:
+    """Whether a stage command with this key started in the last
+    :data:`SPAWN_AFTER_SECONDS` (this one is noted for the next): a single
+    stage run by hand, or a test's one command, starts no worker."""
+    import time
+
+    try:
+        os.makedirs(socket_dir(), mode=0o700, exist_ok=True)
+        seen = os.path.join(socket_dir(), f"{key}.seen")
+        try:
+            lately = time.time() - os.stat(seen).st_mtime < SPAWN_AFTER_SECONDS
+        except FileNotFoundError:
+            lately = False
+        with open(seen, "a"):
+            os.utime(seen)
+        return lately
+    except OSError:
+        return False
 
 
 def _start_worker(key: str) -> None:
