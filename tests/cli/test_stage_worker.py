@@ -171,3 +171,20 @@ def test_nothing_of_a_stage_outlives_its_killed_command(tmp_path, stop_workers):
         while Path(f"/proc/{child}").exists() and Path(f"/proc/{child}/stat").read_text().split()[2] != "Z":
             assert time.time() < deadline, f"the stage's process {child} outlived its command ({sig!r})"
             time.sleep(0.05)
+
+
+def test_a_socket_folder_others_can_enter_is_not_used(monkeypatch):
+    """A command hands the worker its environment (API keys included) and
+    its output streams: only through a folder that is the user's alone."""
+    base = Path(tempfile.mkdtemp(prefix="hcw", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    monkeypatch.delenv(stage_worker.ENV_SWITCH, raising=False)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    folder = base / f"hatecheck-pipeline-{os.getuid()}"
+    folder.mkdir()
+    folder.chmod(0o777)
+    assert stage_worker.private_dir() is None
+    assert stage_worker.run_in_worker(["hatecheck-pipeline", "run", "no_such_stage"], "hatecheck_pipeline.cli.main:dispatch") is None
+    assert sorted(p.name for p in folder.iterdir()) == []  # nothing noted, nothing started
+    folder.chmod(0o700)
+    assert stage_worker.private_dir() == str(folder)

@@ -120,6 +120,23 @@ def socket_path(key: str) -> str:
     return os.path.join(socket_dir(), f"{key}.sock")
 
 
+def private_dir() -> str | None:
+    """:func:`socket_dir`, made if need be, where it is this user's own and
+    closed to others (a command hands the worker its environment, API keys
+    included, and its output streams); None otherwise."""
+    import stat
+
+    path = socket_dir()
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return path
+
+
 # --- the command's side ---------------------------------------------------
 
 
@@ -137,7 +154,7 @@ def run_in_worker(argv: list[str], entry: str) -> int | None:
     env = dict(os.environ)
     key = worker_key(sys.executable, env)
     path = socket_path(key)
-    if len(os.fsencode(path)) > _MAX_SOCKET_PATH:
+    if len(os.fsencode(path)) > _MAX_SOCKET_PATH or private_dir() is None:
         return None
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -216,7 +233,6 @@ def _another_stage_lately(key: str) -> bool:
     import time
 
     try:
-        os.makedirs(socket_dir(), mode=0o700, exist_ok=True)
         seen = os.path.join(socket_dir(), f"{key}.seen")
         try:
             lately = time.time() - os.stat(seen).st_mtime < SPAWN_AFTER_SECONDS
@@ -236,7 +252,6 @@ def _start_worker(key: str) -> None:
     import subprocess
 
     try:
-        os.makedirs(socket_dir(), mode=0o700, exist_ok=True)
         with open(os.path.join(socket_dir(), f"{key}.lock"), "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -265,7 +280,8 @@ def serve(key: str, idle: float = IDLE_SECONDS) -> int:
     import fcntl
     import importlib
 
-    os.makedirs(socket_dir(), mode=0o700, exist_ok=True)
+    if private_dir() is None:
+        return 0
     lock = open(os.path.join(socket_dir(), f"{key}.lock"), "a")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
