@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -42,13 +43,31 @@ def project(tmp_path: Path, name: str = "project") -> Path:
 
 def worker_env(tmp_path: Path, mirror: Path = MIRROR) -> dict[str, str]:
     e = env()
-    run_dir = Path(tempfile.mkdtemp(prefix="hcw", dir="/tmp"))  # short: a socket's path holds ~100 bytes
+    run_dir = short_dir()
     (tmp_path / "run").symlink_to(run_dir)
     e["XDG_RUNTIME_DIR"] = str(run_dir)  # this test's workers, apart from any other
     e["HATECHECK_PIPELINE_MIRROR"] = str(mirror)
     e.pop(stage_worker.ENV_SWITCH, None)
     e.pop("SLURM_JOB_ID", None)
     return e
+
+
+SHORT_DIRS: list[Path] = []
+
+
+def short_dir() -> Path:
+    """A folder of this test's own with a short path (a socket's path holds
+    about 100 bytes; pytest's temp folders are longer), removed after it."""
+    path = Path(tempfile.mkdtemp(prefix="hcw", dir="/tmp"))
+    SHORT_DIRS.append(path)
+    return path
+
+
+@pytest.fixture(autouse=True)
+def remove_short_dirs():
+    yield
+    while SHORT_DIRS:
+        shutil.rmtree(SHORT_DIRS.pop(), ignore_errors=True)
 
 
 def probe(stage: str, cwd: Path, e: dict[str, str], **kw) -> subprocess.CompletedProcess:
@@ -176,7 +195,7 @@ def test_nothing_of_a_stage_outlives_its_killed_command(tmp_path, stop_workers):
 def test_a_socket_folder_others_can_enter_is_not_used(monkeypatch):
     """A command hands the worker its environment (API keys included) and
     its output streams: only through a folder that is the user's alone."""
-    base = Path(tempfile.mkdtemp(prefix="hcw", dir="/tmp"))
+    base = short_dir()
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
     monkeypatch.delenv(stage_worker.ENV_SWITCH, raising=False)
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
