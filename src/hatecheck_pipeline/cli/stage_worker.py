@@ -38,8 +38,8 @@ What keeps it the same as a fresh process:
   sees its socket close and kills its group, so nothing of the stage
   outlives its command.
 - Under Slurm (``SLURM_JOB_ID`` set) a stage runs in its own process, in
-  the job's allocation; ``HATECHECK_PIPELINE_WORKER=off`` turns the worker
-  off anywhere.
+  the job's allocation, as it does off Linux;
+  ``HATECHECK_PIPELINE_WORKER=off`` turns the worker off anywhere.
 
 Anything that goes wrong before the child has started (no worker yet, one
 still importing, one that just ended its idle time) makes the command run
@@ -97,7 +97,8 @@ def enabled(env: dict[str, str] | None = None) -> bool:
         return False
     if "SLURM_JOB_ID" in env:  # the stage belongs in the job's allocation
         return False
-    return hasattr(socket, "AF_UNIX") and hasattr(os, "fork") and hasattr(socket, "send_fds")
+    # Linux only: on macOS a fork after system frameworks have loaded is unsafe (Python's multiprocessing spawns there)
+    return sys.platform.startswith("linux") and hasattr(socket, "send_fds")
 
 
 def worker_key(executable: str, env: dict[str, str]) -> str:
