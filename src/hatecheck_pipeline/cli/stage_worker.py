@@ -117,8 +117,15 @@ def socket_dir() -> str:
     return os.path.join(base, f"hatecheck-pipeline-{os.getuid()}")
 
 
+def key_file(key: str, suffix: str) -> str:
+    """A worker's file in :func:`socket_dir`: ``.sock`` (where it listens),
+    ``.lock`` (held for its life, its pid inside), ``.seen`` (the last
+    stage command's time)."""
+    return os.path.join(socket_dir(), f"{key}{suffix}")
+
+
 def socket_path(key: str) -> str:
-    return os.path.join(socket_dir(), f"{key}.sock")
+    return key_file(key, ".sock")
 
 
 def private_dir() -> str | None:
@@ -184,12 +191,7 @@ def run_in_worker(argv: list[str], entry: str) -> int | None:
     got: list[int] = []
     forward = _forward_signals(child, got)
     try:
-        while True:
-            try:
-                line = reader.readline()
-                break
-            except InterruptedError:  # pragma: no cover - PEP 475 retries
-                continue
+        line = reader.readline()  # a forwarded signal's handler runs in between; the read resumes (PEP 475)
     finally:
         _restore(forward)
         conn.close()
@@ -234,7 +236,7 @@ def _another_stage_lately(key: str) -> bool:
     import time
 
     try:
-        seen = os.path.join(socket_dir(), f"{key}.seen")
+        seen = key_file(key, ".seen")
         try:
             lately = time.time() - os.stat(seen).st_mtime < SPAWN_AFTER_SECONDS
         except FileNotFoundError:
@@ -253,7 +255,7 @@ def _start_worker(key: str) -> None:
     import subprocess
 
     try:
-        with open(os.path.join(socket_dir(), f"{key}.lock"), "a") as lock:
+        with open(key_file(key, ".lock"), "a") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -283,7 +285,7 @@ def serve(key: str, idle: float = IDLE_SECONDS) -> int:
 
     if private_dir() is None:
         return 0
-    lock = open(os.path.join(socket_dir(), f"{key}.lock"), "a")
+    lock = open(key_file(key, ".lock"), "a")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
