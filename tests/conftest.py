@@ -80,13 +80,15 @@ FIRST = (
     "pipeline/test_integration_data.py",
     "pipeline/test_slurm.py",
     "models/test_llm_weights.py",
+    # the parameter changes on a copy of the smoke build, which waits for the
+    # build: the 7th module is handed out when a process finishes its third
+    # module or the smoke module, both after the build (about 12 min in), so
+    # it starts at once and ends well before the short modules run out
+    # (handed out 10th, it started some 17 min in and could outlast them)
+    "pipeline/test_integration_smoke_params.py",
     "reliability/test_crash_safety.py",
     "cli/test_evaluate.py",
     "pipeline/test_sharing.py",
-    # the parameter changes on a copy of the smoke build, which waits for the
-    # build: handed out once the modules above have kept both processes busy
-    # while it ran, and before the short modules, which fill in beside it
-    "pipeline/test_integration_smoke_params.py",
 )
 
 
