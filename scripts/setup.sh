@@ -51,4 +51,10 @@ if [ "$extras" = dev,slurm ]; then
 fi
 .venv/bin/python -m compileall -q -j0 -x 'torch/testing/_internal/py312_intrinsics\.py' .venv/lib/python3*/site-packages
 .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+# The project's own modules too: an editable install leaves them as source,
+# and every stage process (281 in a build) and command imports them.
+.venv/bin/python -m compileall -q -j0 src
+# The environment's `dvc` with the project's read speed-ups (a one-line .pth
+# hook; HATECHECK_PIPELINE_DVC_SPEEDUPS=off turns it off): runners/dvc_stock.py.
+.venv/bin/python -m hatecheck_pipeline.runners.dvc_stock
 echo "setup done: activate with  . .venv/bin/activate"

@@ -144,3 +144,45 @@ def test_a_parameters_file_that_is_not_yaml_is_one_line_naming_where(tmp_path):
         config.load_params(bad)
     message = str(err.value)
     assert message.startswith(f"{bad}: line ") and "not valid YAML" in message and "\n" not in message
+
+
+def test_validated_parameters_are_kept_for_the_next_process_and_never_a_failure(tmp_path, monkeypatch):
+    """A process whose parameters an earlier one validated reads the answer
+    back (no schema check: it is not called); another tree, another override
+    or another schema is a new key; a tree that fails is never kept."""
+    from hatecheck_pipeline.core import params_cache
+
+    monkeypatch.setenv(params_cache.CACHE_ENV, str(tmp_path / "cache"))
+    first = config.load_params(REPO / "params.yaml", ["datasets.davidson2017.seed=7"])
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 1
+    calls = []
+    monkeypatch.setattr(config, "validate", lambda *a: calls.append(a))
+    again = config.load_params(REPO / "params.yaml", ["datasets.davidson2017.seed=7"])
+    assert again == first and again is not first and calls == []  # read back, not validated again
+    config.load_params(REPO / "params.yaml", ["datasets.davidson2017.seed=8"])
+    assert len(calls) == 1 and len(list((tmp_path / "cache").glob("*.json"))) == 2
+    monkeypatch.undo()
+
+    monkeypatch.setenv(params_cache.CACHE_ENV, str(tmp_path / "cache"))
+    for _ in range(2):  # the failure is found again, with its message
+        with pytest.raises(config.ConfigError, match="source"):
+            config.load_params(REPO / "params.yaml", ["datasets.founta2018.source=tweets"])
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2
+    schema = tmp_path / "schema.yaml"
+    schema.write_text((REPO / config.SCHEMA_FILE).read_text() + "\n# another schema\n")
+    config.load_params(REPO / "params.yaml", ["datasets.davidson2017.seed=7"], schema=schema)
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 3
+
+
+def test_only_a_tree_json_gives_back_unchanged_is_kept(tmp_path, monkeypatch):
+    from hatecheck_pipeline.core import params_cache
+
+    monkeypatch.setenv(params_cache.CACHE_ENV, str(tmp_path / "cache"))
+    schema = REPO / config.SCHEMA_FILE
+    assert params_cache.validated({"a": 1}, [], schema, lambda: {"a": (1, 2)}) == {"a": (1, 2)}  # a tuple comes back a list
+    assert params_cache.validated({"a": 1}, [], schema, lambda: {1: "x"}) == {1: "x"}  # a key comes back a string
+    assert not list((tmp_path / "cache").glob("*.json"))
+    assert params_cache.key({"when": __import__("datetime").date(2026, 1, 1)}, [], schema) is None  # not JSON: no key
+    for i in range(params_cache.MAX_ENTRIES + 3):
+        params_cache.validated({"i": i}, [], schema, lambda i=i: {"i": i})
+    assert len(list((tmp_path / "cache").glob("*.json"))) == params_cache.MAX_ENTRIES

@@ -16,14 +16,17 @@ import copy
 import json
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-import jsonschema
 import yaml
 
+from hatecheck_pipeline.core import params_cache
 from hatecheck_pipeline.core.kinds import is_classifier, is_finetuned, is_llm
 from hatecheck_pipeline.core.profile import ConfigError, Profile
 from hatecheck_pipeline.core.yamlio import read_yaml
+
+if TYPE_CHECKING:
+    import jsonschema
 
 PARAMS_FILE = "params.yaml"
 SCHEMA_FILE = "workflow/schemas/params.schema.yaml"
@@ -89,6 +92,8 @@ def one_line(source: str, problems: list[str]) -> str:
 
 
 def validate(params: Mapping, schema_path: Path, source: str) -> None:
+    import jsonschema  # here: a process whose parameters were validated before imports none (core/params_cache.py)
+
     schema = read_yaml(schema_path)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: list(map(str, e.absolute_path)))
@@ -130,15 +135,25 @@ def apply_and_validate(
     schema_path: Path,
     source: str,
 ) -> dict[str, Any]:
-    params = copy.deepcopy(dict(params))
+    """``params`` with ``overrides`` applied, validated and cross-checked
+    (a :class:`ConfigError` naming ``source`` where they fail); the answer of
+    an earlier process for the same inputs where one is kept
+    (:mod:`~hatecheck_pipeline.core.params_cache`)."""
     if isinstance(overrides, str):  # `--config set=a.b=1`: one override, not a list
         overrides = [overrides]
-    items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides or [])
-    for key, value in items:
-        set_key(params, key, value)
-    validate(params, schema_path, source)
-    cross_check(params, source)
-    return params
+    if isinstance(overrides, Mapping):
+        overrides = dict(overrides)
+
+    def checked() -> dict[str, Any]:
+        tree = copy.deepcopy(dict(params))
+        items = overrides.items() if isinstance(overrides, Mapping) else map(parse_override, overrides or [])
+        for key, value in items:
+            set_key(tree, key, value)
+        validate(tree, schema_path, source)
+        cross_check(tree, source)
+        return tree
+
+    return params_cache.validated(dict(params), overrides, schema_path, checked)
 
 
 # Datasets with a seeded test split (``heldout_<dataset>``): the training

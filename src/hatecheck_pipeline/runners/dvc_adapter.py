@@ -83,6 +83,7 @@ def commit_stages(names: Iterable[str], root: str | Path = ".", overrides: Mappi
         _params_as_run(root, overrides),
         dvc_speedups.memoised_reads(repo),
         dvc_speedups.lock_read_plain(),
+        dvc_speedups.rwlock_own_skipped(),
     ):
         stages = [s for s in repo.index.stages if getattr(s, "name", None) in wanted]
         missing = wanted - {s.name for s in stages}
@@ -148,7 +149,12 @@ def changed_stages(root: str | Path = ".", overrides: Mapping[str, Any] | None =
 
     from hatecheck_pipeline.runners import dvc_speedups
 
-    with Repo(str(root)) as repo, _params_as_run(root, overrides), dvc_speedups.memoised_reads(repo, git_index=False):
+    with (
+        Repo(str(root)) as repo,
+        _params_as_run(root, overrides),
+        dvc_speedups.memoised_reads(repo, git_index=False),
+        dvc_speedups.rwlock_own_skipped(),
+    ):
         status = repo.status()
     return {name.split(":")[-1] for name in status}
 
@@ -169,7 +175,12 @@ def reproduce(targets: Iterable[str] = (), root: str | Path = ".", **kwargs: Any
 
     from hatecheck_pipeline.runners import dvc_speedups
 
-    with Repo(str(root)) as repo, dvc_speedups.memoised_reads(repo, git_index=False), dvc_speedups.lock_read_plain():
+    with (
+        Repo(str(root)) as repo,
+        dvc_speedups.memoised_reads(repo, git_index=False),
+        dvc_speedups.lock_read_plain(),
+        dvc_speedups.rwlock_own_skipped(),
+    ):
         if dvc_speedups.ACTIVE:
             return dvc_speedups.reproduce_one_write(repo, list(targets) or None, **kwargs)
         done = repo.reproduce(targets=list(targets) or None, **kwargs)

@@ -56,6 +56,7 @@ SPEED = {
     ("dvc.repo.reproduce", "_reproduce_stage"): "runs one stage, then writes its lock entry (stage.dump, kept for the end)",
     ("dvc.stage.Stage", "dump"): "a stage's lock entry written (one rewrite of dvc.lock per stage)",
     ("dvc.dvcfile.ProjectFile", "dump_stages"): "the kept lock entries written at once, at the end of a repro",
+    ("dvc.rwlock", "_check_blockers"): "checks a stage's paths against the rwlock's (skipped where this process holds them all)",
 }
 
 # The leading parameters of the functions replaced or called positionally,
@@ -66,6 +67,7 @@ SIGNATURES = {
     "dvc.utils.serialize._yaml.parse_yaml_for_update": ("text", "path"),
     "dvc.utils.serialize._yaml.parse_yaml": ("text", "path"),
     "dvc.repo.reproduce._reproduce_stage": ("stage",),
+    "dvc.rwlock._check_blockers": ("tmp_dir", "lock", "info"),
 }
 
 ACTIVE = False  # set by check(), at import
@@ -155,22 +157,47 @@ def lock_read_plain():
     return _lock_read_plain() if ACTIVE else contextlib.nullcontext()
 
 
+def rwlock_own_skipped():
+    """:func:`_rwlock_own_skipped` where the speed-ups are on, else nothing."""
+    return _rwlock_own_skipped() if ACTIVE else contextlib.nullcontext()
+
+
 @contextmanager
 def _memoised_reads(repo: Any, git_index: bool = True):
     """While stages are committed or their status is asked, parse each
-    params file once, look each stage's keys up once, and read git's index
-    once, where DVC does each of these once per stage, three times per stage
-    and once per output: for the whole report, 239 parses of the 943-line
-    params.yaml (~20 ms each), 726 key lookups that walk the whole tree
-    (``dpath``), and one read of the git index per output. A stage's plain
-    dotted keys are looked up by walking the parsed file's mappings
-    (:func:`_walked`), where ``dpath`` walks every node of the tree for each
-    key; anything else goes to DVC's own lookup. Nothing is written to either
-    in between; a params file whose size or modification time changes is read
-    again. Each caller gets its own copy of what was read. ``git_index``:
-    also answer ``is_tracked`` from one read of git's index (a commit asks it
-    per output; a status never does)."""
+    params file once and look each stage's keys up once
+    (:func:`_memoised_params`), and read git's index once, where DVC reads
+    it once per output. ``git_index``: also answer ``is_tracked`` from one
+    read of git's index (a commit asks it per output; a status never does);
+    nothing may write the index in between."""
+    from scmrepo.git import Git
+
+    scm = repo.scm  # NoSCM (a project outside git, `dvc init --no-scm`) answers without git
+    memo = git_index and isinstance(scm, Git)
+    if memo:
+        scm.is_tracked = _tracked_in(scm.root_dir)
+    try:
+        with _memoised_params():
+            yield
+    finally:
+        if memo:
+            del scm.is_tracked
+
+
+@contextmanager
+def _memoised_params():
+    """Parse each params file once and look each stage's keys up once, where
+    DVC does these once per stage and three times per stage: for the whole
+    report, 239 parses of the 943-line params.yaml (~20 ms each) and 726
+    key lookups that walk the whole tree (``dpath``). A stage's plain dotted
+    keys are looked up by walking the parsed file's mappings
+    (:func:`_walked`); anything else goes to DVC's own lookup. Only files of
+    the local file system are memoised (a file at a git revision, as
+    ``params diff`` reads it, goes to DVC as it is), each under its size and
+    modification time: a params file that changes (``exp run -S``) is read
+    again. Each caller gets its own copy of what was read."""
     from dvc.dependency import param
+    from dvc.fs import LocalFileSystem
 
     parse, lookup = param.load_path, param.read_param_file
     done: dict[tuple, Any] = {}
@@ -185,16 +212,21 @@ def _memoised_reads(repo: Any, git_index: bool = True):
             done[key] = fn()
         return done[key]
 
-    def memoised(fn: Any, path: str, key: tuple) -> Any:
-        return copy.deepcopy(stored(fn, path, key))
+    def local(fs: Any) -> bool:
+        return isinstance(fs, LocalFileSystem)
 
     def parsed(path: str, fs: Any, kwargs: dict[str, Any]) -> Any:
         return stored(lambda: parse(path, fs, **kwargs), path, ("parse", tuple(sorted(kwargs.items()))))
 
     def load_path(path: str, fs: Any, **kwargs: Any) -> Any:
+        if not local(fs):
+            return parse(path, fs, **kwargs)
         return copy.deepcopy(parsed(path, fs, kwargs))
 
     def read_param_file(fs: Any, path: str, key_paths: list[str] | None = None, flatten: bool = False, **kwargs: Any) -> Any:
+        if not local(fs):
+            return lookup(fs, path, key_paths, flatten, **kwargs)
+
         def look() -> Any:
             if flatten and key_paths:
                 found = _walked(parsed(path, fs, kwargs), key_paths)
@@ -203,21 +235,13 @@ def _memoised_reads(repo: Any, git_index: bool = True):
             return lookup(fs, path, key_paths, flatten, **kwargs)
 
         keys = None if key_paths is None else tuple(key_paths)
-        return memoised(look, path, ("keys", keys, flatten, tuple(sorted(kwargs.items()))))
+        return copy.deepcopy(stored(look, path, ("keys", keys, flatten, tuple(sorted(kwargs.items())))))
 
-    from scmrepo.git import Git
-
-    scm = repo.scm  # NoSCM (a project outside git, `dvc init --no-scm`) answers without git
-    memo = git_index and isinstance(scm, Git)
     param.load_path, param.read_param_file = load_path, read_param_file
-    if memo:
-        scm.is_tracked = _tracked_in(scm.root_dir)
     try:
         yield
     finally:
         param.load_path, param.read_param_file = parse, lookup
-        if memo:
-            del scm.is_tracked
 
 
 @contextmanager
@@ -244,6 +268,36 @@ def _lock_read_plain():
         yield
     finally:
         _yaml.parse_yaml_for_update = round_trip
+
+
+@contextmanager
+def _rwlock_own_skipped():
+    """Before each stage (four times, in nested calls), DVC checks every
+    path the stage reads and writes against every path in its rwlock file,
+    computing ``overlaps`` for each pair before it looks at whose entry it
+    is: for a stage of 281 outputs (``code_fingerprints``) that is 79,000
+    comparisons per check, with every entry this process's own (the outer
+    call took them). Where every entry of the mode is this process's, the
+    check can find no blocker and release nothing: it is skipped; anything
+    else goes to DVC's check as it is."""
+    from dvc import rwlock
+
+    check = rwlock._check_blockers
+
+    def _check_blockers(tmp_dir: Any, lock: Any, info: Any, *args: Any, **kwargs: Any) -> Any:
+        mode = kwargs.get("mode")
+        held = lock.get(mode) if isinstance(mode, str) and not args else None
+        if isinstance(held, Mapping) and all(
+            all(i == info for i in (infos if isinstance(infos, list) else [infos])) for infos in held.values()
+        ):
+            return None
+        return check(tmp_dir, lock, info, *args, **kwargs)
+
+    rwlock._check_blockers = _check_blockers
+    try:
+        yield
+    finally:
+        rwlock._check_blockers = check
 
 
 def _walked(config: Any, key_paths: Iterable[str]) -> dict[str, Any] | None:
