@@ -98,6 +98,23 @@ def test_lime_explains_a_transformer_through_its_predictions(trained):
         assert row["pred3"] == hatexplain.CLASSES[int(p.argmax())] and row["p_full"] == pytest.approx(float(p.max()), abs=1e-6)
 
 
+def test_one_pass_gives_the_predictions_and_the_attention_rows_of_two(trained):
+    """The explanation stage predicts the whole test set and takes the
+    attention rows from the same forward passes: the probabilities are
+    predict_words' (the same batches), the rows attention_scores' of the
+    posts on their own."""
+    model_dir, _, table = trained
+    model, tok = explain.load_classifier(model_dir)
+    posts = pl.read_parquet(table).filter(pl.col("split") == "test").sort("id")["post_tokens"].to_list()
+    probs, rows = explain.predict_words_with_attention(model, tok, posts, MAX_LENGTH, 4)
+    assert np.array_equal(probs, explain.predict_words(model, tok, posts, MAX_LENGTH, 4))
+    alone = explain.attention_scores(model, explain.encode_words(tok, posts[:5], MAX_LENGTH)[0], tok.pad_token_id, 2)
+    assert len(rows) == len(posts) and all(len(r) == len(a) for r, a in zip(rows, alone))
+    for r, a in zip(rows, alone):
+        np.testing.assert_allclose(r, a, rtol=1e-5, atol=1e-6)
+        assert r.sum() == pytest.approx(1.0, abs=1e-4)  # a softmax row, padding left out
+
+
 def test_integrated_gradients_are_complete(trained):
     """Integrated gradients' completeness: the attributions of a post sum to
     p(x) - p(baseline) for the explained class (captum, 200 steps)."""

@@ -28,9 +28,9 @@ score (it can never be among the top-k). Faithfulness re-predicts each post
 without its top-k words and with only them, in batches.
 
 Attention explains every test post with a rationale (1,142 on the real test
-set) in every profile: its scores come with a forward pass, and the full
-post's probabilities are the predictions already made for the whole test
-set. The profile's ``hatexplain_max_explain`` caps LIME (``num_samples``
+set) in every profile: its scores come with the forward pass that predicts
+the whole test set (one pass per post gives both), so the full post's
+probabilities are those predictions. The profile's ``hatexplain_max_explain`` caps LIME (``num_samples``
 re-predictions per post) and integrated gradients (a seeded sample, the same
 posts for both); the card says how many posts each method explained.
 """
@@ -123,16 +123,40 @@ def predict_words(model, tokenizer, posts: Sequence[Sequence[str]], max_length: 
 def attention_scores(model, ids: Sequence[Sequence[int]], pad_id: int, batch_size: int) -> list[np.ndarray]:
     """Per post: the last layer's [CLS] attention row averaged over heads
     (one value per token of ``ids``)."""
+    return _forward_with_attention(model, ids, pad_id, batch_size)[1]
+
+
+def predict_words_with_attention(
+    model, tokenizer, posts: Sequence[Sequence[str]], max_length: int, batch_size: int
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """:func:`predict_words` and :func:`attention_scores` of the same posts
+    from one forward pass each: class probabilities (``CLASSES`` order) and
+    per post the last layer's [CLS] attention row averaged over heads."""
+    ids, _ = encode_words(tokenizer, posts, max_length)
+    logits, rows = _forward_with_attention(model, ids, tokenizer.pad_token_id, batch_size)
+    probs = torch.softmax(logits, dim=-1).numpy()
+    return probs[:, class_order(model.config)].astype(np.float64), rows
+
+
+def _forward_with_attention(model, ids: Sequence[Sequence[int]], pad_id: int, batch_size: int) -> tuple[torch.Tensor, list[np.ndarray]]:
+    """fp32 logits in the order of ``ids`` (the batches of
+    :func:`~hatecheck_pipeline.models.runtime.forward_logits`) and each
+    post's [CLS] attention row of the last layer, averaged over heads."""
     device = next(model.parameters()).device
-    out: list[np.ndarray] = [np.zeros(0)] * len(ids)
+    was_training = model.training
+    model.eval()
+    logits = torch.empty((len(ids), model.config.num_labels), dtype=torch.float32)
+    rows: list[np.ndarray] = [np.zeros(0)] * len(ids)
     with torch.inference_mode():
         for idx in length_batches(ids, batch_size):
             batch = collate([ids[i] for i in idx], pad_id, device)
-            att = model(**batch, output_attentions=True).attentions[-1]  # (B, heads, T, T)
-            cls = att[:, :, 0, :].mean(dim=1).float().cpu().numpy()
+            out = model(**batch, output_attentions=True)
+            logits[torch.as_tensor(idx)] = out.logits.float().cpu()
+            cls = out.attentions[-1][:, :, 0, :].mean(dim=1).float().cpu().numpy()  # (B, T): heads averaged
             for row, i in enumerate(idx):
-                out[i] = cls[row, : len(ids[i])]
-    return out
+                rows[i] = cls[row, : len(ids[i])]
+    model.train(was_training)
+    return logits, rows
 
 
 @contextmanager
@@ -248,6 +272,7 @@ def explain_posts(
     batch_size: int,
     ig_steps: int,
     full: np.ndarray | None = None,
+    attention: Sequence[np.ndarray] | None = None,
     lime_samples: int = 100,
     lime_features: int = LIME_FEATURES,
     lime_random_state: int = LIME_RANDOM_STATE,
@@ -255,7 +280,9 @@ def explain_posts(
     """Word scores of one method for the class predicted on each post, and
     that class's probability on the full post, without its top-k words and
     with only them. ``full``: the posts' class probabilities when already
-    predicted (the whole test set is), else predicted here. LIME's
+    predicted (the whole test set is), else predicted here; ``attention``:
+    the posts' attention rows (:func:`attention_scores`) when they came with
+    those predictions, else computed here. LIME's
     perturbed texts are split on whitespace back into words and predicted
     like the posts (``predict_words``)."""
     ids, words = encode_words(tokenizer, posts, max_length)
@@ -263,7 +290,7 @@ def explain_posts(
     pred = full.argmax(axis=1)
     order = class_order(model.config)
     if method == "attention":
-        sub = attention_scores(model, ids, tokenizer.pad_token_id, batch_size)
+        sub = list(attention) if attention is not None else attention_scores(model, ids, tokenizer.pad_token_id, batch_size)
     elif method == "integrated_gradients":
         special = set(tokenizer.all_special_ids) - {tokenizer.pad_token_id}
         sub = integrated_gradients(model, ids, [order[j] for j in pred], tokenizer.pad_token_id, special, ig_steps, batch_size)
@@ -355,7 +382,8 @@ def run(
 
     model, tokenizer = load_classifier(model_dir)
     test = pl.read_parquet(table).filter(pl.col("split") == "test").sort("id")
-    probs = predict_words(model, tokenizer, test["post_tokens"].to_list(), max_length, batch_size)
+    # the attention rows come with the predictions of the whole test set: one forward pass per post
+    probs, attention = predict_words_with_attention(model, tokenizer, test["post_tokens"].to_list(), max_length, batch_size)
     preds = predictions_frame(test["id"], probs, label)
     row_of = {pid: i for i, pid in enumerate(test["id"].to_list())}
     supervised = bool(model_card.get("attention_supervision"))
@@ -365,7 +393,9 @@ def run(
     for method in methods:
         chosen = explained_posts(test, method_cap(method, max_explain), seed)
         posts = chosen["post_tokens"].to_list()
-        full = probs[[row_of[pid] for pid in chosen["id"].to_list()]]
+        rows_of_chosen = [row_of[pid] for pid in chosen["id"].to_list()]
+        full = probs[rows_of_chosen]
+        rows_attention = [attention[r] for r in rows_of_chosen]
         explained[method] = chosen.height
         # attention: chunks of several batches (its passes are cheap); LIME, integrated gradients: one batch at a time
         chunk = max(1, batch_size) * (1 if method in CAPPED_METHODS else 8)
@@ -380,6 +410,7 @@ def run(
                 batch_size=batch_size,
                 ig_steps=ig_steps,
                 full=full[start : start + chunk],
+                attention=rows_attention[start : start + chunk] if method == "attention" else None,
                 lime_samples=lime_samples,
                 lime_features=lime_features,
                 lime_random_state=lime_random_state,

@@ -42,6 +42,8 @@ safetensors copy loads in well under a second, with the same tensors.
 
 from __future__ import annotations
 
+import copy
+
 import hashlib
 import importlib.util
 import json
@@ -81,8 +83,15 @@ def _registry_text(resource: str) -> str:
 
 def load_registry(file: str = WEIGHTS_FILE) -> dict[str, dict[str, Any]]:
     """name -> entry of a pinned-weights file (``resources/llm_weights.yaml``,
-    or ``resources/base_models.yaml`` for the pinned base models)."""
-    return yaml.safe_load(_registry_text(Path(file).name))["weights"]
+    or ``resources/base_models.yaml`` for the pinned base models): a copy of
+    the file's one parse in this process (a stage's registry build asks for
+    it once per model)."""
+    return copy.deepcopy(_parsed_registry(Path(file).name))
+
+
+@lru_cache(maxsize=4)
+def _parsed_registry(resource: str) -> dict[str, dict[str, Any]]:
+    return yaml.load(_registry_text(resource), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))["weights"]
 
 
 def entry_of(
