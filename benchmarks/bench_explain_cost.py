@@ -8,13 +8,19 @@ attention explanations with faithfulness re-predictions on 256 posts (with
 the full-post probabilities reused from the test-set predictions, as the
 stage does, and predicted again, as before), the test-set predictions, and
 integrated gradients and LIME (``--lime-samples`` perturbed texts per
-post, the authors' 100) on the same 8 posts. ``--parts`` picks what runs.
+post, the authors' 100) on the same 8 posts. ``--parts`` picks what runs;
+``lime_selection`` runs LIME on the posts a profile explains (``--explain``
+of them, the stage's seeded sample) twice, with LIME's own forward
+selection (a scikit-learn fit per candidate) and with
+``audits/lime_selection.py``, and checks that both give the same rows.
 Run in a workspace where ``train_hatexplain`` ran (e.g. the smoke
 profile):
 
     python benchmarks/bench_explain_cost.py --workspace . --max-length 32 --out explain_cost.json
     python benchmarks/bench_explain_cost.py --workspace . --max-length 96 --parts integrated_gradients,lime --lime-samples 100,50 \\
         --out explain_cost_lime.json
+    python benchmarks/bench_explain_cost.py --workspace . --max-length 96 --parts lime_selection --lime-samples 50 --explain 60 \
+        --out lime_selection.json                      # the embedded profile's LIME
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ def main() -> None:
     ap.add_argument("--out", default="explain_cost.json")
     ap.add_argument("--lime-samples", default="100", help="comma-separated: LIME's num_samples, one run each")
     ap.add_argument("--parts", default="attention,predict,integrated_gradients,lime", help="comma-separated: what runs")
+    ap.add_argument("--explain", type=int, default=60, help="lime_selection: the posts LIME explains (hatexplain_max_explain)")
+    ap.add_argument("--seed", type=int, default=0, help="lime_selection: the sample's seed (bias.seed)")
     args = ap.parse_args()
     out_path = Path(args.out).resolve()
     os.chdir(args.workspace)
@@ -77,9 +85,41 @@ def main() -> None:
             "wall_s": round(time.perf_counter() - w, 2),
             **({"num_samples": n} if n else {}),
         }
+    if "lime_selection" in parts:
+        out["lime_selection"] = lime_selection_ab(model, tok, test, kw, args)
     out["load_average"] = os.getloadavg()
     out_path.write_text(json.dumps(out, indent=1) + "\n", "utf-8")
     print(json.dumps(out, indent=1))
+
+
+def lime_selection_ab(model, tok, test, kw: dict, args) -> dict:
+    """LIME on the profile's explained posts with LIME's own forward
+    selection and with ``audits/lime_selection.py``: CPU seconds, the rounds
+    left to LIME's loop, and whether the rows are equal."""
+    from hatecheck_pipeline.audits import explain, lime_selection
+
+    posts = explain.explained_posts(test, args.explain, args.seed)["post_tokens"].to_list()
+    samples = int(args.lime_samples.split(",")[0])
+    real = lime_selection.greedy_selection
+    calls = {"clear": 0, "left to LIME": 0}
+
+    def counted(*a):
+        chosen = real(*a)
+        calls["clear" if chosen is not None else "left to LIME"] += 1
+        return chosen
+
+    result, rows = {"posts": len(posts), "num_samples": samples}, {}
+    for label, greedy in (("lime_own_forward_selection", lambda *a: None), ("lime_selection", counted)):
+        lime_selection.greedy_selection = greedy
+        try:
+            c, w = time.process_time(), time.perf_counter()
+            rows[label] = explain.explain_posts(model, tok, posts, "lime", **kw, lime_samples=samples)
+            result[label] = {"cpu_s": round(time.process_time() - c, 2), "wall_s": round(time.perf_counter() - w, 2)}
+        finally:
+            lime_selection.greedy_selection = real
+    result["selections"] = calls
+    result["same_rows"] = rows["lime_own_forward_selection"] == rows["lime_selection"]
+    return result
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from models_helpers import hatexplain_table
 
 from hatecheck_pipeline.audits import bias_auc, rationales
 
@@ -144,3 +145,31 @@ def test_hatexplain_standin_and_metrics_end_to_end(tmp_path):
     assert e["n_posts"] == 20 and e["method"] == "occlusion" and e["paper_row"] is None  # the paper has no occlusion row
     assert 0 <= r["bias"]["gmb_subgroup"] <= 1
     assert "NOT the paper's BERT" in json.loads((d / "card.json").read_text())["description"]
+
+
+def test_the_standin_fits_on_one_thread_whatever_the_runner_gives_openmp(tmp_path, monkeypatch):
+    """scikit-learn's logistic loss sums over the posts in OpenMP's threads,
+    and another thread count fits other weights (on the real HateXplain
+    train split, other test predictions): Snakemake sets OMP_NUM_THREADS to
+    a rule's threads, DVC leaves it unset. The stand-in pins its OpenMP and
+    BLAS threads to one, so both runners fit the same model."""
+    import sklearn.linear_model  # noqa: F401 - its libraries loaded, so the outer limit below reaches them
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from hatecheck_pipeline.audits import hatexplain
+
+    seen = []
+    real = hatexplain.train_standin
+
+    def spy(*args, **kwargs):
+        seen.append({(lib["user_api"], lib["filepath"]): lib["num_threads"] for lib in threadpool_info()})
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hatexplain, "train_standin", spy)
+    table = hatexplain_table(tmp_path / "hx.parquet")
+    with threadpool_limits(limits=2):
+        hatexplain.run_standin(
+            table, tmp_path / "p.parquet", tmp_path / "a.parquet", tmp_path / "c.json", seed=0, c=1.0, max_features=50, k=1
+        )
+    assert seen and any(api == "openmp" for api, _ in seen[0])
+    assert set(seen[0].values()) == {1}

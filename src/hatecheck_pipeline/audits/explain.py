@@ -47,7 +47,7 @@ import polars as pl
 import torch
 
 from hatecheck_pipeline.core.profile import Profile
-from hatecheck_pipeline.audits import rationales
+from hatecheck_pipeline.audits import lime_selection, rationales
 from hatecheck_pipeline.audits.hatexplain import CLASSES, paper_row, predictions_frame
 from hatecheck_pipeline.core.files import write_parquet, write_text
 from hatecheck_pipeline.models.runtime import collate, length_batches
@@ -241,12 +241,15 @@ def lime_scores(
     probabilities in ``CLASSES`` order. Each post gets its own explainer
     seeded with ``random_state``, so a post's scores do not depend on which
     posts were explained before it (the authors' one explainer drew every
-    post's samples from one stream)."""
+    post's samples from one stream). LIME's forward selection of the
+    features runs as :mod:`~hatecheck_pipeline.audits.lime_selection` (the
+    same features, without a scikit-learn fit per candidate)."""
     from lime.lime_text import LimeTextExplainer
 
     out = []
     for tokens, target in zip(posts, targets):
         explainer = LimeTextExplainer(class_names=list(CLASSES), split_expression=r"\s+", random_state=random_state, bow=False)
+        explainer.base.forward_selection = lime_selection.forward_selection(explainer.base.forward_selection)
         exp = explainer.explain_instance(
             " ".join(tokens), predict_proba, num_features=num_features, top_labels=len(CLASSES), num_samples=num_samples
         )

@@ -125,29 +125,35 @@ def occlusion(model, tokens: Sequence[str], k: int) -> dict[str, Any]:
 def run_standin(
     table: Path, out_predictions: Path, out_attributions: Path, out_card: Path, seed: int, c: float, max_features: int, k: int
 ) -> dict[str, Any]:
+    import sklearn.linear_model  # noqa: F401 - its OpenMP and BLAS libraries loaded before they are limited
+    from threadpoolctl import threadpool_limits
     from tqdm import tqdm
 
     data = pl.read_parquet(table)
     train = data.filter(pl.col("split") == "train")
     test = data.filter(pl.col("split") == "test")
-    model = train_standin(train, seed, c, max_features)
-    texts = [_join(t) for t in test["post_tokens"].to_list()]
-    probs = _proba(model, texts)
     label = STANDIN
-    preds = predictions_frame(test["id"], probs, label)
     rows = []
-    for pid, tokens in tqdm(list(zip(test["id"].to_list(), test["post_tokens"].to_list())), desc="occlusion", mininterval=10):
-        rows.append(
-            {
-                "id": pid,
-                **occlusion(model, tokens, k),
-                "method": "occlusion",
-                "method_label": "occlusion (leave-one-token-out)",
-                "top_k": k,
-                "paper_row": paper_row("occlusion"),
-                "model": label,
-            }
-        )
+    # One OpenMP / BLAS thread: scikit-learn's logistic loss sums over the posts in as many
+    # threads as OpenMP has (Snakemake sets OMP_NUM_THREADS to a rule's threads, DVC leaves it
+    # unset), and another summation order fits other weights; pinned, every runner fits the same.
+    with threadpool_limits(limits=1):
+        model = train_standin(train, seed, c, max_features)
+        texts = [_join(t) for t in test["post_tokens"].to_list()]
+        probs = _proba(model, texts)
+        preds = predictions_frame(test["id"], probs, label)
+        for pid, tokens in tqdm(list(zip(test["id"].to_list(), test["post_tokens"].to_list())), desc="occlusion", mininterval=10):
+            rows.append(
+                {
+                    "id": pid,
+                    **occlusion(model, tokens, k),
+                    "method": "occlusion",
+                    "method_label": "occlusion (leave-one-token-out)",
+                    "top_k": k,
+                    "paper_row": paper_row("occlusion"),
+                    "model": label,
+                }
+            )
     write_parquet(preds, out_predictions)
     write_parquet(pl.DataFrame(rows).with_columns(pl.col("paper_row").cast(pl.String)), out_attributions)
     card = {
