@@ -46,6 +46,15 @@ def test_summary_names_each_suite_its_intervals_and_the_tests_below_the_mark():
     assert "none" in next(line for line in summary_lines("kw", {"hatecheck": docs["hatecheck"]}, 10, {}) if "below 10%:" in line)
 
 
+def test_the_header_names_the_level_the_intervals_were_computed_at():
+    at90 = doc("hatecheck") | {"bootstrap": {"level": 0.9}}
+    assert "with 90% bootstrap intervals" in summary_lines("kw", {"hatecheck": at90, "mhc_german": None}, 50, {})[0]
+    at95 = doc("mhc_german") | {"bootstrap": {"level": 0.95}}
+    assert "with 95% bootstrap intervals" in summary_lines("kw", {"mhc_german": at95}, 50, {})[0]
+    mixed = summary_lines("kw", {"hatecheck": at90, "mhc_german": at95}, 50, {})[0]
+    assert "with bootstrap intervals;" in mixed and "% bootstrap" not in mixed
+
+
 def test_summary_counts_a_scoring_apis_unanswered_cases():
     api = doc("hatecheck", {"slur_h": 80.0})
     api["overall"]["n_unanswered"] = 4

@@ -104,15 +104,28 @@ def _figure(fig: Mapping[str, Any] | None) -> str:
     return f"{fig['value']:.1f}{ci}"
 
 
+def interval_level(docs: Mapping[str, Mapping[str, Any] | None]) -> str:
+    """The intervals' level as the summary's header names it ("90% "), from
+    the metrics documents' ``bootstrap.level``; "" where they record none
+    or differ.
+
+    >>> interval_level({"a": {"bootstrap": {"level": 0.9}}, "b": None}), interval_level({"a": {}})
+    ('90% ', '')
+    """
+    levels = {(doc.get("bootstrap") or {}).get("level") for doc in docs.values() if doc}
+    return f"{100 * levels.pop():g}% " if len(levels) == 1 and None not in levels else ""
+
+
 def summary_lines(model: str, docs: Mapping[str, Mapping[str, Any] | None], below_mark: float, failures: Mapping[str, str]) -> list[str]:
     """The terminal summary of an ``evaluate`` run: per suite (``docs``:
     suite -> its metrics document, None when not written) n, accuracy and
-    macro F1 with their 95% intervals, the functional tests whose accuracy
+    macro F1 with their intervals (at the level the metrics documents
+    record, ``evaluation.ci_level``), the functional tests whose accuracy
     is below ``below_mark`` and where the failing cases are (``failures``:
     suite -> failures.csv)."""
     from hatecheck_pipeline.evaluation.published import functionality_label
 
-    lines = [f"{model}: accuracy and macro F1 in %, with 95% bootstrap intervals; functional tests below {below_mark:g}%"]
+    lines = [f"{model}: accuracy and macro F1 in %, with {interval_level(docs)}bootstrap intervals; functional tests below {below_mark:g}%"]
     width = max((len(s) for s in docs), default=0)
     for suite, doc in docs.items():
         if not doc:
