@@ -207,3 +207,30 @@ def test_a_socket_folder_others_can_enter_is_not_used(monkeypatch):
     assert sorted(p.name for p in folder.iterdir()) == []  # nothing noted, nothing started
     folder.chmod(0o700)
     assert stage_worker.private_dir() == str(folder)
+
+
+def test_the_files_of_keys_long_unused_are_swept_and_a_live_workers_kept(monkeypatch):
+    """Each environment a build or a test ran in leaves its key's files in
+    the socket folder; a worker's start removes those untouched for a day
+    that no worker holds, and never a live worker's (it holds its lock)."""
+    import fcntl
+
+    base = short_dir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    folder = Path(stage_worker.private_dir())
+    day = stage_worker.STALE_SECONDS
+    now = time.time()
+    for key, age in (("gone", day + 60), ("alive", day + 60), ("recent", day - 60)):
+        for suffix in (".seen", ".lock", ".sock"):
+            f = folder / f"{key}{suffix}"
+            f.write_text("")
+            os.utime(f, (now - age, now - age))
+    os.utime(folder / "recent.seen", (now - 10, now - 10))  # one file touched lately keeps the key
+    (folder / "only.seen").write_text("")  # a key whose worker never started
+    os.utime(folder / "only.seen", (now - day - 1, now - day - 1))
+    with open(folder / "alive.lock", "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a live worker's lock
+        assert stage_worker.sweep(now) == 4
+    left = sorted(p.name for p in folder.iterdir())
+    assert left == ["alive.lock", "alive.seen", "alive.sock", "recent.lock", "recent.seen", "recent.sock"]
+    assert stage_worker.sweep(now) == 3  # once no worker holds it

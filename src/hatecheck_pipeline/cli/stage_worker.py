@@ -69,6 +69,9 @@ import threading
 
 ENV_SWITCH = "HATECHECK_PIPELINE_WORKER"
 IDLE_SECONDS = 120.0
+# A key's files untouched for this long, with no worker holding its lock,
+# belong to an environment no longer used: swept when a worker starts.
+STALE_SECONDS = 86400.0
 SPAWN_AFTER_SECONDS = 120.0
 # The third-party modules a model stage spends its start importing; each is
 # imported if it can be, in this order.
@@ -261,6 +264,7 @@ def _start_worker(key: str) -> None:
             except OSError:
                 return  # a worker holds it: starting, or about to listen
             fcntl.flock(lock, fcntl.LOCK_UN)
+        sweep()
         subprocess.Popen(
             [sys.executable, "-P", "-m", "hatecheck_pipeline.cli.stage_worker", key],
             cwd="/",  # holds no project's folder
@@ -272,6 +276,48 @@ def _start_worker(key: str) -> None:
         )
     except OSError:
         return
+
+
+def sweep(now: float | None = None) -> int:
+    """Remove the files (``.seen``, ``.sock``, ``.lock``) of every key in
+    :func:`socket_dir` that no worker holds and that nothing touched for
+    :data:`STALE_SECONDS` (each environment a build or a test ran in leaves
+    its key's files); the number removed. A key's lock is taken before its
+    files go, so a live worker's never do."""
+    import fcntl
+    import time
+
+    now = time.time() if now is None else now
+    try:
+        names = os.listdir(socket_dir())
+    except OSError:
+        return 0
+    removed = 0
+    for key in sorted({n.rsplit(".", 1)[0] for n in names if n.endswith((".seen", ".sock", ".lock"))}):
+        files = [key_file(key, suffix) for suffix in (".seen", ".sock", ".lock")]  # the lock last, while held
+        stamps = {}
+        for f in files:
+            try:
+                stamps[f] = os.lstat(f).st_mtime
+            except OSError:
+                pass
+        if not stamps or now - max(stamps.values()) < STALE_SECONDS:
+            continue
+        try:
+            with open(files[-1], "a") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # a worker holds it
+                for f in files:
+                    try:
+                        os.unlink(f)
+                        removed += f in stamps  # a lock file opened here only to be taken is not counted
+                    except FileNotFoundError:
+                        pass
+        except OSError:
+            continue
+    return removed
 
 
 # --- the worker's side ----------------------------------------------------
