@@ -32,6 +32,7 @@ def test_tables_from_metrics(workdir):
     assert hc["hatecheck_heldout"]["row"].to_list() == ["davidson2017"]
     # every interval says how it was bootstrapped: templates on the functional suite, cases on held-out sets
     assert set(t2["resampling_unit"]) == {"template"} and (t2["n_clusters"] > 0).all()
+    assert set(t2["ci_level"]) == {0.95}  # at the level the metrics files record (Bootstrap's default)
     assert hc["hatecheck_heldout"]["resampling_unit"].to_list() == ["case"]
     assert hc["hatecheck_heldout"]["n_clusters"].to_list() == hc["hatecheck_heldout"]["n"].to_list()
     assert set(hc["hatecheck_t3"]["row"]) == {"queer", "fag"}
@@ -51,6 +52,7 @@ def test_tables_from_metrics(workdir):
     for table in ("shots_summary", "shots_class_gap"):
         cells = shots[table]
         assert cells["ci_low"].null_count() == 0 and set(cells["resampling_unit"]) == {"template"}, table
+        assert set(cells["ci_level"]) == {0.95}, table  # the level the languages' intervals were drawn at
         assert ((cells["ci_low"] <= cells["value"] + 0.05) & (cells["value"] <= cells["ci_high"] + 0.05)).all(), table
     gap = shots["shots_summary"].filter(pl.col("column") == "gap").row(0, named=True)
     many = shots["shots_summary"].filter(pl.col("column") == "many-shot").row(0, named=True)

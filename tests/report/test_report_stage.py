@@ -28,6 +28,7 @@ def test_report_stage_declares_what_it_reads(params):
         "report.title",
         "evaluation.below_mark",
         "evaluation.max_ci_width",
+        "evaluation.ci_level",
         "profile",
         "models",
         "llm.backends",

@@ -34,6 +34,8 @@ CELL_COLUMNS = {
     "cell_id": pl.String,
     # the interval's bootstrap: template (functional / expanded suites) or case (held-out sets), and how many were resampled
     "resampling_unit": pl.String,
+    # the interval's confidence level (its metrics file's bootstrap.level: evaluation.ci_level when it was scored)
+    "ci_level": pl.Float64,
     "n_clusters": pl.Int64,
     # how many slurs were resampled beside the templates (HateCheck, MHC: templates crossed with slurs)
     "n_fillers": pl.Int64,
@@ -76,14 +78,16 @@ def cell_id(*parts: str) -> str:
 
 
 def boot(doc: Mapping[str, Any], figures: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A figure's resampling unit (its metrics file's ``bootstrap``) and
-    number of resampled units (``n_clusters``), for :func:`_cell`.
+    """A figure's resampling unit and confidence level (its metrics file's
+    ``bootstrap``) and number of resampled units (``n_clusters``), for
+    :func:`_cell`.
 
-    >>> boot({"bootstrap": {"resampling_unit": "template"}}, {"n": 7, "n_clusters": 1, "n_fillers": 3})
-    {'unit': 'template', 'n_clusters': 1, 'n_fillers': 3}
+    >>> boot({"bootstrap": {"resampling_unit": "template", "level": 0.9}}, {"n": 7, "n_clusters": 1, "n_fillers": 3})
+    {'unit': 'template', 'level': 0.9, 'n_clusters': 1, 'n_fillers': 3}
     """
     return {
         "unit": (doc.get("bootstrap") or {}).get("resampling_unit"),
+        "level": (doc.get("bootstrap") or {}).get("level"),
         "n_clusters": (figures or {}).get("n_clusters"),
         "n_fillers": (figures or {}).get("n_fillers"),
     }
@@ -109,6 +113,7 @@ def _cell(
         "metrics_file": extra.get("metrics_file", src.metrics),
         "stage": extra.get("stage", src.stage),
         "resampling_unit": extra.get("unit") if interval else None,
+        "ci_level": extra.get("level") if interval else None,
         "n_clusters": extra.get("n_clusters") if interval else None,
         "n_fillers": extra.get("n_fillers") if interval else None,
         "undefined": fig.get("undefined"),

@@ -108,6 +108,7 @@ def shot_tables(
                             per_language=False,
                             **derived,
                             unit=by[name]["resampling_unit"],
+                            level=level,
                             n_clusters=by[name]["n_clusters"],
                         )
                     )
@@ -128,6 +129,7 @@ def shot_tables(
                         per_language=False,
                         **derived,
                         unit=by["many-shot"]["resampling_unit"],
+                        level=level,
                         n_clusters=by["many-shot"]["n_clusters"] + by["zero-shot"]["n_clusters"],
                     )
                 )

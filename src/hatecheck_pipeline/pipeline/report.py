@@ -168,6 +168,7 @@ def stages(params: Mapping[str, Any]) -> list[Stage]:
                 "title": "report.title",
                 "below_mark": "evaluation.below_mark",
                 "max_ci_width": "evaluation.max_ci_width",
+                "ci_level": "evaluation.ci_level",  # named in the notes where no cell records its interval's level
                 **profile_params(params, []),
                 "models": "models",
                 **llm_keys,

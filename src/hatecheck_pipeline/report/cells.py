@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from html import escape
-from typing import Any, Mapping
+from typing import Any, Collection, Iterable, Mapping
 
 import polars as pl
 
@@ -49,28 +49,104 @@ def resampling(cell: Mapping[str, Any]) -> str:
     return f", {level} bootstrap" + ("" if count is None else f" over {count} {plural}")
 
 
+# --------------------------------------------------------- interval levels
+# Each cell's interval is at its metrics file's bootstrap level (``ci_level``:
+# evaluation.ci_level when it was scored); a page names the level its cells
+# share, or says that each is at its own.
+
+MIXED_LEVELS = "(at each cell's own level)"
+
+
+def _known(level: Any) -> float | None:
+    """A level, or None for a missing one (None or NaN)."""
+    return None if level is None or level != level else float(level)
+
+
+def level_pct(level: float | None) -> str:
+    """A confidence level as a percentage ('' when it is not known).
+
+    >>> level_pct(0.95), level_pct(0.9), level_pct(0.975), level_pct(None)
+    ('95%', '90%', '97.5%', '')
+    """
+    level = _known(level)
+    return "" if level is None else f"{100 * level:g}%"
+
+
+def ci_name(level: float | None, noun: str = "CI") -> str:
+    """An interval named with its level (the bare noun when it is not known).
+
+    >>> ci_name(0.9), ci_name(0.95, "interval"), ci_name(None)
+    ('90% CI', '95% interval', 'CI')
+    """
+    pct = level_pct(level)
+    return f"{pct} {noun}" if pct else noun
+
+
+def levels(*tables: pl.DataFrame | Iterable[Mapping[str, Any]]) -> set[float]:
+    """The distinct levels of the cells' intervals (long-table frames, or
+    cells as dicts); a table without the ``ci_level`` column adds none.
+
+    >>> sorted(levels([{"ci_level": 0.9}, {"ci_level": None}], pl.DataFrame({"ci_level": [0.95, 0.9]})))
+    [0.9, 0.95]
+    """
+    found: set[float] = set()
+    for table in tables:
+        if isinstance(table, pl.DataFrame):
+            rows: Iterable[Any] = table["ci_level"].to_list() if "ci_level" in table.columns else []
+        else:
+            rows = (cell.get("ci_level") for cell in table)
+        found |= {level for level in map(_known, rows) if level is not None}
+    return found
+
+
+def page_ci(found: Collection[float], fallback: float | None = None, noun: str = "interval") -> str:
+    """A page's name for its intervals: with their level when they share
+    one, saying each is at its own when they differ; ``fallback`` (the
+    configured ``evaluation.ci_level``) when no cell has one, else no number.
+
+    >>> page_ci({0.9}), page_ci({0.9, 0.95}, 0.95, "CI"), page_ci(set(), 0.9), page_ci(set())
+    ('90% interval', "CI (at each cell's own level)", '90% interval', 'interval')
+    """
+    if len(found) > 1:
+        return f"{noun} {MIXED_LEVELS}"
+    return ci_name(next(iter(found)) if found else fallback, noun)
+
+
 TOO_FEW = "too few cases to compare"
 
 
-def too_wide(low: float | None, high: float | None, max_width: float | None) -> str:
-    """The marker's tooltip text when an interval is wider than
-    ``max_width`` percentage points ('' when it is not, or has no interval,
-    or there is no threshold).
+def too_wide(low: float | None, high: float | None, max_width: float | None, level: float | None = None) -> str:
+    """The marker's tooltip text when an interval (at ``level``) is wider
+    than ``max_width`` percentage points ('' when it is not, or has no
+    interval, or there is no threshold).
 
-    >>> too_wide(20.0, 80.0, 30)
+    >>> too_wide(20.0, 80.0, 30, 0.95)
     'Too few cases to compare: the 95% interval is 60.0 points wide (threshold 30). '
+    >>> too_wide(20.0, 80.0, 30, 0.9)
+    'Too few cases to compare: the 90% interval is 60.0 points wide (threshold 30). '
     >>> too_wide(60.0, 70.0, 30), too_wide(None, None, 30), too_wide(20.0, 80.0, None)
     ('', '', '')
     """
     if max_width is None or low is None or high is None or high - low <= max_width:
         return ""
-    return f"{TOO_FEW[0].upper()}{TOO_FEW[1:]}: the 95% interval is {high - low:.1f} points wide (threshold {max_width:g}). "
+    return (
+        f"{TOO_FEW[0].upper()}{TOO_FEW[1:]}: the {ci_name(level, 'interval')} is {high - low:.1f} points wide (threshold {max_width:g}). "
+    )
+
+
+def cell_too_wide(cell: Mapping[str, Any], max_width: float | None) -> str:
+    """:func:`too_wide` of a long-table cell, at its own level."""
+    return too_wide(cell.get("ci_low"), cell.get("ci_high"), max_width, cell.get("ci_level"))
 
 
 def provenance(cell: Mapping[str, Any]) -> str:
-    """Tooltip text of a cell: figure (or why it is undefined), interval,
-    n, what a mean left out, and where it came from."""
-    ci = "" if cell.get("ci_low") is None else f" [95% CI {fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}{resampling(cell)}]"
+    """Tooltip text of a cell: figure (or why it is undefined), interval
+    (at its level), n, what a mean left out, and where it came from."""
+    ci = (
+        ""
+        if cell.get("ci_low") is None
+        else f" [{ci_name(cell.get('ci_level'))} {fmt(cell['ci_low'])}–{fmt(cell['ci_high'])}{resampling(cell)}]"
+    )
     n = "" if cell.get("n") is None else f", n={cell['n']}"
     value, why = cell.get("value"), cell.get("undefined")
     shown = f"{NA}: undefined ({why})" if value is None and why else fmt(value) + (f" ({why})" if why else "")
@@ -105,7 +181,7 @@ def td(cell: Mapping[str, Any] | None, below_mark: float | None, max_ci_width: f
     value = cell.get("value")
     seen = cell.get("setting") == SEEN_IN_TRAINING
     undefined = value is None and bool(cell.get("undefined"))
-    wide = too_wide(cell.get("ci_low"), cell.get("ci_high"), max_ci_width)
+    wide = cell_too_wide(cell, max_ci_width)
     classes = [
         "seen" if seen else "below" if below_mark is not None and value is not None and value < below_mark else "",
         "undefined" if undefined else "",

@@ -7,7 +7,8 @@ lower, the deeper), green above it (the higher, the deeper).
 
 A heat map sits beside the table of the same figures, whose cells show the
 interval and n (:func:`hatecheck_pipeline.report.cells.td` with
-``show_ci``). A heat-map cell whose 95% interval is wider than
+``show_ci``). A heat-map cell whose interval (at its metrics file's
+``bootstrap.level``, as the notes say) is wider than
 ``evaluation.max_ci_width`` carries a visible dagger (too few cases to
 compare) as well as the report's dotted underline.
 
@@ -24,13 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import polars as pl
 
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.cells import cell_id
-from hatecheck_pipeline.report.cells import NA, TOO_FEW, fmt, provenance, too_wide
+from hatecheck_pipeline.report.cells import NA, TOO_FEW, cell_too_wide, fmt, levels, page_ci, provenance
 
 GLANCE_CSS = """
 .glance{display:flex;flex-wrap:wrap;gap:1.2em;align-items:flex-start}
@@ -131,7 +132,7 @@ def heat_td(col: Column, row: str, suite: str, below_mark: float, max_ci_width: 
         cell = col.cells.get(row)
         if cell is None:
             return '<td class="missing">–</td>'
-        wide = too_wide(cell.get("ci_low"), cell.get("ci_high"), max_ci_width)
+        wide = cell_too_wide(cell, max_ci_width)
         cid = "heat:" + cell["cell_id"]  # the table cell's id (already safe)
         tip = wide + provenance({**cell, "cell_id": cid})
         attrs = f'data-cell-id="{escape(cid)}" data-metrics="{escape(cell["metrics_file"])}" data-stage="{escape(cell["stage"])}"'
@@ -181,8 +182,11 @@ def heatmap(
     )
 
 
-def legend(below_mark: float, max_ci_width: float | None) -> str:
-    """What the colours and marks of a heat map mean."""
+def legend(below_mark: float, max_ci_width: float | None, found: Collection[float] = (), fallback: float | None = None) -> str:
+    """What the colours and marks of a heat map mean; ``found``: the levels
+    of its cells' intervals (:func:`hatecheck_pipeline.report.cells.levels`;
+    ``fallback`` when there are none)."""
+    ci = page_ci(found, fallback)
     return (
         f"<p class='note legend'>Accuracy (%): <span style='background:{shade(0.0, below_mark)}'>0</span>"
         f"<span style='background:{shade(below_mark / 2, below_mark)}'>{below_mark / 2:g}</span>"
@@ -191,8 +195,8 @@ def legend(below_mark: float, max_ci_width: float | None) -> str:
         f"<span style='background:{shade(100.0, below_mark)}'>100</span> "
         f"As in the papers' Table 1: the best figure of a row in <b>bold</b>, below {below_mark:g}% (random choice) in "
         "<i style='color:#b00020'>italic red</i>; columns \"(paper)\" are the published figures. "
-        + (f"{DAGGER}: {TOO_FEW} (the 95% interval is wider than {max_ci_width:g} points). " if max_ci_width is not None else "")
-        + "The table beside gives each figure's 95% interval and n.</p>"
+        + (f"{DAGGER}: {TOO_FEW} (the {ci} is wider than {max_ci_width:g} points). " if max_ci_width is not None else "")
+        + f"The table beside gives each figure's {ci} and n.</p>"
     )
 
 
@@ -237,7 +241,7 @@ def mhc_views(cells: pl.DataFrame, below_mark: float, published: Mapping[str, An
     plain ids: one id, one cell)."""
     if cells.is_empty():
         return ""
-    out = legend(below_mark, max_ci_width)
+    out = legend(below_mark, max_ci_width, levels(cells))
     for language in sorted(set(cells["language"].to_list())):
         part = cells.filter(pl.col("language") == language)
         suite = f"mhc_{language}"
@@ -273,7 +277,7 @@ def summary_items(hatecheck: pl.DataFrame, mhc: pl.DataFrame, shots: pl.DataFram
     for r in hatecheck.filter(pl.col("row") == "total").iter_rows(named=True):
         lines.append(
             f"<li>{escape(r['model'])}: HateCheck accuracy {fmt(r['value'])}%{_interval(r)}{_n(r['n'])}"
-            f"{_mark(too_wide(r['ci_low'], r['ci_high'], max_ci_width))}</li>"
+            f"{_mark(cell_too_wide(r, max_ci_width))}</li>"
         )
     if not mhc.is_empty():
         # over the languages where it is defined, saying so when one is not
@@ -281,10 +285,10 @@ def summary_items(hatecheck: pl.DataFrame, mhc: pl.DataFrame, shots: pl.DataFram
             defined = part.filter(pl.col("value").is_not_null())
             mean = round(defined["value"].mean(), 1) if defined.height else None
             over = "" if defined.height == part.height else f" (over the {defined.height} of {part.height} languages where it is defined)"
-            wide = [r["row"] for r in part.iter_rows(named=True) if too_wide(r["ci_low"], r["ci_high"], max_ci_width)]
+            wide = [r["row"] for r in part.iter_rows(named=True) if cell_too_wide(r, max_ci_width)]
             tip = (
-                f"{TOO_FEW[0].upper()}{TOO_FEW[1:]} in {len(wide)} of {part.height} languages ({', '.join(wide)}): their 95% "
-                f"intervals are wider than {max_ci_width:g} points."
+                f"{TOO_FEW[0].upper()}{TOO_FEW[1:]} in {len(wide)} of {part.height} languages ({', '.join(wide)}): their "
+                f"{page_ci(levels(part.filter(pl.col('row').is_in(wide))), noun='intervals')} are wider than {max_ci_width:g} points."
                 if wide
                 else ""
             )
@@ -300,6 +304,6 @@ def summary_items(hatecheck: pl.DataFrame, mhc: pl.DataFrame, shots: pl.DataFram
         gap = NA if r["value"] is None else f"{r['value']:+.1f} pp"
         lines.append(
             f"<li>{escape(r['model'])}: many-shot minus zero-shot macro F1 {gap}{_interval(r)}{_n(r['n'])}"
-            f"{_mark(too_wide(r['ci_low'], r['ci_high'], max_ci_width))}</li>"
+            f"{_mark(cell_too_wide(r, max_ci_width))}</li>"
         )
     return lines

@@ -80,9 +80,12 @@ def read_cells(table_files: Mapping[str, str | Path]) -> dict[str, pl.DataFrame]
     out = {}
     for name, path in table_files.items():
         path = Path(path)
-        out[name] = (
+        table = (
             pl.read_csv(path, schema_overrides=CELL_COLUMNS) if path.exists() and path.stat().st_size else pl.DataFrame(schema=CELL_COLUMNS)
         )
+        # a table written before a column existed (e.g. ci_level) has it, null, in the schema's order
+        missing = [pl.lit(None, dtype).alias(c) for c, dtype in CELL_COLUMNS.items() if c not in table.columns]
+        out[name] = table.with_columns(missing).select(*CELL_COLUMNS, *(c for c in table.columns if c not in CELL_COLUMNS))
     return out
 
 
@@ -107,6 +110,7 @@ def build(
     model_pages: Mapping[str, str] | None = None,
     max_ci_width: float | None = None,
     failures: Mapping[str, tuple[str, str]] | None = None,
+    ci_level: float | None = None,
 ) -> str:
     """The report as one HTML string.
 
@@ -123,7 +127,10 @@ def build(
     ``max_ci_width``: a table cell whose interval is wider (percentage
     points) is marked too few cases to compare (None = no marker).
     ``failures``: score stage -> (its failures.csv, the link to it): the
-    failing cases listed under each functional test below the mark."""
+    failing cases listed under each functional test below the mark.
+    ``ci_level``: the configured ``evaluation.ci_level``, named in the notes
+    only when no cell records its interval's level (each cell's own level
+    is in its tooltip; notes name the level the cells share)."""
     from functools import partial
 
     pivot = partial(C.pivot, max_ci_width=max_ci_width)
@@ -145,6 +152,7 @@ def build(
         parts.append(f'<section id="{sid}"><h2>{escape(heading)}{docs_link(sid) if sid in DOCS_ANCHORS else ""}</h2>{body}</section>')
 
     # summary
+    found = C.levels(*cells.values())  # the levels of every interval in the tables
     t7, t2h = get("mhc_t7"), get("hatecheck_t2")
     lines = G.summary_items(t2h, t7, get("shots_summary"), max_ci_width)  # each with its n, interval and too-few mark
     failed = [d for d, doc in validation.items() if not doc or not doc.get("success")]
@@ -152,7 +160,7 @@ def build(
         f"<p>Profile <b>{escape(profile)}</b>. Cells below {below_mark:g}% are <span class='below' style='background:#f8d7da'>marked</span>, "
         "as in the papers. "
         + (
-            f"Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: "
+            f"Cells whose {C.page_ci(found, ci_level)} is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: "
             f"{C.TOO_FEW} (their n and interval are in the tooltip, and under the figure in the tables of accuracy per functional test; "
             f"a heat map marks them {G.DAGGER}). "
             if max_ci_width is not None
@@ -161,7 +169,7 @@ def build(
         + "<b>n/a</b>: the figure is undefined, its denominator zero (an F1 of a class with no gold and no predicted "
         "case); it is left out of every mean, never counted as 0. Hover a cell for its confidence interval and provenance; every cell's "
         "<code>data-cell-id</code> can be traced with <code>hatecheck-pipeline lineage CELL_ID</code>.</p>"
-        "<p class='note'>Intervals: 95% percentile bootstrap. On HateCheck, MHC and the expanded suites it resamples "
+        f"<p class='note'>Intervals: {C.page_ci(found, ci_level, 'percentile bootstrap')}. On HateCheck, MHC and the expanded suites it resamples "
         "<b>templates</b> (all cases generated from one template, e.g. one per target group, are drawn together; "
         "a case without a template is its own cluster); on HateCheck and MHC it also resamples the <b>slurs</b> crossed with "
         "the slur templates (two-way: a case counts as often as its template was drawn times as often as its slur; the "
@@ -195,7 +203,7 @@ def build(
             "<h3>Table 1: accuracy per functional test"
             + docs_link("hatecheck")
             + "</h3>"
-            + G.legend(below_mark, max_ci_width)
+            + G.legend(below_mark, max_ci_width, C.levels(get("hatecheck_t1")), ci_level)
             + G.side_by_side(
                 G.view(
                     get("hatecheck_t1"),
@@ -479,6 +487,7 @@ def run(
     ethos_sets_file: str | Path | None = None,
     max_ci_width: float | None = None,
     failure_files: Mapping[str, str | Path] | None = None,
+    ci_level: float | None = None,
 ) -> Path:
     """Read the tables, model cards and validation results; write the HTML.
 
@@ -494,7 +503,8 @@ def run(
     "<model>/<dataset>" -> a multiclass model's all-class held-out metrics
     (written by stage ``heldout_multiclass_<model>_<dataset>``);
     ``failure_files``: score stage -> its failures.csv (the failing cases
-    under the functional tests below the mark)."""
+    under the functional tests below the mark); ``ci_level``: the configured
+    level, named where no cell records one."""
     paper_tables: dict[str, Any] = {}
     if mhc_t5_file is not None:
         paper_tables["mhc_t5"] = {"doc": _maybe_json(mhc_t5_file), "file": str(mhc_t5_file)}
@@ -561,6 +571,7 @@ def run(
         model_pages={m: os.path.relpath(p, Path(out).parent) for m, p in (model_pages or {}).items()},
         max_ci_width=max_ci_width,
         failures=failure_hrefs(failure_files or {}, out),
+        ci_level=ci_level,
     )
     return write_text(html, out)
 
@@ -593,6 +604,7 @@ def report(
     ethos_sets: Path | None = None,
     max_ci_width: float | None = None,
     failures: Mapping[str, Path] | None = None,
+    ci_level: float | None = None,
 ) -> str:
     """Stage ``report``: the self-contained HTML report from the long
     ``tables``, the model ``cards``, the ``validation`` results, the
@@ -619,7 +631,9 @@ def report(
     the paper's comments not found; named next to Tables 4 and 7's rows);
     ``max_ci_width``: cells with a wider interval are marked too few cases
     to compare; ``failures``: score stage -> its failures.csv (HateCheck
-    and MHC suites), listed under each functional test below the mark."""
+    and MHC suites), listed under each functional test below the mark;
+    ``ci_level``: ``evaluation.ci_level``, named in the notes where no cell
+    records its interval's level."""
     for resource in (published, functionalities):
         if not Path(resource).exists():
             raise InputError(f"{resource}: package resource not found")
@@ -650,5 +664,6 @@ def report(
         ethos_sets_file=ethos_sets,
         max_ci_width=max_ci_width,
         failure_files=failures,
+        ci_level=ci_level,
     )
     return f"wrote {written}"

@@ -27,7 +27,7 @@ import polars as pl
 from hatecheck_pipeline.core.files import read_json, write_text
 from hatecheck_pipeline.evaluation import published as P
 from hatecheck_pipeline.evaluation.cells import SEEN_IN_TRAINING, Source, cell_id, overall_cells, section_cells
-from hatecheck_pipeline.report.cells import TOO_FEW, fmt, published_td, td
+from hatecheck_pipeline.report.cells import TOO_FEW, fmt, levels, page_ci, published_td, td
 from hatecheck_pipeline.report import glance as G
 from hatecheck_pipeline.report.failing_cases import failing_tests_block, link, read_failures
 from hatecheck_pipeline.report.style import CSS
@@ -162,7 +162,7 @@ def functional_table(
         )
     table = (
         f"<table id='{escape(cell_id('page', model, suite.name))}'><thead><tr><th class='rowhead'>functional test</th>"
-        f"<th>{escape(model)}</th><th>95% CI (templates)</th><th>n</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<th>{escape(model)}</th><th>{escape(page_ci(levels(cells), noun='CI'))} (templates)</th><th>n</th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
     return table, failing
 
@@ -221,9 +221,10 @@ def build(
         for name, why in (not_run or {}).items()
     ]
     paper_head = "<th>Perspective (paper): accuracy</th><th>Perspective (paper): macro F1</th>" if beside else ""
+    ci_head = escape(page_ci(levels(overall), noun="CI"))
     parts.append(
         "<h2>Every suite</h2><table id='overall'><thead><tr><th class='rowhead'>suite</th><th>n</th><th>accuracy</th>"
-        f"<th>95% CI</th><th>macro F1</th><th>95% CI</th>{paper_head}<th class='rowhead'></th></tr></thead><tbody>"
+        f"<th>{ci_head}</th><th>macro F1</th><th>{ci_head}</th>{paper_head}<th class='rowhead'></th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table>"
         + (
@@ -235,12 +236,14 @@ def build(
         )
     )
     fails: list[str] = []
+    found = levels(overall)  # the levels of the page's intervals (every figure's metrics file's)
     for src, doc in loaded:
         suite = suites[src.suite]
         if not suite.functional or not doc.get("by_functionality"):
             continue
         frame = section_cells("hatecheck_t1" if suite.dataset == "hatecheck" else "mhc_t1", [(src, doc)], "by_functionality", "accuracy")
         cells = frame.to_dicts()
+        found |= levels(frame)
         table, failing = functional_table(model, suite, cells, published, below_mark, max_ci_width)
         fails += [f"{suite.name}: {f}" for f in failing]
         heat = G.view(
@@ -253,19 +256,19 @@ def build(
             max_ci_width,
         )
         parts.append(
-            f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{G.legend(below_mark, max_ci_width)}{G.side_by_side(heat, table)}"
+            f"<h2>{escape(suite.name)}: accuracy per functional test</h2>{G.legend(below_mark, max_ci_width, levels(frame))}{G.side_by_side(heat, table)}"
         )
         parts.append(failing_cases_html(suite, cells, failures, below_mark))
     listing = "".join(f"<li>{escape(f)}</li>" for f in fails) or "<li>none</li>"
     parts.insert(4, f"<h2>Functional tests it fails (accuracy below {below_mark:g}%)</h2><ul id='failing'>{listing}</ul>")
     parts.append(
-        "<p class='note'>Intervals: percentile bootstrap; on functional suites the templates are resampled (on HateCheck "
+        f"<p class='note'>Intervals: {escape(page_ci(found, noun='percentile bootstrap'))}; on functional suites the templates are resampled (on HateCheck "
         "and MHC the slurs crossed with them too), on held-out sets the cases. Hover a cell for its metrics file and stage; <code>hatecheck-pipeline lineage CELL_ID</code> "
         "traces it."
         + (
             ""
             if max_ci_width is None
-            else f" Cells whose 95% interval is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: {TOO_FEW}."
+            else f" Cells whose {escape(page_ci(found))} is wider than {max_ci_width:g} points are <span class='too-few'>underlined</span>: {TOO_FEW}."
         )
         + "</p>"
     )

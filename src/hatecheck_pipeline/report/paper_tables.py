@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.evaluation.cells import cell_id
-from hatecheck_pipeline.report.cells import html_table, json_td, too_wide
+from hatecheck_pipeline.report.cells import ci_name, html_table, json_td, page_ci, too_wide
 
 
 def cases_by_template(items: list[Mapping[str, Any]]) -> list[tuple[str, str, list[str]]]:
@@ -260,11 +260,13 @@ def ci_text(ci: list[float] | None, entry: Mapping[str, Any]) -> str:
 
     >>> ci_text([55.0, 61.25], {"bootstrap": {"samples": 1000, "level": 0.95, "seed": 0}})
     '95% CI 55.0-61.2 (1000 resamples of the pairs, seed 0)'
+    >>> ci_text([55.0, 61.25], {"bootstrap": {"samples": 1000, "level": 0.975, "seed": 0}})
+    '97.5% CI 55.0-61.2 (1000 resamples of the pairs, seed 0)'
     """
     if not ci:
         return ""
     b = entry.get("bootstrap") or {}
-    return f"{100 * b.get('level', 0.95):.0f}% CI {ci[0]:.1f}-{ci[1]:.1f} ({b.get('samples')} resamples of the pairs, seed {b.get('seed')})"
+    return f"{ci_name(b.get('level'))} {ci[0]:.1f}-{ci[1]:.1f} ({b.get('samples')} resamples of the pairs, seed {b.get('seed')})"
 
 
 def with_ci(td_html: str, ci: list[float] | None) -> str:
@@ -382,17 +384,25 @@ def paper_multiclass(model: str, dataset: str, published: Mapping[str, Any]) -> 
     return dict(((appf.get("values") or {}).get(paper_model) or {}).get(dataset) or {}), appf.get("source", "")
 
 
+def doc_bootstrap(doc: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """A metrics document's bootstrap settings ({} when it has none)."""
+    return (doc or {}).get("bootstrap") or {}
+
+
 def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[str, Any], max_ci_width: float | None = None) -> str:
     """Multiclass models on their held-out test sets, all classes (argmax),
     next to the papers' figures. ``entries``: "<model>/<dataset>" ->
     {model, dataset, doc, file, stage}; a figure whose interval is wider
-    than ``max_ci_width`` points is marked too few cases to compare."""
+    than ``max_ci_width`` points is marked too few cases to compare. Each
+    interval is at its document's ``bootstrap.level``."""
+    found = {level for e in entries.values() if (level := doc_bootstrap(e.get("doc")).get("level")) is not None}
     out = (
         "<h3>Appendix F: multiclass models on their held-out test sets (all classes)</h3>"
         "<p class='note'>Models trained on a dataset's original classes (HateCheck appendix F: B-D on Davidson et al.'s "
         "hateful / offensive / neither, unweighted, appendix E's other parameters; the HateXplain model's 3 classes), "
         "scored on every class: the predicted class is the argmax; micro F1 (= accuracy) and weighted-average F1 as "
-        "appendix F reports them, macro F1 as HateXplain's Table 6. Hover for the case-level 95% interval. The last "
+        "appendix F reports them, macro F1 as HateXplain's Table 6. "
+        f"Hover for the case-level {page_ci(found)}. The last "
         "column collapses the same argmax to hateful vs the rest. The held-out tables above score these models as binary "
         "classifiers (p(hateful class) at the threshold).</p>"
     )
@@ -419,13 +429,14 @@ def appf_section(entries: Mapping[str, Mapping[str, Any]], published: Mapping[st
         ]
         for k, _ in APPF_COLUMNS:
             fig = doc.get(k) or {}
-            unit = doc.get("resampling_unit") or (doc.get("bootstrap") or {}).get("resampling_unit")
+            unit = doc.get("resampling_unit") or doc_bootstrap(doc).get("resampling_unit")
+            level = doc_bootstrap(doc).get("level")
             ci = (
-                f" [95% CI {fig.get('ci_low')}–{fig.get('ci_high')}{f', {unit}-level bootstrap' if unit else ''}]"
+                f" [{ci_name(level)} {fig.get('ci_low')}–{fig.get('ci_high')}{f', {unit}-level bootstrap' if unit else ''}]"
                 if fig.get("ci_low") is not None
                 else ""
             )
-            wide = too_wide(fig.get("ci_low"), fig.get("ci_high"), max_ci_width)
+            wide = too_wide(fig.get("ci_low"), fig.get("ci_high"), max_ci_width, level)
             tds.append(
                 json_td(
                     fig.get("value"),

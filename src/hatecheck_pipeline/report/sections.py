@@ -9,9 +9,9 @@ from typing import Any, Mapping
 import polars as pl
 
 from hatecheck_pipeline.evaluation.cells import cell_id
-from hatecheck_pipeline.report.cells import html_table, json_td, published_td, slug, td
+from hatecheck_pipeline.report.cells import html_table, json_td, page_ci, published_td, slug, td
 from hatecheck_pipeline.report.figures import auc_heatmaps, expanded_bars, figure
-from hatecheck_pipeline.report.paper_tables import ci_text
+from hatecheck_pipeline.report.paper_tables import ci_text, doc_bootstrap
 
 CROWS_TOTAL = 1508
 
@@ -432,9 +432,10 @@ def bias_section(doc: Mapping[str, Any] | None, summary_file: str, published: Ma
     # CrowS-Pairs
     crows = doc.get("crows_pairs") or {}
     out += "<h3>CrowS-Pairs (share of pairs where the more-stereotyping sentence scores higher; ideal 50%)</h3>"
+    found = {level for e in crows.values() if (level := doc_bootstrap(e).get("level")) is not None}  # each scorer's bootstrap
     cols = [
         ("metric_score", "metric score"),
-        ("metric_ci", "metric score 95% CI"),
+        ("metric_ci", f"metric score {page_ci(found, noun='CI')}"),
         ("stereo_score", "stereo"),
         ("antistereo_score", "anti-stereo"),
         ("n_pairs", "pairs"),
