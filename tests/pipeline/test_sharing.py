@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
-from pipeline_utils import BIN, copy_project, dvc_ran_stages, env, git_commit_all, set_param
+from pipeline_utils import BIN, compile_sources, copy_project, dvc_ran_stages, env, git_commit_all, set_param
 from system_packages import require
 
 pytestmark = pytest.mark.integration
@@ -99,6 +99,7 @@ def test_a_colleague_pulls_a_partial_run_and_both_runners_agree(tmp_path, remote
     # Clone A: a partial Snakemake build, the record committed and pushed.
     a = tmp_path / "a"
     sh(tmp_path, "git", "clone", "-q", origin, str(a))
+    compile_sources(a)
     sh(a, dvc, "remote", "modify", "--local", "team", "keyfile", remote["HATECHECK_REMOTE_KEY"])
     sh(a, snakemake, "--cores", "2", TARGET)
     lock_a = (a / "dvc.lock").read_text()
@@ -119,6 +120,7 @@ def test_a_colleague_pulls_a_partial_run_and_both_runners_agree(tmp_path, remote
     # Clone B: clone, pull the record's outputs; both runners see them up to date.
     b = tmp_path / "b"
     sh(tmp_path, "git", "clone", "-q", origin, str(b))
+    compile_sources(b)
     sh(b, dvc, "remote", "modify", "--local", "team", "keyfile", remote["HATECHECK_REMOTE_KEY"])
     pulled = sh(b, hp, "pull")
     assert "stage(s) of the pipeline are not recorded" in pulled.stdout, pulled.stdout
