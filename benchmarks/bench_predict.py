@@ -99,7 +99,8 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     max |dp|). int8 dynamic quantisation of every Linear (per-tensor and
     per-channel weights); fp32 with every Linear packed once for oneDNN
     (models/runtime.pack_linears, the local LLM's path); bf16 autocast
-    only where the CPU has native bf16 (emulated bf16 ran ~10x slower than
+    and bf16 weights (the model cast to bf16, no autocast: the predict
+    stages' bf16 path, runtime.bf16_weights) only where the CPU has native bf16 (emulated bf16 ran ~10x slower than
     fp32 on an AVX2-only EPYC); fp16 autocast only where it has native fp16
     (AVX512-FP16 or AMX-FP16: the Intel Xeon whose bf16 ran at half fp32's
     speed has it)."""
@@ -133,6 +134,7 @@ def lower_precision(model_dir, tok, texts, args, p_fp32) -> dict[str, tuple[floa
     if native_bf16():
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out["bf16 autocast"] = timed(fresh(), False)
+        out["bf16 weights"] = timed(fresh().to(torch.bfloat16), False)  # what predict_cpu_bf16 runs (runtime.bf16_weights)
         on, why = auto_bf16()
         print(f"predict_cpu_bf16: auto picks {'bf16' if on else 'fp32'} on this machine ({why}; models/bf16.py)")
     else:

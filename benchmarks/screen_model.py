@@ -95,15 +95,16 @@ def summary(model: str, metrics: Mapping[str, Mapping[str, Any]], tables: Mappin
     return "\n".join(lines)
 
 
-def mean_interval(model: str, replicates: Mapping[str, str], level: float = 0.95) -> dict[str, Any] | None:
+def mean_interval(model: str, replicates: Mapping[str, str], mean: float, level: float = 0.95) -> dict[str, Any] | None:
     """The bootstrap interval of the MHC macro F1 mean over languages
-    (``replicates``: suite -> its score stage's bootstrap values), each
-    language resampled independently as in the report's shots tables."""
+    (``mean``, in percent; ``replicates``: suite -> its score stage's
+    bootstrap values), each language resampled independently as in the
+    report's shots tables; None where a language has no bootstrap values."""
     reps = ShotReplicates([Source(model, suite, suite, None, "", "", replicates=path) for suite, path in replicates.items()])
     values = reps.mean(model, list(replicates), "overall", None, "macro_f1")
-    if values is None:
+    fig = with_interval(mean, values, level)
+    if "ci_low" not in fig:
         return None
-    fig = with_interval(None, values, level)
     return {"ci_low": fig["ci_low"], "ci_high": fig["ci_high"], "level": level}
 
 
@@ -123,6 +124,7 @@ def record(
         return {k: doc["overall"]["macro_f1"][k] for k in ("value", "ci_low", "ci_high")} | {"n": doc["overall"]["n"]}
 
     mhc = {name.removeprefix("mhc_"): f1(doc) for name, doc in metrics.items() if name.startswith("mhc_")}
+    mean = round(sum(v["value"] for v in mhc.values()) / len(mhc), 2) if mhc else None
     return {
         "model": model,
         "overrides": overrides,
@@ -138,8 +140,8 @@ def record(
         "mhc_cases_per_language": cases or None,
         "heldout": {name.removeprefix("heldout_"): f1(doc) for name, doc in metrics.items() if name.startswith("heldout_")},
         "mhc": mhc,
-        "mhc_mean": round(sum(v["value"] for v in mhc.values()) / len(mhc), 2) if mhc else None,
-        "mhc_mean_interval": mean_interval(model, replicates) if replicates else None,
+        "mhc_mean": mean,
+        "mhc_mean_interval": mean_interval(model, replicates, mean) if replicates and mean is not None else None,
     }
 
 

@@ -47,3 +47,30 @@ def test_summary_sets_our_figures_next_to_the_papers(screen):
     assert "| haspeede2020 | 1256 | 70.0 | 76.3 | -6.3 |" in text
     assert "| macro F1 (n=1000 per language) | 56.0 | 50.0 | **53.0** |" in text
     assert "| paper | 59.4 | 58.1 | 58.8 |" in text  # MHC Table 7, XTC on Arabic and Hindi
+
+
+def test_the_mhc_means_interval_comes_from_the_languages_bootstrap_values(screen, tmp_path):
+    """Two languages' bootstrap values (the score stages' layout): the
+    mean's interval lies between the languages' own, around the mean; a
+    language without values gives no interval."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(0)
+    files = {}
+    for suite, centre in (("mhc_a", 0.50), ("mhc_b", 0.70)):
+        values = centre + rng.normal(0, 0.02, 1000)
+        frame = pl.DataFrame(
+            {
+                "replicate": np.arange(1000),
+                "section": "overall",
+                "group": pl.Series([None] * 1000, dtype=pl.String),
+                "figure": "macro_f1",
+                "value": values,
+            }
+        )
+        files[suite] = str(tmp_path / f"{suite}.parquet")
+        frame.write_parquet(files[suite])
+    got = screen.mean_interval("XTC", files, 60.0)
+    assert got["level"] == 0.95 and 57.0 < got["ci_low"] < 60.0 < got["ci_high"] < 63.0, got
+    assert screen.mean_interval("XTC", {**files, "mhc_c": str(tmp_path / "absent.parquet")}, 60.0) is None
