@@ -90,10 +90,12 @@ def compile_sources(project: Path) -> None:
     clone's. Every stage process, ``snakemake`` and ``hatecheck-pipeline``
     call in the workspace imports the project's modules from it, and where
     ``PYTHONDONTWRITEBYTECODE`` is set (as here) a module without its
-    ``.pyc`` is compiled again by each of them: ~0.13 CPU-s of every short
-    stage. A module a test edits afterwards is compiled again, as without
-    this (the ``.pyc`` records its source's size and mtime)."""
-    run([sys.executable, "-m", "compileall", "-q", "-j0", "src"], project)
+    ``.pyc`` is compiled again by each of them: ~0.1 CPU-s of every short
+    stage (benchmarks/records/workspace_bytecode_2026-12-03.txt). The
+    ``.pyc`` files record their source's hash, not its mtime, so a module a
+    test edits afterwards, within the same second or not, is compiled again
+    as without this."""
+    run([sys.executable, "-m", "compileall", "-q", "-j0", "--invalidation-mode", "checked-hash", "src"], project)
 
 
 def set_param(project: Path, dotted: str, value) -> None:
